@@ -1,0 +1,180 @@
+// Package backends defines the contract between the worker and the places
+// where a job's command runs (a local process group, a container, a remote
+// host, a cloud sandbox). One package per backend implements it; the
+// conformance suite in backendtest checks every implementation the same way.
+package backends
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Backend runs one job command somewhere.
+//
+// Lifecycle:
+//
+//  1. The worker builds every configured backend at start-up and calls
+//     Validate once. A backend that cannot work (binary missing, daemon
+//     unreachable, credentials absent) returns an error that names the
+//     setting at fault; the worker refuses to start. Validate must be
+//     cheap and idempotent; `sandrun doctor` calls it too.
+//  2. Run is called once per job attempt and may be called concurrently
+//     from many goroutines. It starts the command, copies its output to
+//     out as it is produced, and returns when the command has ended.
+//  3. When ctx is done (timeout, cancel, lease loss or shutdown) Run must
+//     stop the WHOLE workload — process group, container, remote process
+//     group, sandbox — not just the client that launched it: first
+//     gracefully, then by force once spec.KillGrace has passed. It returns
+//     promptly after that, with whatever Result it has and an error that
+//     wraps context.Cause(ctx).
+//
+// Run returns a nil error when the command ran to completion, whatever its
+// exit code. A non-nil error that does not wrap context.Cause(ctx) is an
+// infrastructure failure (the command may or may not have run); the worker
+// treats it as retryable unless it wraps ErrPermanent.
+type Backend interface {
+	// Kind is the backend's implementation name ("local", "docker", ...).
+	Kind() string
+	// Validate checks configuration and reachability. See the lifecycle above.
+	Validate(ctx context.Context) error
+	// Run runs spec and copies its output to out. See the lifecycle above.
+	Run(ctx context.Context, spec Spec, out Output) (Result, error)
+	// Capabilities reports the optional features this backend supports.
+	Capabilities() Capabilities
+}
+
+// Spec is one attempt of a job, as a backend sees it.
+type Spec struct {
+	// JobID and Attempt identify the run (for labels, names, logs).
+	JobID   string
+	Attempt int
+	// Command is a shell command line, run with `sh -c`.
+	Command string
+	// Dir is the working directory; empty means the backend's default.
+	Dir string
+	// Env is the job's environment. The backend adds nothing from the
+	// worker's own environment except what its documentation says.
+	Env map[string]string
+	// KillGrace is how long the workload has to exit after the graceful
+	// stop signal before it is killed by force. Zero means DefaultKillGrace.
+	KillGrace time.Duration
+}
+
+// DefaultKillGrace is used when Spec.KillGrace is zero.
+const DefaultKillGrace = 5 * time.Second
+
+// Grace returns the kill grace period to use for s.
+func (s Spec) Grace() time.Duration {
+	if s.KillGrace <= 0 {
+		return DefaultKillGrace
+	}
+	return s.KillGrace
+}
+
+// Output receives the command's output as it is produced. Writers are
+// called from one goroutine each; Stdout and Stderr may be written
+// concurrently with each other.
+type Output struct {
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Result is what a backend knows about a finished (or stopped) command.
+type Result struct {
+	// ExitCode is the command's exit status, or -1 when it was ended by a
+	// signal or never reported one.
+	ExitCode int
+	// Signal names the signal that ended the command ("SIGKILL"), if any.
+	Signal string
+	// StartedAt and FinishedAt bound the run on the backend's clock.
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// UserCPU and SysCPU are CPU time used, when the backend can tell.
+	UserCPU time.Duration
+	SysCPU  time.Duration
+	// MaxRSSBytes is the peak resident set size, when the backend can tell.
+	MaxRSSBytes int64
+}
+
+// Wall returns the run's wall-clock duration.
+func (r Result) Wall() time.Duration {
+	if r.FinishedAt.IsZero() || r.StartedAt.IsZero() {
+		return 0
+	}
+	return r.FinishedAt.Sub(r.StartedAt)
+}
+
+// Capabilities lists optional features. The zero value means "none of
+// them", which is what a backend that embeds nothing reports.
+type Capabilities struct {
+	// ResourceLimits: the backend enforces CPU/memory limits.
+	ResourceLimits bool
+	// PersistentSessions: the workload can outlive one Run (sandboxes).
+	PersistentSessions bool
+	// FileCopy: files can be copied in and out of the workload.
+	FileCopy bool
+	// ResumableOutput: output can be re-attached after a worker restart.
+	ResumableOutput bool
+	// ResourceUsage: Result carries CPU time and peak RSS.
+	ResourceUsage bool
+}
+
+// ErrPermanent marks a backend error that retrying cannot fix (bad image,
+// bad configuration for this job). Wrap it: fmt.Errorf("...: %w", ErrPermanent).
+var ErrPermanent = errors.New("permanent backend error")
+
+// ErrUnavailable marks a backend that cannot take work right now (daemon
+// down, remote unreachable); the worker retries the job later.
+var ErrUnavailable = errors.New("backend unavailable")
+
+// Registry maps profile names (as jobs name them in spec.backend) to
+// configured backends. It is built explicitly in cmd/*; there is no
+// global registration.
+type Registry struct {
+	profiles map[string]Backend
+	order    []string
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{profiles: make(map[string]Backend)}
+}
+
+// Add registers b under profile. It returns an error for an empty or
+// duplicate profile name.
+func (r *Registry) Add(profile string, b Backend) error {
+	if profile == "" {
+		return errors.New("backends: empty profile name")
+	}
+	if _, ok := r.profiles[profile]; ok {
+		return errors.New("backends: duplicate profile " + profile)
+	}
+	r.profiles[profile] = b
+	r.order = append(r.order, profile)
+	return nil
+}
+
+// Get returns the backend for profile.
+func (r *Registry) Get(profile string) (Backend, bool) {
+	b, ok := r.profiles[profile]
+	return b, ok
+}
+
+// Profiles returns the registered profile names in registration order.
+func (r *Registry) Profiles() []string {
+	return append([]string(nil), r.order...)
+}
+
+// ValidateAll runs Validate on every backend and joins the errors, each
+// prefixed with its profile name.
+func (r *Registry) ValidateAll(ctx context.Context) error {
+	var errs []error
+	for _, p := range r.order {
+		if err := r.profiles[p].Validate(ctx); err != nil {
+			errs = append(errs, errors.New("backends."+p+": "+err.Error()))
+		}
+	}
+	return errors.Join(errs...)
+}

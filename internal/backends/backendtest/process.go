@@ -1,0 +1,38 @@
+package backendtest
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+)
+
+// HostProcessGone is an Options.ProcessGone for backends whose processes
+// run on the test's host, in its pid namespace. A zombie counts as gone:
+// a killed orphan is reparented to init or a subreaper, which may never
+// reap it. It reads /proc, so it is Linux-only.
+func HostProcessGone(t *testing.T, pid int) bool {
+	t.Helper()
+	err := syscall.Kill(pid, 0)
+	if errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("HostProcessGone(%d): %v", pid, err)
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself contain ") ": take the last one.
+	i := bytes.LastIndex(stat, []byte(") "))
+	if i < 0 || i+2 >= len(stat) {
+		t.Fatalf("HostProcessGone(%d): cannot parse %q", pid, stat)
+	}
+	state := stat[i+2]
+	return state == 'Z' || state == 'X'
+}

@@ -1,0 +1,118 @@
+package backendtest
+
+import (
+	"bufio"
+	"bytes"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is an io.Writer that keeps what a job writes and can signal
+// the test when a marker shows up, so tests wait on the job's own word
+// ("ready") rather than on sleeps. It is safe for concurrent use.
+type recorder struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker []byte
+	seen   chan struct{} // Closed once marker has been written.
+}
+
+// newRecorder returns a recorder that watches for marker; "" watches for
+// nothing.
+func newRecorder(marker string) *recorder {
+	r := &recorder{seen: make(chan struct{})}
+	if marker != "" {
+		r.marker = []byte(marker)
+	}
+	return r
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from := max(0, r.buf.Len()-len(r.marker)+1) // A marker may straddle writes.
+	r.buf.Write(p)
+	if r.marker != nil && bytes.Contains(r.buf.Bytes()[from:], r.marker) {
+		close(r.seen)
+		r.marker = nil
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of everything written so far.
+func (r *recorder) Bytes() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Clone(r.buf.Bytes())
+}
+
+func (r *recorder) String() string { return string(r.Bytes()) }
+
+// pids returns the numbers on lines of the form "pid N", in order.
+func (r *recorder) pids(t *testing.T) []int {
+	t.Helper()
+	var pids []int
+	sc := bufio.NewScanner(bytes.NewReader(r.Bytes()))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "pid ")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(rest))
+		if err != nil || pid <= 1 {
+			t.Fatalf("job printed a bad pid line %q", sc.Text())
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// counter is an io.Writer that counts bytes and the bytes that are not
+// zero. It is read only after Run has returned.
+type counter struct {
+	n, nonZero int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	for _, b := range p {
+		if b != 0 {
+			c.nonZero++
+		}
+	}
+	return len(p), nil
+}
+
+// waitReady waits until the job has written the marker stdout watches
+// for. It fails the test if the job ends first or takes too long.
+func waitReady(t *testing.T, stdout, stderr *recorder, done <-chan outcome) {
+	t.Helper()
+	timer := time.NewTimer(jobTimeout)
+	defer timer.Stop()
+	select {
+	case <-stdout.seen:
+	case o := <-done:
+		t.Fatalf("job ended before it was ready: exit %d, err %v\nstdout: %q\nstderr: %q",
+			o.res.ExitCode, o.err, stdout, stderr)
+	case <-timer.C:
+		t.Fatalf("job not ready after %s\nstdout: %q\nstderr: %q", jobTimeout, stdout, stderr)
+	}
+}
+
+// awaitReturn waits for Run to return, at most until deadline. Failing
+// past it is the point: Run must return within the contract's bound.
+func awaitReturn(t *testing.T, done <-chan outcome, deadline time.Time) outcome {
+	t.Helper()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case o := <-done:
+		return o
+	case <-timer.C:
+		t.Fatalf("Run did not return by its deadline")
+		return outcome{}
+	}
+}

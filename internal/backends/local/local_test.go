@@ -1,0 +1,241 @@
+package local
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newLocal returns a validated backend built from cfg.
+func newLocal(t *testing.T, cfg Config) *Local {
+	t.Helper()
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := l.Validate(t.Context()); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	return l
+}
+
+// run runs command to completion and returns its result and output.
+func run(t *testing.T, l *Local, spec backends.Spec) (backends.Result, string, string, error) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	res, err := l.Run(t.Context(), spec, backends.Output{Stdout: &stdout, Stderr: &stderr})
+	return res, stdout.String(), stderr.String(), err
+}
+
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		return newLocal(t, Config{})
+	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+}
+
+func TestKindAndCapabilities(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, Config{})
+	if got := l.Kind(); got != "local" {
+		t.Errorf("Kind() = %q, want local", got)
+	}
+	if got, want := l.Capabilities(), (backends.Capabilities{ResourceUsage: true}); got != want {
+		t.Errorf("Capabilities() = %+v, want %+v", got, want)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-exec")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		cfg   Config
+		field string
+		atNew bool // The error comes from New rather than Validate.
+	}{
+		{"relative shell", Config{Shell: "sh"}, "shell", true},
+		{"bad base_env key", Config{BaseEnv: map[string]string{"A=B": "x"}}, "base_env", true},
+		{"NUL in base_env value", Config{BaseEnv: map[string]string{"A": "x\x00"}}, "base_env", true},
+		{"missing shell", Config{Shell: filepath.Join(dir, "missing")}, "shell", false},
+		{"shell is a directory", Config{Shell: dir}, "shell", false},
+		{"shell not executable", Config{Shell: notExec}, "shell", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := New(tt.cfg)
+			if !tt.atNew {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				err = l.Validate(t.Context())
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("error %v, want one naming %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestEnvLayers(t *testing.T) {
+	t.Parallel()
+	const cmd = `printf '%s\n' "$PATH" "$BASE" "$BOTH"`
+	tests := []struct {
+		name    string
+		baseEnv map[string]string
+		jobEnv  map[string]string
+		want    string
+	}{
+		{"defaults", nil, nil, DefaultPath + "\n\n\n"},
+		{"job over base", map[string]string{"BASE": "b", "BOTH": "base"}, map[string]string{"BOTH": "job"}, DefaultPath + "\nb\njob\n"},
+		{"base PATH", map[string]string{"PATH": "/base"}, nil, "/base\n\n\n"},
+		{"job PATH", map[string]string{"PATH": "/base"}, map[string]string{"PATH": "/job"}, "/job\n\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLocal(t, Config{BaseEnv: tt.baseEnv})
+			res, stdout, stderr, err := run(t, l, backends.Spec{Command: cmd, Env: tt.jobEnv})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("exit %d, err %v, stderr %q", res.ExitCode, err, stderr)
+			}
+			if stdout != tt.want {
+				t.Errorf("stdout %q, want %q", stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestPermanentSpecErrors(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		spec  backends.Spec
+		field string
+	}{
+		{"missing cwd", backends.Spec{Command: "exit 0", Dir: filepath.Join(file, "..", "missing")}, "cwd"},
+		{"cwd is a file", backends.Spec{Command: "exit 0", Dir: file}, "cwd"},
+		{"bad env key", backends.Spec{Command: "exit 0", Env: map[string]string{"A=B": "x"}}, "env"},
+		{"NUL in command", backends.Spec{Command: "echo \x00"}, "command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, _, _, err := run(t, newLocal(t, Config{}), tt.spec)
+			if !errors.Is(err, backends.ErrPermanent) || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("error %v, want one wrapping ErrPermanent and naming %q", err, tt.field)
+			}
+			if res.ExitCode != -1 || !res.StartedAt.IsZero() {
+				t.Errorf("result %+v, want a run that never started", res)
+			}
+		})
+	}
+}
+
+func TestResourceUsage(t *testing.T) {
+	t.Parallel()
+	// awk holds a 64 MiB string: peak RSS shows it, in bytes not KiB.
+	const cmd = `awk 'BEGIN { s = "x"; while (length(s) < 67108864) s = s s; print length(s) }'`
+	res, stdout, stderr, err := run(t, newLocal(t, Config{}), backends.Spec{Command: cmd})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exit %d, err %v, stderr %q", res.ExitCode, err, stderr)
+	}
+	if stdout != "67108864\n" {
+		t.Fatalf("stdout %q", stdout)
+	}
+	if res.MaxRSSBytes < 64<<20 {
+		t.Errorf("MaxRSSBytes = %d, want at least 64 MiB", res.MaxRSSBytes)
+	}
+	if res.UserCPU+res.SysCPU <= 0 {
+		t.Errorf("UserCPU %s + SysCPU %s, want > 0", res.UserCPU, res.SysCPU)
+	}
+}
+
+func TestNilWritersDiscard(t *testing.T) {
+	t.Parallel()
+	res, err := newLocal(t, Config{}).Run(t.Context(), backends.Spec{Command: "echo out; echo err >&2; exit 2"}, backends.Output{})
+	if err != nil || res.ExitCode != 2 {
+		t.Fatalf("exit %d, err %v; want 2, nil", res.ExitCode, err)
+	}
+}
+
+// failingWriter fails every write with errSink.
+type failingWriter struct{}
+
+var errSink = errors.New("sink failed")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errSink }
+
+func TestFailingWriterDoesNotStopJob(t *testing.T) {
+	t.Parallel()
+	var stderr strings.Builder
+	// Without the guard the second write would get SIGPIPE and exit 141.
+	res, err := newLocal(t, Config{}).Run(t.Context(),
+		backends.Spec{Command: "echo one; head -c 1000000 /dev/zero; echo err >&2; exit 3"},
+		backends.Output{Stdout: failingWriter{}, Stderr: &stderr})
+	if !errors.Is(err, errSink) || !strings.Contains(err.Error(), "stdout") {
+		t.Errorf("error %v, want one wrapping the stdout write error", err)
+	}
+	if res.ExitCode != 3 || stderr.String() != "err\n" {
+		t.Errorf("exit %d, stderr %q; want 3, %q", res.ExitCode, stderr.String(), "err\n")
+	}
+}
+
+// TestEscapedProcessDoesNotHangRun covers the one process Run cannot kill:
+// one that left the job's process group and holds its stdout.
+func TestEscapedProcessDoesNotHangRun(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not found")
+	}
+	// The fifo tells the job when its child has left the group.
+	spec := backends.Spec{
+		Command: `mkfifo "$D/escaped"
+setsid sh -c 'echo "pid $$"; echo >"$D/escaped"; exec sleep 300' &
+read _ <"$D/escaped"
+echo done`,
+		Env: map[string]string{"D": t.TempDir()},
+	}
+	begun := time.Now()
+	res, stdout, stderr, err := run(t, newLocal(t, Config{}), spec)
+	took := time.Since(begun)
+	var pid int
+	if rest, ok := strings.CutPrefix(stdout, "pid "); ok {
+		pid, _ = strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
+	}
+	if pid > 1 {
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exit %d, err %v, stderr %q", res.ExitCode, err, stderr)
+	}
+	if pid <= 1 || !strings.HasSuffix(stdout, "done\n") {
+		t.Fatalf("stdout %q, want the escaped pid and done", stdout)
+	}
+	if limit := outputDrain + 5*time.Second; took > limit {
+		t.Errorf("Run took %s, want at most %s", took, limit)
+	}
+}

@@ -1,0 +1,224 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandrun/sandrun/internal/backends"
+)
+
+// outputDrain bounds how long Run keeps reading the job's output after its
+// main process has ended and its group has been killed. Only a process
+// that left the group can still hold the pipes open by then.
+const outputDrain = 2 * time.Second
+
+// Run runs spec.Command and copies its output to out as it is produced; a
+// nil writer discards. It returns once the main process has ended, its
+// group has been killed and the output has been copied.
+//
+// The error is nil when the command ran to completion, whatever its exit
+// code. It wraps context.Cause(ctx) when ctx ended the run (or was done
+// before it started). It wraps backends.ErrPermanent for a spec that can
+// never run here (a missing Dir, an invalid env key, a NUL in Command).
+// A failing writer does not stop the job: its output is discarded from
+// then on and the write error is returned after the command has ended.
+func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("local: not started: %w", context.Cause(ctx))
+	}
+	cmd, err := l.command(spec)
+	if err != nil {
+		return res, err
+	}
+	stdout, stderr := guard(out.Stdout), guard(out.Stderr)
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+
+	res.StartedAt = time.Now()
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, syscall.E2BIG) {
+			err = fmt.Errorf("%w: %w", err, backends.ErrPermanent)
+		}
+		return res, fmt.Errorf("local: start: %w", err)
+	}
+	stopped, ended, err := wait(ctx, cmd, spec.Grace())
+	res.FinishedAt = ended
+	if cmd.ProcessState != nil {
+		fillResult(&res, cmd.ProcessState)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case stopped:
+		return res, fmt.Errorf("local: stopped: %w", context.Cause(ctx))
+	case err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay):
+		// ErrWaitDelay: an escaped process held the output open; the job
+		// itself completed, so it is not a failure of the run.
+		return res, fmt.Errorf("local: wait: %w", err)
+	case stdout != nil && stdout.err != nil:
+		return res, fmt.Errorf("local: writing stdout: %w", stdout.err)
+	case stderr != nil && stderr.err != nil:
+		return res, fmt.Errorf("local: writing stderr: %w", stderr.err)
+	}
+	return res, nil
+}
+
+// wait waits for cmd's main process to end, stopping its group if ctx is
+// done first, kills whatever is left of the group and reaps cmd. It
+// reports whether ctx stopped the job, when the main process ended, and
+// the error from cmd.Wait.
+func wait(ctx context.Context, cmd *exec.Cmd, grace time.Duration) (stopped bool, ended time.Time, err error) {
+	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after its leader.
+	exited := make(chan struct{})
+	stoppedc := make(chan bool, 1)
+	go func() { stoppedc <- stopOnDone(ctx, pgid, grace, exited) }()
+
+	// Kill the group while its leader is an unreaped zombie: until it is
+	// reaped, its pid, hence the group id, cannot be given to another.
+	waitErr := waitExited(pgid)
+	ended = time.Now()
+	if waitErr == nil {
+		signalGroup(pgid, syscall.SIGKILL)
+	}
+	close(exited)
+	stopped = <-stoppedc
+	err = cmd.Wait()
+	if waitErr != nil { // Cannot happen short of a kernel bug; do what is still possible.
+		ended = time.Now()
+		signalGroup(pgid, syscall.SIGKILL)
+	}
+	return stopped, ended, err
+}
+
+// command builds the exec.Cmd for spec, or returns an error wrapping
+// backends.ErrPermanent when spec cannot run here.
+func (l *Local) command(spec backends.Spec) (*exec.Cmd, error) {
+	if strings.ContainsRune(spec.Command, 0) {
+		return nil, fmt.Errorf("local: command: contains a NUL byte: %w", backends.ErrPermanent)
+	}
+	env, err := l.environ(spec.Env)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Dir != "" {
+		if err := checkDir(spec.Dir); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(l.shell, "-c", spec.Command)
+	cmd.Dir = spec.Dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = outputDrain
+	return cmd, nil
+}
+
+// checkDir reports a working directory the job cannot use. Missing, not a
+// directory or not accessible are permanent; other failures may pass.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("local: cwd: %w: %w", err, backends.ErrPermanent)
+	case err != nil:
+		return fmt.Errorf("local: cwd: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("local: cwd %q: not a directory: %w", dir, backends.ErrPermanent)
+	}
+	return nil
+}
+
+// stopOnDone stops the group when ctx is done before exited is closed:
+// SIGTERM first, SIGKILL after grace. It reports whether ctx stopped it.
+func stopOnDone(ctx context.Context, pgid int, grace time.Duration, exited <-chan struct{}) bool {
+	select {
+	case <-exited:
+		return false
+	case <-ctx.Done():
+	}
+	signalGroup(pgid, syscall.SIGTERM)
+	signalGroup(pgid, syscall.SIGCONT)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		signalGroup(pgid, syscall.SIGKILL)
+	}
+	return true
+}
+
+// signalGroup sends sig to every process in group pgid. Errors are
+// ignored: ESRCH means the group is already gone, and EPERM (a member
+// that changed its credentials) cannot be helped from here.
+func signalGroup(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+}
+
+// waitExited blocks until process pid has exited, without reaping it.
+func waitExited(pid int) error {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// fillResult copies the exit status and resource usage of ps into res.
+func fillResult(res *backends.Result, ps *os.ProcessState) {
+	res.ExitCode = ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.ExitCode = -1
+		res.Signal = unix.SignalName(ws.Signal())
+		if res.Signal == "" {
+			res.Signal = ws.Signal().String()
+		}
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		res.UserCPU = time.Duration(ru.Utime.Nano())
+		res.SysCPU = time.Duration(ru.Stime.Nano())
+		res.MaxRSSBytes = ru.Maxrss * 1024 // KiB on Linux.
+	}
+}
+
+// guardedWriter forwards to w until a write fails, then discards, so that
+// a failing sink does not kill the job with SIGPIPE. exec.Cmd writes to it
+// from one goroutine; err is read after cmd.Wait has returned.
+type guardedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func guard(w io.Writer) *guardedWriter {
+	if w == nil {
+		return nil
+	}
+	return &guardedWriter{w: w}
+}
+
+func (g *guardedWriter) Write(p []byte) (int, error) {
+	if g.err == nil {
+		n, err := g.w.Write(p)
+		if err == nil && n < len(p) {
+			err = io.ErrShortWrite
+		}
+		g.err = err
+	}
+	return len(p), nil
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// ListFilter selects jobs for List.
+type ListFilter struct {
+	State jobs.State // empty: any
+	Queue string     // empty: any
+	Limit int        // 0: 1000
+}
+
+// List returns job records matching f, newest first (IDs sort by time).
+func (c *Client) List(ctx context.Context, f ListFilter) ([]Status, error) {
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	lister, err := c.store.State.ListKeysFiltered(ctx, jobs.RunKey("*"))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for k := range lister.Keys() {
+		ids = append(ids, strings.TrimPrefix(k, jobs.RunKey("")))
+	}
+	slices.Sort(ids)
+	slices.Reverse(ids)
+	var out []Status
+	for _, id := range ids {
+		st, err := c.Status(ctx, id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if (f.State != "" && st.State() != f.State) || (f.Queue != "" && st.Run.Spec.Queue != f.Queue) {
+			continue
+		}
+		out = append(out, st)
+		if len(out) == f.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// DLQ returns the dead-letter entries, oldest first.
+func (c *Client) DLQ(ctx context.Context) ([]jobs.DLQEntry, error) {
+	st, err := c.store.JS.Stream(ctx, jobs.StreamDLQ)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, err
+	}
+	var out []jobs.DLQEntry
+	for uint64(len(out)) < info.State.Msgs {
+		batch, err := cons.Fetch(int(min(info.State.Msgs-uint64(len(out)), 256)), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var e jobs.DLQEntry
+			if err := json.Unmarshal(m.Data(), &e); err == nil {
+				out = append(out, e)
+			}
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// RetryDLQ resubmits a dead job with a fresh attempt budget and removes
+// its DLQ entry. Entries that were never valid jobs cannot be retried.
+func (c *Client) RetryDLQ(ctx context.Context, id string) error {
+	e, seq, err := c.store.GetDLQ(ctx, id)
+	if err != nil {
+		return err
+	}
+	if e.Spec == nil {
+		return fmt.Errorf("dlq %s: not a valid job (%s); nothing to retry", id, e.Reason)
+	}
+	run, rev, err := c.store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if run.State != jobs.StateDead {
+		return fmt.Errorf("dlq %s: job is %s, not dead", id, run.State)
+	}
+	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
+		return fmt.Errorf("dlq %s: clear result: %w", id, err)
+	}
+	// Keep the stored spec (the DLQ copy has secrets redacted).
+	run.State = jobs.StateQueued
+	run.Attempt = 0
+	run.UpdatedAt = c.now().UTC()
+	run.LastError = "retried from the DLQ after: " + run.LastError
+	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
+		return err
+	}
+	if err := c.store.PublishJob(ctx, run.Spec, fmt.Sprintf("%s.dlq.%d", id, seq)); err != nil {
+		return err
+	}
+	st, err := c.store.JS.Stream(ctx, jobs.StreamDLQ)
+	if err != nil {
+		return err
+	}
+	return st.DeleteMsg(ctx, seq)
+}

@@ -1,0 +1,270 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Names of the JetStream assets. They are fixed: every component of a
+// deployment must agree on them.
+const (
+	StreamJobs   = "JOBS"
+	StreamEvents = "EVENTS"
+	StreamDLQ    = "DLQ"
+
+	BucketState     = "jobstate"
+	BucketSchedules = "schedules"
+	BucketElections = "elections"
+	BucketWorkers   = "workers"
+	BucketOutputs   = "outputs"
+
+	subjectJobs   = "sandrun.jobs."
+	subjectEvents = "sandrun.events."
+	subjectDLQ    = "sandrun.dlq."
+)
+
+// JobSubject is where jobs of queue are dispatched.
+func JobSubject(queue string) string { return subjectJobs + "q." + queue }
+
+// DelaySubject holds the schedule (@at) of a job's delayed retry.
+func DelaySubject(id string) string { return subjectJobs + "delay." + id }
+
+// EventSubject is where events of kind for job id are published.
+func EventSubject(id, kind string) string { return subjectEvents + id + "." + kind }
+
+// EventFilter matches every event of job id.
+func EventFilter(id string) string { return subjectEvents + id + ".>" }
+
+// DLQSubject holds the dead-letter entry of job id.
+func DLQSubject(id string) string { return subjectDLQ + id }
+
+// ConsumerName is the durable pull consumer of queue.
+func ConsumerName(queue string) string { return "q-" + queue }
+
+// Keys in the jobstate bucket.
+func RunKey(id string) string    { return "run." + id }
+func LeaseKey(id string) string  { return "lease." + id }
+func ResultKey(id string) string { return "result." + id }
+func CancelKey(id string) string { return "cancel." + id }
+
+// kvSubject is the stream subject behind key in the jobstate bucket.
+func kvSubject(key string) string { return "$KV." + BucketState + "." + key }
+
+// LayoutConfig sizes the JetStream assets.
+type LayoutConfig struct {
+	// Replicas for every stream and bucket (1 for a single server, 3 for
+	// a cluster).
+	Replicas int
+	// Memory selects memory storage (tests); the default is file storage.
+	Memory bool
+	// Retention is how long job records, results, events, outputs and
+	// DLQ entries are kept.
+	Retention time.Duration
+	// DedupeWindow is JOBS' duplicate window (Nats-Msg-Id).
+	DedupeWindow time.Duration
+	// MaxEventBytes bounds the EVENTS stream (live output included).
+	MaxEventBytes int64
+}
+
+// WithDefaults fills zero fields.
+func (c LayoutConfig) WithDefaults() LayoutConfig {
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Retention == 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.DedupeWindow == 0 {
+		c.DedupeWindow = 20 * time.Minute
+	}
+	if c.MaxEventBytes == 0 {
+		c.MaxEventBytes = 1 << 30
+	}
+	return c
+}
+
+// MinServerVersion is the oldest nats-server with every feature the layout
+// uses: per-message TTL and limit markers (2.11), fenced publishes on
+// another subject (2.11) and message schedules for delayed retries (2.12).
+const MinServerVersion = "2.12.0"
+
+// ErrServerTooOld is returned by EnsureLayout for servers older than
+// MinServerVersion.
+var ErrServerTooOld = errors.New("nats-server too old")
+
+// CheckServerVersion returns ErrServerTooOld unless v >= MinServerVersion.
+func CheckServerVersion(v string) error {
+	if v == "" {
+		return fmt.Errorf("%w: server did not report a version", ErrServerTooOld)
+	}
+	if versionLess(v, MinServerVersion) {
+		return fmt.Errorf("%w: server is %s, sandrun needs >= %s (message TTLs, limit markers, message schedules)",
+			ErrServerTooOld, v, MinServerVersion)
+	}
+	return nil
+}
+
+func versionLess(a, b string) bool {
+	pa, pb := versionParts(a), versionParts(b)
+	for i := range 3 {
+		if pa[i] != pb[i] {
+			return pa[i] < pb[i]
+		}
+	}
+	return false
+}
+
+func versionParts(v string) [3]int {
+	v = strings.TrimPrefix(v, "v")
+	if i := strings.IndexAny(v, "-+"); i >= 0 {
+		v = v[:i]
+	}
+	var out [3]int
+	for i, p := range strings.SplitN(v, ".", 3) {
+		out[i], _ = strconv.Atoi(p)
+	}
+	return out
+}
+
+// EnsureLayout creates or updates every stream, bucket and object store
+// sandrun uses. It is idempotent and safe to run from every component at
+// start-up. serverVersion is nc.ConnectedServerVersion().
+func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion string, cfg LayoutConfig) (*Store, error) {
+	if err := CheckServerVersion(serverVersion); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	streams := []jetstream.StreamConfig{{
+		Name:              StreamJobs,
+		Subjects:          []string{subjectJobs + ">"},
+		Retention:         jetstream.WorkQueuePolicy,
+		// No message or byte limit: a stream with message schedules
+		// cannot use DiscardNew, and DiscardOld would silently drop
+		// queued jobs. Backpressure comes from the JetStream storage
+		// limit instead: when it is reached, submit fails.
+		Duplicates:        cfg.DedupeWindow,
+		AllowMsgSchedules: true,
+		Storage:           storage,
+		Replicas:          cfg.Replicas,
+	}, {
+		Name:      StreamEvents,
+		Subjects:  []string{subjectEvents + ">"},
+		Retention: jetstream.LimitsPolicy,
+		MaxAge:    cfg.Retention,
+		MaxBytes:  cfg.MaxEventBytes,
+		Discard:   jetstream.DiscardOld,
+		Storage:   storage,
+		Replicas:  cfg.Replicas,
+	}, {
+		Name:              StreamDLQ,
+		Subjects:          []string{subjectDLQ + ">"},
+		Retention:         jetstream.LimitsPolicy,
+		MaxAge:            4 * cfg.Retention,
+		MaxMsgsPerSubject: 1,
+		Storage:           storage,
+		Replicas:          cfg.Replicas,
+	}}
+	for _, sc := range streams {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", sc.Name, err)
+		}
+	}
+	kvStorage := jetstream.FileStorage
+	if cfg.Memory {
+		kvStorage = jetstream.MemoryStorage
+	}
+	buckets := []jetstream.KeyValueConfig{{
+		Bucket:         BucketState,
+		Description:    "sandrun job records, leases, results and cancel requests",
+		History:        1,
+		TTL:            cfg.Retention,
+		LimitMarkerTTL: time.Hour,
+		Storage:        kvStorage,
+		Replicas:       cfg.Replicas,
+	}, {
+		Bucket:      BucketSchedules,
+		Description: "sandrun schedules and their last fired slot",
+		History:     5,
+		Storage:     kvStorage,
+		Replicas:    cfg.Replicas,
+	}, {
+		Bucket:         BucketElections,
+		Description:    "sandrun leader elections (scheduler, reaper)",
+		History:        1,
+		LimitMarkerTTL: time.Hour,
+		Storage:        kvStorage,
+		Replicas:       cfg.Replicas,
+	}, {
+		Bucket:         BucketWorkers,
+		Description:    "sandrun live workers",
+		History:        1,
+		LimitMarkerTTL: time.Hour,
+		Storage:        kvStorage,
+		Replicas:       cfg.Replicas,
+	}}
+	kvs := make(map[string]jetstream.KeyValue, len(buckets))
+	for _, bc := range buckets {
+		kv, err := js.CreateOrUpdateKeyValue(ctx, bc)
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", bc.Bucket, err)
+		}
+		kvs[bc.Bucket] = kv
+	}
+	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      BucketOutputs,
+		Description: "sandrun job output",
+		TTL:         cfg.Retention,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
+	}
+	return &Store{
+		JS:        js,
+		State:     kvs[BucketState],
+		Schedules: kvs[BucketSchedules],
+		Elections: kvs[BucketElections],
+		Workers:   kvs[BucketWorkers],
+		Outputs:   obj,
+	}, nil
+}
+
+// QueueConfig is the dispatch consumer of one queue.
+type QueueConfig struct {
+	// ClaimWindow is the consumer's AckWait: how long a fetched message
+	// may wait for its claim before it is redelivered. It is NOT the run
+	// time; runs are covered by the lease.
+	ClaimWindow time.Duration
+}
+
+// EnsureQueue creates or updates the durable pull consumer of queue.
+func (s *Store) EnsureQueue(ctx context.Context, queue string, qc QueueConfig) (jetstream.Consumer, error) {
+	if qc.ClaimWindow == 0 {
+		qc.ClaimWindow = time.Minute
+	}
+	c, err := s.JS.CreateOrUpdateConsumer(ctx, StreamJobs, jetstream.ConsumerConfig{
+		Durable:       ConsumerName(queue),
+		Description:   "sandrun dispatch for queue " + queue,
+		FilterSubject: JobSubject(queue),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       qc.ClaimWindow,
+		MaxDeliver:    -1,
+		MaxWaiting:    4096,
+		MaxAckPending: 10_000,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", ConsumerName(queue), err)
+	}
+	return c, nil
+}

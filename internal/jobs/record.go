@@ -1,0 +1,123 @@
+package jobs
+
+import (
+	"crypto/rand"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// State is where a job is in its lifecycle.
+type State string
+
+// States. The last six are terminal: a job in one of them never changes
+// again (except by an explicit `dlq retry`).
+const (
+	StateQueued    State = "queued"     // published, waiting for a worker
+	StateRunning   State = "running"    // claimed under a lease
+	StateRetryWait State = "retry_wait" // failed, next attempt scheduled
+	StateSucceeded State = "succeeded"
+	StateFailed    State = "failed"    // non-zero exit, not retried
+	StateTimedOut  State = "timed_out" // killed by its timeout
+	StateDenied    State = "denied"    // refused by the approval policy
+	StateCanceled  State = "canceled"
+	StateDead      State = "dead" // attempts spent; copied to the DLQ
+)
+
+// Terminal reports whether s is a final state.
+func (s State) Terminal() bool {
+	switch s {
+	case StateSucceeded, StateFailed, StateTimedOut, StateDenied, StateCanceled, StateDead:
+		return true
+	}
+	return false
+}
+
+// ParseState checks a state name given by a user.
+func ParseState(s string) (State, error) {
+	st := State(s)
+	switch st {
+	case StateQueued, StateRunning, StateRetryWait:
+		return st, nil
+	}
+	if st.Terminal() {
+		return st, nil
+	}
+	return "", fieldErr("state", "unknown state %q", s)
+}
+
+// Run is the job record kept at run.<id>: the spec and where it is now.
+// Its KV revision is the CAS token for state changes that are not fenced
+// by a lease.
+type Run struct {
+	Spec      Spec      `json:"spec"`
+	State     State     `json:"state"`
+	Attempt   int       `json:"attempt"` // attempts claimed so far
+	Worker    string    `json:"worker,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// NextAttemptAt is set in retry_wait.
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	// LastError is the last attempt's failure, for people.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Result is the committed outcome of a job, kept at result.<id>. It is
+// written at most once, fenced on the lease revision of its writer.
+type Result struct {
+	JobID      string    `json:"job_id"`
+	Queue      string    `json:"queue"`
+	Backend    string    `json:"backend"`
+	State      State     `json:"state"`
+	Attempt    int       `json:"attempt"`
+	ExitCode   int       `json:"exit_code"`
+	Signal     string    `json:"signal,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Rule       string    `json:"rule,omitempty"` // policy rule, for denied
+	Worker     string    `json:"worker,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at"`
+	// Resource figures, when the backend reports them.
+	WallSeconds    float64 `json:"wall_seconds"`
+	UserCPUSeconds float64 `json:"user_cpu_seconds,omitempty"`
+	SysCPUSeconds  float64 `json:"sys_cpu_seconds,omitempty"`
+	MaxRSSBytes    int64   `json:"max_rss_bytes,omitempty"`
+	Stdout         Output  `json:"stdout"`
+	Stderr         Output  `json:"stderr"`
+}
+
+// Output describes one output stream of an attempt: its full size and
+// digest, the object holding it, and a bounded head and tail.
+type Output struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+	Object string `json:"object,omitempty"` // name in the outputs object store
+	Head   string `json:"head,omitempty"`
+	Tail   string `json:"tail,omitempty"`
+	// Truncated is true when Head+Tail do not hold the whole output.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ExitCodeFor maps a terminal result to the exit code `sandrun submit
+// --wait` uses: the job's own code, 124 for a timeout (as timeout(1)
+// does), 125 for a job that never ran its command to completion.
+func (r Result) ExitCodeFor() int {
+	switch r.State {
+	case StateSucceeded, StateFailed:
+		return r.ExitCode
+	case StateDead:
+		if r.ExitCode > 0 {
+			return r.ExitCode
+		}
+		return 125
+	case StateTimedOut:
+		return 124
+	case StateCanceled:
+		return 130
+	}
+	return 125
+}
+
+// NewID returns a new sortable job ID.
+func NewID(now time.Time) string {
+	return ulid.MustNew(ulid.Timestamp(now), rand.Reader).String()
+}

@@ -1,0 +1,254 @@
+// Package jobs defines the job spec, its validation, the lifecycle records
+// kept in JetStream, and the JetStream layout itself.
+package jobs
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"time"
+)
+
+// Origin says who asked for a job; the approval policy keys its defaults
+// and the worker ceiling on it.
+type Origin string
+
+// Origins.
+const (
+	OriginManual   Origin = "manual"
+	OriginCron     Origin = "cron"
+	OriginBatch    Origin = "batch"
+	OriginSubagent Origin = "subagent"
+)
+
+// Limits on a spec. They keep one job from filling a KV value or a NATS
+// message, and they are part of the API: a spec over them is rejected.
+const (
+	MaxSpecBytes    = 256 << 10 // encoded spec
+	MaxCommandBytes = 128 << 10
+	MaxEnvVars      = 256
+	MaxLabels       = 64
+	MaxAttemptsCap  = 100
+	MaxTimeout      = 7 * 24 * time.Hour
+)
+
+// Defaults filled by Spec.WithDefaults.
+const (
+	DefaultQueue       = "default"
+	DefaultBackend     = "local"
+	DefaultTimeout     = time.Hour
+	DefaultMaxAttempts = 3
+)
+
+// DefaultBackoff is the retry backoff of a spec that sets none.
+var DefaultBackoff = Backoff{Initial: Duration(2 * time.Second), Max: Duration(5 * time.Minute), Factor: 2, Jitter: 0.2}
+
+// Spec is a job as submitted. Its JSON form (and the YAML form, which is
+// decoded through the same rules) uses the json tags; durations are Go
+// duration strings ("90s", "1h30m").
+type Spec struct {
+	// ID is a sortable ULID, assigned at submit when empty. A given ID is
+	// accepted once: resubmitting it is an error, not a second job.
+	ID string `json:"id,omitempty"`
+	// Queue selects the workers that may claim the job.
+	Queue string `json:"queue,omitempty"`
+	// Backend is a profile name from the worker's configuration.
+	Backend string `json:"backend,omitempty"`
+	// Command is a shell command line, run with `sh -c`.
+	Command string `json:"command"`
+	// Cwd is the working directory on the backend.
+	Cwd string `json:"cwd,omitempty"`
+	// Env is the job's environment.
+	Env map[string]string `json:"env,omitempty"`
+	// SecretEnv lists keys of Env whose values are secret: they are
+	// redacted wherever a spec is shown.
+	SecretEnv []string `json:"secret_env,omitempty"`
+	// Timeout bounds one attempt's run time.
+	Timeout Duration `json:"timeout,omitempty"`
+	// Origin: manual, cron, batch or subagent.
+	Origin Origin `json:"origin,omitempty"`
+	// Approval is the requested approval mode (deny, approve, allowlist);
+	// empty means the origin's default.
+	Approval string `json:"approval,omitempty"`
+	// MaxAttempts bounds attempts, counted at claim (so a job that crashes
+	// its worker is bounded too).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Retry is the backoff between attempts.
+	Retry *Backoff `json:"retry,omitempty"`
+	// Labels are free-form key/values for people and tools.
+	Labels map[string]string `json:"labels,omitempty"`
+	// SubmittedAt is set by the submitter.
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+}
+
+// Backoff is an exponential backoff with jitter.
+type Backoff struct {
+	Initial Duration `json:"initial,omitempty"`
+	Max     Duration `json:"max,omitempty"`
+	Factor  float64  `json:"factor,omitempty"`
+	// Jitter is the fraction (0..1) of each delay that is randomised.
+	Jitter float64 `json:"jitter,omitempty"`
+	// NoRetryExitCodes are exit codes that end the job at once as failed.
+	NoRetryExitCodes []int `json:"no_retry_exit_codes,omitempty"`
+}
+
+// Delay returns the wait before attempt next (2 for the first retry), with
+// rnd in [0,1) supplying the jitter.
+func (b Backoff) Delay(next int, rnd float64) time.Duration {
+	d := float64(b.Initial)
+	for i := 2; i < next; i++ {
+		d *= b.Factor
+		if d >= float64(b.Max) {
+			d = float64(b.Max)
+			break
+		}
+	}
+	d = min(d, float64(b.Max))
+	d -= d * b.Jitter * rnd
+	return time.Duration(d)
+}
+
+// Retryable reports whether exit code may be retried.
+func (b Backoff) Retryable(exitCode int) bool {
+	return !slices.Contains(b.NoRetryExitCodes, exitCode)
+}
+
+var (
+	idRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	queueRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	nameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	envRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// WithDefaults returns a copy of s with empty fields filled. The ID is not
+// assigned here (see NewID); maps and slices are copied.
+func (s Spec) WithDefaults() Spec {
+	c := s
+	c.Env = maps.Clone(s.Env)
+	c.Labels = maps.Clone(s.Labels)
+	c.SecretEnv = slices.Clone(s.SecretEnv)
+	if c.Queue == "" {
+		c.Queue = DefaultQueue
+	}
+	if c.Backend == "" {
+		c.Backend = DefaultBackend
+	}
+	if c.Timeout == 0 {
+		c.Timeout = Duration(DefaultTimeout)
+	}
+	if c.Origin == "" {
+		c.Origin = OriginManual
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	b := DefaultBackoff
+	if s.Retry != nil {
+		b = *s.Retry
+		b.NoRetryExitCodes = slices.Clone(s.Retry.NoRetryExitCodes)
+		if b.Initial == 0 {
+			b.Initial = DefaultBackoff.Initial
+		}
+		if b.Max == 0 {
+			b.Max = max(DefaultBackoff.Max, b.Initial)
+		}
+		if b.Factor == 0 {
+			b.Factor = DefaultBackoff.Factor
+		}
+	}
+	c.Retry = &b
+	return c
+}
+
+// Validate checks a spec that has been through WithDefaults. Every error
+// is a *FieldError naming the field at fault.
+func (s Spec) Validate() error {
+	switch {
+	case s.ID != "" && !idRE.MatchString(s.ID):
+		return fieldErr("id", "must be 1-128 characters of A-Z a-z 0-9 _ -, got %q", s.ID)
+	case !queueRE.MatchString(s.Queue):
+		return fieldErr("queue", "must be 1-64 characters of a-z 0-9 _ -, got %q", s.Queue)
+	case !nameRE.MatchString(s.Backend):
+		return fieldErr("backend", "must be a profile name (1-64 characters of A-Z a-z 0-9 _ -), got %q", s.Backend)
+	case isBlank(s.Command):
+		return fieldErr("command", "must not be empty")
+	case len(s.Command) > MaxCommandBytes:
+		return fieldErr("command", "is %d bytes, limit %d", len(s.Command), MaxCommandBytes)
+	case s.Timeout <= 0 || s.Timeout.D() > MaxTimeout:
+		return fieldErr("timeout", "must be > 0 and <= %s, got %s", MaxTimeout, s.Timeout)
+	case s.MaxAttempts < 1 || s.MaxAttempts > MaxAttemptsCap:
+		return fieldErr("max_attempts", "must be 1..%d, got %d", MaxAttemptsCap, s.MaxAttempts)
+	case len(s.Env) > MaxEnvVars:
+		return fieldErr("env", "has %d variables, limit %d", len(s.Env), MaxEnvVars)
+	case len(s.Labels) > MaxLabels:
+		return fieldErr("labels", "has %d labels, limit %d", len(s.Labels), MaxLabels)
+	}
+	switch s.Origin {
+	case OriginManual, OriginCron, OriginBatch, OriginSubagent:
+	default:
+		return fieldErr("origin", "must be one of manual, cron, batch, subagent; got %q", s.Origin)
+	}
+	switch s.Approval {
+	case "", "deny", "approve", "allowlist":
+	default:
+		return fieldErr("approval", "must be one of deny, approve, allowlist; got %q", s.Approval)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if !envRE.MatchString(k) {
+			return fieldErr("env."+k, "is not a valid variable name")
+		}
+	}
+	for i, k := range s.SecretEnv {
+		if _, ok := s.Env[k]; !ok {
+			return fieldErr(fmt.Sprintf("secret_env[%d]", i), "names %q, which is not in env", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+		if !nameRE.MatchString(k) {
+			return fieldErr("labels."+k, "key must be 1-64 characters of A-Z a-z 0-9 _ -")
+		}
+	}
+	if s.Retry != nil {
+		b := s.Retry
+		switch {
+		case b.Initial < 0:
+			return fieldErr("retry.initial", "must be >= 0, got %s", b.Initial)
+		case b.Max < b.Initial:
+			return fieldErr("retry.max", "must be >= retry.initial (%s), got %s", b.Initial, b.Max)
+		case b.Factor < 1 || b.Factor > 100:
+			return fieldErr("retry.factor", "must be 1..100, got %g", b.Factor)
+		case b.Jitter < 0 || b.Jitter > 1:
+			return fieldErr("retry.jitter", "must be 0..1, got %g", b.Jitter)
+		}
+	}
+	return nil
+}
+
+// Redacted returns a copy of s whose secret env values are replaced, for
+// showing to people and writing to events.
+func (s Spec) Redacted() Spec {
+	if len(s.SecretEnv) == 0 {
+		return s
+	}
+	c := s
+	c.Env = maps.Clone(s.Env)
+	for _, k := range s.SecretEnv {
+		if _, ok := c.Env[k]; ok {
+			c.Env[k] = Redacted
+		}
+	}
+	return c
+}
+
+// Redacted replaces secret values wherever they would be shown.
+const Redacted = "[REDACTED]"
+
+func isBlank(s string) bool {
+	for _, r := range s {
+		if r != ' ' && r != '\t' && r != '\n' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// KeeperConfig tunes a Keeper.
+type KeeperConfig struct {
+	// Interval between renewals; default TTL/3.
+	Interval time.Duration
+	// Value is written on each renewal.
+	Value []byte
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// OnRenew, if set, is called after each successful renewal.
+	OnRenew func()
+}
+
+// Keeper renews a lease in the background until stopped, and declares it
+// lost — closing Lost() — when a renewal is refused or when no renewal has
+// succeeded for long enough that the server may already have expired it.
+// The second rule is self-fencing: a holder cut off from the server (or
+// frozen, or paused by GC) stops acting before anyone else can take over.
+type Keeper struct {
+	l    *Lease
+	cfg  KeeperConfig
+	lost chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	mu  sync.Mutex
+	err error
+
+	stopOnce sync.Once
+}
+
+// Keep starts renewing l. The renewer runs independently of whatever the
+// holder is doing, so a hung backend call never stops heartbeats. Call
+// Stop when the work is done.
+func Keep(l *Lease, cfg KeeperConfig) *Keeper {
+	if cfg.Interval <= 0 {
+		cfg.Interval = l.ttl / 3
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	k := &Keeper{
+		l:    l,
+		cfg:  cfg,
+		lost: make(chan struct{}),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go k.loop()
+	return k
+}
+
+// Lost is closed when the lease is lost. Err then says why.
+func (k *Keeper) Lost() <-chan struct{} { return k.lost }
+
+// Err returns why the lease was lost, or nil.
+func (k *Keeper) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+
+// Stop ends the renewals and waits for the renewer to exit. It is safe to
+// call more than once.
+func (k *Keeper) Stop() {
+	k.stopOnce.Do(func() { close(k.stop) })
+	<-k.done
+}
+
+func (k *Keeper) loop() {
+	defer close(k.done)
+	// A renewal that succeeds moves the server-side expiry to at least
+	// send time + TTL, so the lease is surely ours until then. Stop acting
+	// a margin before that.
+	margin := max(k.l.ttl/10, 100*time.Millisecond)
+	validUntil := k.cfg.Now().Add(k.l.ttl - margin)
+	wait := k.cfg.Interval
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-t.C:
+		}
+		sent := k.cfg.Now()
+		if !sent.Before(validUntil) {
+			k.fail(fmt.Errorf("%s: no renewal succeeded within the ttl (%s): %w", k.l.key, k.l.ttl, ErrLost))
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), validUntil)
+		err := k.l.Renew(ctx, k.cfg.Value)
+		cancel()
+		switch {
+		case err == nil:
+			validUntil = sent.Add(k.l.ttl - margin)
+			wait = k.cfg.Interval
+			if k.cfg.OnRenew != nil {
+				k.cfg.OnRenew()
+			}
+		case errors.Is(err, ErrLost):
+			k.fail(err)
+			return
+		default:
+			// Transient: try again soon, but never past validUntil.
+			wait = min(k.cfg.Interval/4+time.Millisecond, max(validUntil.Sub(k.cfg.Now()), time.Millisecond))
+		}
+		t.Reset(wait)
+	}
+}
+
+func (k *Keeper) fail(err error) {
+	k.mu.Lock()
+	k.err = err
+	k.mu.Unlock()
+	close(k.lost)
+}

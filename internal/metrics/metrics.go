@@ -1,0 +1,91 @@
+// Package metrics defines sandrun's Prometheus metrics on a private
+// registry. Components receive a *Metrics; nothing registers globally.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds every sandrun metric. Label values are bounded: queue,
+// backend (profile), status, policy decision and rule — never a job ID.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	JobsClaimed     *prometheus.CounterVec   // queue, backend
+	JobsFinished    *prometheus.CounterVec   // queue, backend, status
+	RunDuration     *prometheus.HistogramVec // queue, backend
+	ScriptTimeouts  *prometheus.CounterVec   // backend
+	JobsRunning     *prometheus.GaugeVec     // queue
+	Slots           prometheus.Gauge
+	LeaseRenewals   prometheus.Counter
+	LeaseLosses     prometheus.Counter
+	StaleCommits    prometheus.Counter
+	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, finalized
+	Retries         *prometheus.CounterVec // queue
+	InvalidMessages *prometheus.CounterVec // reason
+	PolicyDecisions *prometheus.CounterVec // decision, mode, rule
+	Leader          *prometheus.GaugeVec   // role
+	SubmitToStart   prometheus.Histogram
+}
+
+// New creates the metrics on a fresh registry, with the Go and process
+// collectors.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		Registry: r,
+		JobsClaimed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_jobs_claimed_total", Help: "Job attempts claimed by this worker.",
+		}, []string{"queue", "backend"}),
+		JobsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_jobs_finished_total", Help: "Job attempts finished, by outcome (retry_wait for a failed attempt that will be retried).",
+		}, []string{"queue", "backend", "status"}),
+		RunDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sandrun_job_run_duration_seconds", Help: "Wall time of job commands on their backend.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"queue", "backend"}),
+		ScriptTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_script_timeouts_total", Help: "Job commands killed by their timeout.",
+		}, []string{"backend"}),
+		JobsRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sandrun_jobs_running", Help: "Jobs running on this worker.",
+		}, []string{"queue"}),
+		Slots: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandrun_worker_slots", Help: "Concurrency slots of this worker.",
+		}),
+		LeaseRenewals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandrun_lease_renewals_total", Help: "Successful job lease renewals.",
+		}),
+		LeaseLosses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandrun_lease_losses_total", Help: "Job leases lost while running (the job was killed: self-fencing).",
+		}),
+		StaleCommits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandrun_stale_commits_rejected_total", Help: "Result commits refused because the writer's lease revision was stale.",
+		}),
+		ReaperRecovered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_reaper_recoveries_total", Help: "Jobs recovered by the reaper after their lease expired.",
+		}, []string{"action"}),
+		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_retries_total", Help: "Failed attempts scheduled for retry.",
+		}, []string{"queue"}),
+		InvalidMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_invalid_messages_total", Help: "Messages on the jobs subjects that were not valid jobs (sent to the DLQ).",
+		}, []string{"reason"}),
+		PolicyDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_policy_decisions_total", Help: "Approval policy decisions.",
+		}, []string{"decision", "mode", "rule"}),
+		Leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sandrun_leader", Help: "1 while this process leads the role.",
+		}, []string{"role"}),
+		SubmitToStart: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sandrun_submit_to_start_seconds", Help: "Time from submit to the start of the first attempt.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 300},
+		}),
+	}
+	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
+		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries,
+		m.InvalidMessages, m.PolicyDecisions, m.Leader, m.SubmitToStart)
+	return m
+}

@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Job origins known to the policy. A ceiling can be set for each.
+var origins = []string{"manual", "cron", "batch", "subagent"}
+
+// originDefault is the mode of a job that does not ask for one, whatever its
+// origin: a job opts into anything more permissive.
+const originDefault = ModeDeny
+
+// Config is the approval policy of one worker. The zero Config is valid and
+// means DefaultCeiling for every origin and an empty allowlist.
+type Config struct {
+	// Ceiling maps an origin ("manual", "cron", "batch", "subagent") to the
+	// most permissive mode a job of that origin may get on this worker.
+	// Order of permissiveness: deny < allowlist < approve. Missing origins
+	// use DefaultCeiling.
+	Ceiling map[string]Mode
+	// Allowlist names rule IDs (see Rules) that may pass in allowlist mode.
+	// "unparsable" cannot be listed: a command the parser cannot read is
+	// never allowlisted.
+	Allowlist []string
+}
+
+// DefaultConfig returns the ceiling a worker gets when it configures none:
+// subagent jobs at most allowlist, manual, cron and batch jobs at most
+// approve. The allowlist is empty.
+func DefaultConfig() Config {
+	c := Config{Ceiling: make(map[string]Mode, len(origins))}
+	for _, o := range origins {
+		c.Ceiling[o] = DefaultCeiling(o)
+	}
+	return c
+}
+
+// DefaultCeiling is the ceiling of an origin that Config.Ceiling does not
+// name: ModeAllowlist for "subagent", ModeApprove for "manual", "cron" and
+// "batch", and ModeDeny for anything else.
+func DefaultCeiling(origin string) Mode {
+	switch origin {
+	case "subagent":
+		return ModeAllowlist
+	case "manual", "cron", "batch":
+		return ModeApprove
+	default:
+		return ModeDeny
+	}
+}
+
+// Configuration errors. Each is wrapped in a *FieldError naming the setting.
+var (
+	ErrUnknownOrigin = errors.New("unknown origin")
+	ErrUnknownRule   = errors.New("unknown rule")
+	// ErrNotAllowlistable is returned for a rule that exists but can never
+	// pass in allowlist mode ("unparsable").
+	ErrNotAllowlistable = errors.New("rule cannot be allowlisted")
+)
+
+// FieldError is a configuration error about one setting, e.g.
+// `policy.allowlist[2]: unknown rule "foo"`.
+type FieldError struct {
+	Field string // dotted path of the setting, e.g. "policy.ceiling.subagent"
+	Err   error  // what is wrong; wraps one of the Err* sentinels
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// validate reports every problem in c, in a stable order, joined.
+func (c Config) validate() error {
+	var errs []error
+	keys := make([]string, 0, len(c.Ceiling))
+	for k := range c.Ceiling {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		field := "policy.ceiling." + k
+		if !slices.Contains(origins, k) {
+			errs = append(errs, &FieldError{field, fmt.Errorf("%w %q (valid: %s)",
+				ErrUnknownOrigin, k, strings.Join(origins, ", "))})
+			continue
+		}
+		if _, err := ParseMode(string(c.Ceiling[k])); err != nil {
+			errs = append(errs, &FieldError{field, err})
+		}
+	}
+	for i, id := range c.Allowlist {
+		field := fmt.Sprintf("policy.allowlist[%d]", i)
+		r, ok := lookupRule(id)
+		switch {
+		case !ok:
+			errs = append(errs, &FieldError{field, fmt.Errorf("%w %q (valid: %s)",
+				ErrUnknownRule, id, strings.Join(allowlistableIDs(), ", "))})
+		case !r.allowlistable():
+			errs = append(errs, &FieldError{field, fmt.Errorf("%w: %q", ErrNotAllowlistable, id)})
+		}
+	}
+	return errors.Join(errs...)
+}

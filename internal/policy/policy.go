@@ -1,0 +1,152 @@
+// Package policy decides whether a job's command may run on a worker.
+//
+// Nobody is asked: the decision is made from the command text, the job's
+// origin and its requested mode, under a ceiling set by the worker.
+//
+//  1. The effective mode is the job's requested mode (or, when it asks for
+//     none, the origin default, which is ModeDeny for every origin), lowered
+//     to the worker's ceiling for that origin. Permissiveness is ordered
+//     deny < allowlist < approve.
+//  2. The detector parses the command with a real shell parser
+//     (mvdan.cc/sh) and runs every rule (see Rules) on every simple command
+//     and function in it, nested sh -c and eval strings included.
+//  3. A command no rule fires on is allowed in every mode. A dangerous one
+//     is refused in ModeDeny, allowed in ModeApprove (and recorded as
+//     dangerous), and in ModeAllowlist allowed only if every rule that fired
+//     is allowlisted. A command that does not parse fires "unparsable",
+//     which no allowlist can admit (fail closed).
+//
+// The detector is an internal piece; only Decide and Rules expose it.
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Engine applies one worker's policy. It is immutable once built by New and
+// safe for concurrent use.
+type Engine struct {
+	ceiling   map[string]Mode // every known origin -> its ceiling
+	allowlist map[string]bool // rule IDs that pass in allowlist mode
+}
+
+// New validates cfg and builds an Engine. Origins missing from cfg.Ceiling
+// get DefaultCeiling. Every problem is reported, each as a *FieldError
+// naming the setting, joined with errors.Join.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		ceiling:   make(map[string]Mode, len(origins)),
+		allowlist: make(map[string]bool, len(cfg.Allowlist)),
+	}
+	for _, o := range origins {
+		m, ok := cfg.Ceiling[o]
+		if !ok {
+			m = DefaultCeiling(o)
+		}
+		e.ceiling[o] = m
+	}
+	for _, id := range cfg.Allowlist {
+		e.allowlist[id] = true
+	}
+	return e, nil
+}
+
+// Request is one command to decide on.
+type Request struct {
+	Command string // shell command line as given to sh -c
+	Origin  string // manual|cron|batch|subagent; anything else gets ceiling deny
+	Mode    Mode   // the job's requested mode; "" = origin default (deny); an unknown mode counts as deny
+}
+
+// Decision is the outcome of Decide. It is meant to be recorded with the job.
+type Decision struct {
+	Allow     bool
+	Mode      Mode   // effective mode after defaults and the ceiling
+	Dangerous bool   // the detector matched at least one rule
+	Rule      string // ID of the (first) rule that fired, "" if none
+	Reason    string // human text: what matched and why it was allowed/denied (no variable values)
+	Capped    bool   // the requested mode was lowered by the worker ceiling
+}
+
+// Decide applies the policy to req. It always returns, whatever the command
+// text; see the package documentation for the semantics.
+func (e *Engine) Decide(req Request) Decision {
+	var notes []string
+	requested := req.Mode
+	switch {
+	case requested == "":
+		requested = originDefault
+	case !requested.valid():
+		notes = append(notes, fmt.Sprintf("unknown requested mode %s counts as deny", quoteDetail(string(requested))))
+		requested = ModeDeny
+	}
+	ceiling, ok := e.ceiling[req.Origin]
+	if !ok {
+		ceiling = ModeDeny
+		notes = append(notes, fmt.Sprintf("unknown origin %s gets ceiling deny", quoteDetail(req.Origin)))
+	}
+	d := Decision{Mode: minMode(requested, ceiling)}
+	if d.Mode != requested {
+		d.Capped = true
+		notes = append(notes, fmt.Sprintf("requested mode %s capped to %s by the worker ceiling for origin %s",
+			requested, ceiling, quoteDetail(req.Origin)))
+	}
+
+	findings := detect(req.Command)
+	var verdict, why string
+	switch {
+	case len(findings) == 0:
+		d.Allow, verdict, why = true, "allowed", "no dangerous command detected"
+	case d.Mode == ModeApprove:
+		d.Allow, verdict = true, "allowed as approved-dangerous"
+	case d.Mode == ModeAllowlist:
+		if missing := e.notAllowlisted(findings); len(missing) > 0 {
+			verdict = "denied"
+			notes = append([]string{"not allowlisted: " + strings.Join(missing, ", ")}, notes...)
+		} else {
+			d.Allow, verdict = true, "allowed"
+			notes = append([]string{"every matched rule is allowlisted"}, notes...)
+		}
+	default:
+		verdict = "denied"
+	}
+	if len(findings) > 0 {
+		d.Dangerous = true
+		d.Rule = findings[0].rule
+		why = describeFindings(findings)
+	}
+	d.Reason = strings.Join(append([]string{fmt.Sprintf("%s in mode %s: %s", verdict, d.Mode, why)}, notes...), "; ")
+	return d
+}
+
+// notAllowlisted returns the distinct rules among findings that the
+// allowlist does not admit, in order of first appearance.
+func (e *Engine) notAllowlisted(findings []finding) []string {
+	var missing []string
+	for _, f := range findings {
+		r, _ := lookupRule(f.rule)
+		if (!e.allowlist[f.rule] || !r.allowlistable()) && !slices.Contains(missing, f.rule) {
+			missing = append(missing, f.rule)
+		}
+	}
+	return missing
+}
+
+// describeFindings lists the first few findings as "rule (detail)".
+func describeFindings(findings []finding) string {
+	const shown = 3
+	parts := make([]string, 0, shown+1)
+	for i, f := range findings {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(findings)-shown))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", f.rule, f.detail))
+	}
+	return strings.Join(parts, ", ")
+}

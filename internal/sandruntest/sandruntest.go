@@ -1,0 +1,164 @@
+// Package sandruntest starts the real parts sandrun's tests run against:
+// an embedded JetStream server (file storage in a temp dir), the layout,
+// and workers with the local backend. It is imported by tests only.
+package sandruntest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/policy"
+	"github.com/sandrun/sandrun/internal/worker"
+)
+
+// Server starts an embedded JetStream server on a free loopback port with
+// file storage in dir (a fresh temp dir when empty), and stops it at the
+// end of the test.
+func Server(t testing.TB, dir string) *server.Server {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	s, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: dir, Port: -1, MaxPayload: 16 << 20})
+	if err != nil {
+		t.Fatalf("start nats: %v", err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+// Connect returns a daemon-style connection to url, closed at cleanup.
+func Connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, js, err := natsutil.Connect(ctx, natsutil.ConnConfig{URL: url, Name: t.Name(), Daemon: true}, Logger(t))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, js
+}
+
+// Store connects to url and ensures the layout.
+func Store(t testing.TB, url string) *jobs.Store {
+	t.Helper()
+	nc, js := Connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
+	if err != nil {
+		t.Fatalf("layout: %v", err)
+	}
+	return st
+}
+
+// Logger logs to the test log when SANDRUN_TEST_LOG is set, else nowhere.
+func Logger(t testing.TB) *slog.Logger {
+	if os.Getenv("SANDRUN_TEST_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// Worker is a running worker under test.
+type Worker struct {
+	*worker.Worker
+	Metrics *metrics.Metrics
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Stop drains the worker and waits for it to return.
+func (w *Worker) Stop() {
+	w.cancel()
+	<-w.done
+}
+
+// FastConfig is a worker config with short timings for tests.
+func FastConfig() worker.Config {
+	return worker.Config{
+		Slots:        4,
+		LeaseTTL:     3 * time.Second,
+		ElectionTTL:  2 * time.Second,
+		ClaimWindow:  10 * time.Second,
+		PullWait:     time.Second,
+		KillGrace:    time.Second,
+		ReaperScan:   2 * time.Second,
+		DrainTimeout: 5 * time.Second,
+	}
+}
+
+// StartWorker runs a worker with the local backend (profile "local") and
+// the default policy until the test ends.
+func StartWorker(t testing.TB, st *jobs.Store, cfg worker.Config) *Worker {
+	t.Helper()
+	reg := backends.NewRegistry()
+	lb, err := local.New(local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add("local", lb); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.New(policy.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	w, err := worker.New(cfg, worker.Deps{Store: st, Backends: reg, Policy: pol, Metrics: m, Logger: Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tw := &Worker{Worker: w, Metrics: m, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(tw.done)
+		if err := w.Run(ctx); err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+	t.Cleanup(tw.Stop)
+	return tw
+}
+
+// Client returns a client over st.
+func Client(st *jobs.Store) *client.Client { return client.New(st) }
+
+// WaitResult waits up to d for job id's result.
+func WaitResult(t testing.TB, c *client.Client, id string, d time.Duration) jobs.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	r, err := c.Wait(ctx, id)
+	if err != nil {
+		st, _ := c.Status(context.Background(), id)
+		t.Fatalf("wait for %s: %v (state %s, last error %q)", id, err, st.State(), st.Run.LastError)
+	}
+	return r
+}
+
+// Ctx returns a context cancelled at the end of the test.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
+}

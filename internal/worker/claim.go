@@ -1,0 +1,184 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
+)
+
+// maxRawInDLQ bounds how much of an invalid message is copied to the DLQ.
+const maxRawInDLQ = 4 << 10
+
+// handle claims and runs one dispatch message. The order is the claim
+// protocol: lease (Create) → cancel check → attempt counted in the job
+// record (CAS) → ack. Only then does the job run.
+func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
+	spec, err := decodeMessage(queue, msg.Data())
+	if err != nil {
+		w.rejectInvalid(ctx, queue, msg, err)
+		return
+	}
+	log := w.log.With("job", spec.ID)
+
+	run, runRev, err := w.store.GetRun(ctx, spec.ID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		// Published raw (not through submit): adopt it.
+		run = jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
+		runRev, err = w.store.CreateRun(ctx, run)
+		if errors.Is(err, jobs.ErrExists) {
+			run, runRev, err = w.store.GetRun(ctx, spec.ID)
+		}
+	}
+	if err != nil {
+		log.Warn("claim: read job record", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if run.State.Terminal() {
+		// A duplicate of a finished job (a retry publish that raced, a
+		// redelivery after a lost ack): drop it.
+		_ = msg.DoubleAck(ctx)
+		return
+	}
+
+	holder, _ := json.Marshal(map[string]any{"worker": w.cfg.Name, "attempt": run.Attempt + 1})
+	l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.LeaseKey(spec.ID), w.cfg.LeaseTTL, holder)
+	if err != nil {
+		// Someone holds it: a running holder, a canceler, or the reaper.
+		// Try again once the lease has had time to settle; if the job
+		// ends meanwhile, the terminal check above drops this copy.
+		if !errors.Is(err, lease.ErrHeld) {
+			log.Warn("claim: acquire lease", "err", err)
+		}
+		_ = msg.NakWithDelay(max(w.cfg.LeaseTTL/2, time.Second))
+		return
+	}
+	// From here on the job is ours until the lease is released or lost.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !w.track(spec.ID, cancel) {
+		_ = l.Release(ctx)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	defer w.untrack(spec.ID)
+	j := &job{w: w, spec: run.Spec, lease: l, log: log, msgSubject: msg.Subject()}
+
+	// Re-read under the lease: the record may have moved since the first
+	// read (a cancel of the queued job, a reaper requeue).
+	run, runRev, err = w.store.GetRun(ctx, spec.ID)
+	if err != nil {
+		log.Warn("claim: re-read job record", "err", err)
+		j.releaseQuiet(ctx)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if run.State.Terminal() {
+		j.releaseQuiet(ctx)
+		_ = msg.DoubleAck(ctx)
+		return
+	}
+	j.spec = run.Spec
+	canceled, err := w.store.Canceled(ctx, spec.ID)
+	if err != nil {
+		log.Warn("claim: read cancel request", "err", err)
+		j.releaseQuiet(ctx)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	run.Attempt++
+	run.State = jobs.StateRunning
+	run.Worker = w.cfg.Name
+	run.UpdatedAt = w.now().UTC()
+	run.NextAttemptAt = time.Time{}
+	j.attempt = run.Attempt
+	j.run = run
+	if _, err := w.store.UpdateRun(ctx, run, runRev); err != nil {
+		// Changed under us (cancel of a queued job, dlq retry): let the
+		// message come back and decide again on fresh state.
+		log.Info("claim: job record changed, retrying claim", "err", err)
+		j.releaseQuiet(ctx)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if err := msg.DoubleAck(ctx); err != nil {
+		// The claim stands (the lease and the record say so); a
+		// redelivered copy will find the lease or the result and drop.
+		log.Warn("claim: ack failed", "err", err)
+	}
+	w.m.JobsClaimed.WithLabelValues(queue, j.spec.Backend).Inc()
+	w.store.PublishEvent(jobs.Event{Kind: "claimed", JobID: spec.ID, Attempt: j.attempt, State: jobs.StateRunning, Worker: w.cfg.Name, Time: w.now().UTC()})
+
+	switch {
+	case canceled:
+		j.finish(ctx, j.result(jobs.StateCanceled, "canceled before it started"))
+	case j.attempt > j.spec.MaxAttempts:
+		// Attempts spent by earlier claims whose workers died.
+		j.finish(ctx, j.result(jobs.StateDead, fmt.Sprintf("attempts spent (%d of %d): %s", j.attempt-1, j.spec.MaxAttempts, run.LastError)))
+	default:
+		j.execute(runCtx)
+	}
+}
+
+// decodeMessage turns a dispatch message into a spec, or says why it is
+// not a job.
+func decodeMessage(queue string, data []byte) (jobs.Spec, error) {
+	spec, err := jobs.DecodeJSON(data)
+	if err != nil {
+		return jobs.Spec{}, err
+	}
+	if spec.ID == "" {
+		return jobs.Spec{}, &jobs.FieldError{Field: "id", Msg: "is required on the wire (submit assigns one)"}
+	}
+	if spec.Queue != queue {
+		return jobs.Spec{}, &jobs.FieldError{Field: "queue", Msg: fmt.Sprintf("is %q but the message was published to queue %q", spec.Queue, queue)}
+	}
+	return spec, nil
+}
+
+// rejectInvalid moves a message that is not a valid job to the DLQ, with
+// the reason and the start of its body, and removes it from the queue.
+func (w *Worker) rejectInvalid(ctx context.Context, queue string, msg jetstream.Msg, cause error) {
+	reason := "invalid"
+	if errors.Is(cause, jobs.ErrTooLarge) {
+		reason = "too_large"
+	}
+	w.m.InvalidMessages.WithLabelValues(reason).Inc()
+	data := msg.Data()
+	raw := data[:min(len(data), maxRawInDLQ)]
+	id := jobs.NewID(w.now())
+	if meta, err := msg.Metadata(); err == nil {
+		id = fmt.Sprintf("invalid-%s-%d", queue, meta.Sequence.Stream)
+	}
+	entry := jobs.DLQEntry{
+		JobID:   id,
+		Queue:   queue,
+		Reason:  "not a valid job: " + cause.Error(),
+		Time:    w.now().UTC(),
+		Raw:     toValidUTF8(raw),
+		RawSize: len(data),
+		Subject: msg.Subject(),
+	}
+	if err := w.store.PublishDLQ(ctx, entry); err != nil {
+		w.log.Warn("dlq: publish invalid message", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	w.log.Warn("invalid message moved to the DLQ", "dlq_id", id, "size", len(data), "reason", cause)
+	_ = msg.DoubleAck(ctx)
+}
+
+func toValidUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("%q", b)
+}

@@ -1,0 +1,162 @@
+// Package worker claims jobs from JetStream under fenced leases, judges
+// them with the approval policy, runs them on their backend and commits
+// their results. It also hosts the reaper, which a leader-elected worker
+// runs to recover jobs whose worker died.
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/policy"
+)
+
+// Config tunes a worker. Zero fields get defaults from WithDefaults.
+type Config struct {
+	// Name identifies this worker in leases, results and the workers
+	// bucket. Default: hostname-pid.
+	Name string `yaml:"name"`
+	// Queues served. Default: ["default"].
+	Queues []string `yaml:"queues"`
+	// Slots is how many jobs run at once. Default 4.
+	Slots int `yaml:"slots"`
+	// LeaseTTL: a job whose worker stops renewing is recovered this long
+	// after the last renewal. Renewals happen every LeaseTTL/3. Default 30s.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// ClaimWindow is how long a fetched message may wait to be claimed
+	// before JetStream redelivers it (the consumer's AckWait). Default 60s.
+	ClaimWindow time.Duration `yaml:"claim_window"`
+	// PullWait is how long one pull request waits for a message. Default 5s.
+	PullWait time.Duration `yaml:"pull_wait"`
+	// DrainTimeout: on shutdown, running jobs get this long to finish
+	// before they are stopped and handed back to the queue. Default 30s.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// KillGrace is the time between the graceful stop and the forced kill
+	// of a job's workload. Default 5s.
+	KillGrace time.Duration `yaml:"kill_grace"`
+	// Reaper makes this worker a candidate for the reaper role. Default true
+	// (set NoReaper to opt out).
+	NoReaper bool `yaml:"no_reaper"`
+	// ReaperScan is the period of the reaper's full rescan. Default 30s.
+	ReaperScan time.Duration `yaml:"reaper_scan"`
+	// ElectionTTL is the reaper leadership lease. Default 15s.
+	ElectionTTL time.Duration `yaml:"election_ttl"`
+	// OutputHead and OutputTail bound the output kept in a result (the
+	// full output goes to the object store). Default 8 KiB each.
+	OutputHead int `yaml:"output_head"`
+	OutputTail int `yaml:"output_tail"`
+	// LiveOutputMax bounds the live output events of one attempt's
+	// stream. Default 4 MiB.
+	LiveOutputMax int64 `yaml:"live_output_max"`
+	// SpoolDir holds output while a job runs. Default: the OS temp dir.
+	SpoolDir string `yaml:"spool_dir"`
+}
+
+var queueRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// WithDefaults returns a copy of c with zero fields filled.
+func (c Config) WithDefaults() Config {
+	if c.Name == "" {
+		h, _ := os.Hostname()
+		c.Name = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = []string{jobs.DefaultQueue}
+	}
+	c.Queues = append([]string(nil), c.Queues...)
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Slots == 0 {
+		c.Slots = 4
+	}
+	def(&c.LeaseTTL, 30*time.Second)
+	def(&c.ClaimWindow, time.Minute)
+	def(&c.PullWait, 5*time.Second)
+	def(&c.DrainTimeout, 30*time.Second)
+	def(&c.KillGrace, 5*time.Second)
+	def(&c.ReaperScan, 30*time.Second)
+	def(&c.ElectionTTL, 15*time.Second)
+	if c.OutputHead == 0 {
+		c.OutputHead = 8 << 10
+	}
+	if c.OutputTail == 0 {
+		c.OutputTail = 8 << 10
+	}
+	if c.LiveOutputMax == 0 {
+		c.LiveOutputMax = 4 << 20
+	}
+	if c.SpoolDir == "" {
+		c.SpoolDir = os.TempDir()
+	}
+	return c
+}
+
+// Validate checks a config that has been through WithDefaults; errors
+// name the field.
+func (c Config) Validate() error {
+	var errs []error
+	for i, q := range c.Queues {
+		if !queueRE.MatchString(q) {
+			errs = append(errs, fmt.Errorf("worker.queues[%d]: %q is not a queue name (1-64 of a-z 0-9 _ -)", i, q))
+		}
+	}
+	if c.Slots < 1 || c.Slots > 10_000 {
+		errs = append(errs, fmt.Errorf("worker.slots: must be 1..10000, got %d", c.Slots))
+	}
+	if c.LeaseTTL < 3*time.Second {
+		errs = append(errs, fmt.Errorf("worker.lease_ttl: must be >= 3s, got %s", c.LeaseTTL))
+	}
+	if c.ElectionTTL < 2*time.Second {
+		errs = append(errs, fmt.Errorf("worker.election_ttl: must be >= 2s, got %s", c.ElectionTTL))
+	}
+	if c.ClaimWindow < time.Second {
+		errs = append(errs, fmt.Errorf("worker.claim_window: must be >= 1s, got %s", c.ClaimWindow))
+	}
+	if c.PullWait < 100*time.Millisecond || c.PullWait >= c.ClaimWindow {
+		errs = append(errs, fmt.Errorf("worker.pull_wait: must be >= 100ms and below claim_window, got %s", c.PullWait))
+	}
+	if c.OutputHead < 0 || c.OutputTail < 0 {
+		errs = append(errs, errors.New("worker.output_head/output_tail: must be >= 0"))
+	}
+	if st, err := os.Stat(c.SpoolDir); err != nil || !st.IsDir() {
+		errs = append(errs, fmt.Errorf("worker.spool_dir: %q is not a directory", c.SpoolDir))
+	}
+	return errors.Join(errs...)
+}
+
+// Deps are the worker's collaborators, built by the caller.
+type Deps struct {
+	Store    *jobs.Store
+	Backends *backends.Registry
+	Policy   *policy.Engine
+	Metrics  *metrics.Metrics
+	Logger   *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+func (d Deps) validate() error {
+	switch {
+	case d.Store == nil:
+		return errors.New("worker: Store is required")
+	case d.Backends == nil || len(d.Backends.Profiles()) == 0:
+		return errors.New("worker: at least one backend profile is required")
+	case d.Policy == nil:
+		return errors.New("worker: Policy is required")
+	case d.Metrics == nil:
+		return errors.New("worker: Metrics is required")
+	case d.Logger == nil:
+		return errors.New("worker: Logger is required")
+	}
+	return nil
+}

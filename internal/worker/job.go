@@ -1,0 +1,277 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
+	"github.com/sandrun/sandrun/internal/policy"
+)
+
+// job is one claimed attempt.
+type job struct {
+	w          *Worker
+	spec       jobs.Spec
+	run        jobs.Run
+	attempt    int
+	lease      *lease.Lease
+	keeper     *lease.Keeper
+	log        *slog.Logger
+	msgSubject string
+
+	started  time.Time
+	br       backends.Result
+	stdout   *sink
+	stderr   *sink
+}
+
+// execute judges and runs the job, then commits its outcome.
+func (j *job) execute(ctx context.Context) {
+	w := j.w
+	j.keeper = lease.Keep(j.lease, lease.KeeperConfig{OnRenew: w.m.LeaseRenewals.Inc})
+	defer j.keeper.Stop()
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-j.keeper.Lost():
+			cancel(errLeaseLost)
+		case <-runCtx.Done():
+		}
+	}()
+
+	dec := w.deps.Policy.Decide(policy.Request{Command: j.spec.Command, Origin: string(j.spec.Origin), Mode: policy.Mode(j.spec.Approval)})
+	decision := "approve"
+	if !dec.Allow {
+		decision = "deny"
+	}
+	w.m.PolicyDecisions.WithLabelValues(decision, string(dec.Mode), dec.Rule).Inc()
+	if !dec.Allow {
+		r := j.result(jobs.StateDenied, dec.Reason)
+		r.Rule = dec.Rule
+		j.finish(ctx, r)
+		return
+	}
+	if dec.Dangerous {
+		j.log.Warn("running a command the policy flags as dangerous", "rule", dec.Rule, "mode", dec.Mode)
+	}
+	be, ok := w.deps.Backends.Get(j.spec.Backend)
+	if !ok {
+		j.finish(ctx, j.result(jobs.StateFailed, fmt.Sprintf("backend: profile %q is not configured on worker %s (configured: %v)",
+			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
+		return
+	}
+
+	var err error
+	j.stdout = newSink(w, j, "stdout")
+	j.stderr = newSink(w, j, "stderr")
+	defer j.stdout.discard()
+	defer j.stderr.discard()
+	tctx, tcancel := context.WithTimeoutCause(runCtx, j.spec.Timeout.D(), errTimeout)
+	j.started = w.now()
+	if j.attempt == 1 && !j.spec.SubmittedAt.IsZero() {
+		w.m.SubmitToStart.Observe(j.started.Sub(j.spec.SubmittedAt).Seconds())
+	}
+	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Inc()
+	j.br, err = be.Run(tctx, backends.Spec{
+		JobID: j.spec.ID, Attempt: j.attempt, Command: j.spec.Command,
+		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace,
+	}, backends.Output{Stdout: j.stdout, Stderr: j.stderr})
+	tcancel()
+	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Dec()
+	j.stdout.flushLive()
+	j.stderr.flushLive()
+	w.m.RunDuration.WithLabelValues(j.spec.Queue, j.spec.Backend).Observe(w.now().Sub(j.started).Seconds())
+
+	switch {
+	case err == nil && j.br.ExitCode == 0:
+		j.finish(ctx, j.result(jobs.StateSucceeded, ""))
+	case err == nil:
+		msg := fmt.Sprintf("exit code %d", j.br.ExitCode)
+		if j.br.Signal != "" {
+			msg = "killed by " + j.br.Signal
+		}
+		j.failed(ctx, msg, j.spec.Retry.Retryable(j.br.ExitCode))
+	case errors.Is(err, errTimeout):
+		w.m.ScriptTimeouts.WithLabelValues(j.spec.Backend).Inc()
+		j.finish(ctx, j.result(jobs.StateTimedOut, fmt.Sprintf("timed out after %s", j.spec.Timeout)))
+	case errors.Is(err, errCanceled):
+		j.finish(ctx, j.result(jobs.StateCanceled, "canceled while running"))
+	case errors.Is(err, errLeaseLost):
+		// Self-fenced: the workload is dead and the job is no longer
+		// ours. The reaper gives it to the next attempt.
+		w.m.LeaseLosses.Inc()
+		j.log.Warn("lease lost: job killed", "err", j.keeper.Err())
+	case errors.Is(err, errDrained):
+		j.handBack(ctx)
+	default:
+		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
+	}
+}
+
+// failed ends a failed attempt: a retry after backoff while attempts
+// remain, else dead (retries spent) or failed (not retryable).
+func (j *job) failed(ctx context.Context, msg string, retryable bool) {
+	switch {
+	case retryable && j.attempt < j.spec.MaxAttempts:
+		j.retry(ctx, msg)
+	case retryable && j.spec.MaxAttempts > 1:
+		j.finish(ctx, j.result(jobs.StateDead, fmt.Sprintf("attempt %d of %d: %s", j.attempt, j.spec.MaxAttempts, msg)))
+	default:
+		j.finish(ctx, j.result(jobs.StateFailed, msg))
+	}
+}
+
+// result builds the committed result of this attempt.
+func (j *job) result(state jobs.State, errMsg string) jobs.Result {
+	w := j.w
+	r := jobs.Result{
+		JobID: j.spec.ID, Queue: j.spec.Queue, Backend: j.spec.Backend,
+		State: state, Attempt: j.attempt, Error: errMsg, Worker: w.cfg.Name,
+		ExitCode: j.br.ExitCode, Signal: j.br.Signal,
+		StartedAt: j.br.StartedAt, FinishedAt: w.now().UTC(),
+		WallSeconds:    j.br.Wall().Seconds(),
+		UserCPUSeconds: j.br.UserCPU.Seconds(), SysCPUSeconds: j.br.SysCPU.Seconds(),
+		MaxRSSBytes: j.br.MaxRSSBytes,
+	}
+	if j.started.IsZero() {
+		r.ExitCode = -1
+	}
+	return r
+}
+
+// finish uploads the output and commits a terminal result, fenced on the
+// lease: only the current holder's result is ever recorded.
+func (j *job) finish(ctx context.Context, r jobs.Result) {
+	w := j.w
+	if j.stdout != nil {
+		r.Stdout = j.stdout.upload(ctx)
+		r.Stderr = j.stderr.upload(ctx)
+	}
+	err := j.retryWrite(ctx, "commit result", func() error {
+		return j.lease.Fenced(func(rev uint64) error { return w.store.CommitResult(ctx, r, rev) })
+	})
+	if err != nil {
+		if errors.Is(err, jobs.ErrFenced) {
+			w.m.StaleCommits.Inc()
+			j.log.Warn("stale commit rejected: another holder owns this job now", "state", r.State)
+		} else {
+			j.log.Error("commit failed; the reaper will recover the job", "err", err)
+		}
+		return
+	}
+	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(r.State)).Inc()
+	j.stopKeeper()
+	if err := w.finalize(ctx, j.lease, r); err != nil {
+		j.log.Warn("finalize after commit (the reaper will repair it)", "err", err)
+		return
+	}
+	j.releaseQuiet(ctx)
+}
+
+// retry records the failed attempt and schedules the next one after its
+// backoff with a server-side delayed publish.
+func (j *job) retry(ctx context.Context, msg string) {
+	w := j.w
+	delay := j.spec.Retry.Delay(j.attempt+1, rand.Float64())
+	run := j.run
+	run.State = jobs.StateRetryWait
+	run.LastError = fmt.Sprintf("attempt %d: %s", j.attempt, msg)
+	run.NextAttemptAt = w.now().Add(delay).UTC()
+	run.UpdatedAt = w.now().UTC()
+	err := j.retryWrite(ctx, "record retry", func() error {
+		return j.lease.Fenced(func(rev uint64) error { return w.store.PutRunFenced(ctx, run, rev) })
+	})
+	if err != nil {
+		if errors.Is(err, jobs.ErrFenced) {
+			w.m.StaleCommits.Inc()
+		}
+		j.log.Warn("record retry failed", "err", err)
+		return
+	}
+	if err := j.retryWrite(ctx, "schedule retry", func() error {
+		return w.store.ScheduleJob(ctx, j.spec, run.NextAttemptAt, retryMsgID(j.spec.ID, j.attempt))
+	}); err != nil {
+		// The lease will expire; the reaper sees retry_wait and schedules.
+		j.log.Error("schedule retry failed; the reaper will reschedule", "err", err)
+		return
+	}
+	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(jobs.StateRetryWait)).Inc()
+	w.m.Retries.WithLabelValues(j.spec.Queue).Inc()
+	w.store.PublishEvent(jobs.Event{Kind: "retry", JobID: j.spec.ID, Attempt: j.attempt, State: jobs.StateRetryWait,
+		Worker: w.cfg.Name, Time: w.now().UTC(), Message: fmt.Sprintf("%s; next attempt in %s", run.LastError, delay.Round(time.Millisecond))})
+	j.stopKeeper()
+	j.releaseQuiet(ctx)
+}
+
+// handBack returns a job stopped by shutdown to the queue for another
+// worker. The attempt is given back: the job did not fail.
+func (j *job) handBack(ctx context.Context) {
+	w := j.w
+	run := j.run
+	run.State = jobs.StateQueued
+	run.Attempt--
+	run.Worker = ""
+	run.UpdatedAt = w.now().UTC()
+	run.LastError = fmt.Sprintf("attempt %d: stopped by the shutdown of worker %s", j.attempt, w.cfg.Name)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := j.lease.Fenced(func(rev uint64) error { return w.store.PutRunFenced(wctx, run, rev) }); err != nil {
+		j.log.Warn("hand back: record", "err", err)
+		return
+	}
+	if err := w.store.PublishJob(wctx, j.spec, fmt.Sprintf("%s.a%d.drain", j.spec.ID, j.attempt)); err != nil {
+		j.log.Warn("hand back: publish", "err", err)
+	}
+	j.stopKeeper()
+	j.releaseQuiet(wctx)
+	j.log.Info("job handed back to the queue")
+}
+
+func (j *job) stopKeeper() {
+	if j.keeper != nil {
+		j.keeper.Stop()
+	}
+}
+
+func (j *job) releaseQuiet(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := j.lease.Release(rctx); err != nil {
+		j.log.Debug("release lease", "err", err)
+	}
+}
+
+// retryWrite retries a write through transient server trouble (a restart,
+// a leader election) for as long as the lease may still be ours.
+func (j *job) retryWrite(ctx context.Context, what string, write func() error) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := write()
+		if err == nil || errors.Is(err, jobs.ErrFenced) {
+			return err
+		}
+		if j.keeper != nil {
+			select {
+			case <-j.keeper.Lost():
+				return fmt.Errorf("%s: %w (lease lost: %v)", what, err, j.keeper.Err())
+			default:
+			}
+		}
+		j.log.Warn("write failed, retrying", "what", what, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+func retryMsgID(id string, attempt int) string { return fmt.Sprintf("%s.a%d.retry", id, attempt) }

@@ -1,0 +1,287 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
+	"github.com/sandrun/sandrun/internal/metrics"
+)
+
+// Causes given to a running job's context; the executor maps them to the
+// job's outcome.
+var (
+	errTimeout   = errors.New("job timed out")
+	errCanceled  = errors.New("job canceled")
+	errLeaseLost = errors.New("job lease lost")
+	errDrained   = errors.New("worker shutting down")
+)
+
+// Worker serves queues. Create it with New and call Run once.
+type Worker struct {
+	cfg   Config
+	deps  Deps
+	store *jobs.Store
+	log   *slog.Logger
+	m   *metrics.Metrics
+	now func() time.Time
+
+	slots chan struct{}
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // job id -> cancel
+	jobWG   sync.WaitGroup
+}
+
+// New validates cfg (after filling defaults) and deps.
+func New(cfg Config, deps Deps) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return &Worker{
+		cfg:     cfg,
+		deps:    deps,
+		store:   deps.Store,
+		log:     deps.Logger.With("worker", cfg.Name),
+		m:       deps.Metrics,
+		now:     deps.Now,
+		slots:   make(chan struct{}, cfg.Slots),
+		running: make(map[string]context.CancelCauseFunc),
+	}, nil
+}
+
+// Name returns the worker's name.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// Run serves until ctx is done, then drains: it stops claiming, lets
+// running jobs finish for up to DrainTimeout, stops the rest and hands
+// them back to the queue, and returns once every goroutine it started has
+// exited. It returns an error only if the worker could not start.
+func (w *Worker) Run(ctx context.Context) error {
+	consumers := make(map[string]jetstream.Consumer, len(w.cfg.Queues))
+	for _, q := range w.cfg.Queues {
+		c, err := w.store.EnsureQueue(ctx, q, jobs.QueueConfig{ClaimWindow: w.cfg.ClaimWindow})
+		if err != nil {
+			return err
+		}
+		consumers[q] = c
+	}
+	w.m.Slots.Set(float64(w.cfg.Slots))
+	w.m.Registry.MustRegister(metrics.NewDepthCollector(depthSource{store: w.store, consumers: consumers}))
+
+	// Jobs outlive ctx (they drain); they stop on jobsCancel.
+	jobsCtx, jobsCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer jobsCancel(errDrained)
+
+	var bg sync.WaitGroup
+	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { bgCancel(); bg.Wait() }()
+
+	// The cancel watcher must run before the first claim so that no
+	// cancel request falls between a claim's check and its registration.
+	watchReady := make(chan error, 1)
+	bg.Go(func() { w.watchCancels(bgCtx, watchReady) })
+	if err := <-watchReady; err != nil {
+		return err
+	}
+	bg.Go(func() { w.register(bgCtx) })
+	if !w.cfg.NoReaper {
+		el := &lease.Elector{
+			JS: w.store.JS, KV: w.store.Elections, Role: "reaper", ID: w.cfg.Name,
+			TTL: w.cfg.ElectionTTL, Logger: w.deps.Logger,
+			OnChange: func(leader bool) { w.m.Leader.WithLabelValues("reaper").Set(b2f(leader)) },
+		}
+		bg.Go(func() { el.Run(bgCtx, w.reap) })
+	}
+
+	w.log.Info("worker started", "queues", w.cfg.Queues, "slots", w.cfg.Slots,
+		"backends", w.deps.Backends.Profiles(), "lease_ttl", w.cfg.LeaseTTL)
+	var pullers sync.WaitGroup
+	for q, c := range consumers {
+		pullers.Go(func() { w.pull(ctx, jobsCtx, q, c) })
+	}
+	<-ctx.Done()
+	pullers.Wait()
+
+	w.log.Info("draining", "running", w.runningCount(), "timeout", w.cfg.DrainTimeout)
+	done := make(chan struct{})
+	go func() { w.jobWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.DrainTimeout):
+		w.log.Warn("drain timeout: handing running jobs back", "running", w.runningCount())
+		jobsCancel(errDrained)
+		<-done
+	}
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// pull fetches one message per free slot from queue q until ctx is done.
+func (w *Worker) pull(ctx, jobsCtx context.Context, q string, c jetstream.Consumer) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case w.slots <- struct{}{}:
+		}
+		fctx, cancel := context.WithTimeout(ctx, w.cfg.PullWait)
+		batch, err := c.Fetch(1, jetstream.FetchContext(fctx))
+		var msg jetstream.Msg
+		if err == nil {
+			for m := range batch.Messages() {
+				msg = m
+			}
+			err = batch.Error()
+		}
+		cancel()
+		if msg == nil {
+			<-w.slots
+			if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
+				w.log.Warn("fetch failed", "queue", q, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			// Fetched while shutting down: hand it straight back.
+			_ = msg.Nak()
+			<-w.slots
+			return
+		}
+		w.jobWG.Go(func() {
+			defer func() { <-w.slots }()
+			w.handle(jobsCtx, q, msg)
+		})
+	}
+}
+
+func (w *Worker) track(id string, cancel context.CancelCauseFunc) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, dup := w.running[id]; dup {
+		return false
+	}
+	w.running[id] = cancel
+	return true
+}
+
+func (w *Worker) untrack(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.running, id)
+}
+
+func (w *Worker) runningCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// watchCancels cancels running jobs whose cancel key appears.
+func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
+	wt, err := w.store.State.Watch(ctx, jobs.CancelKey("*"), jetstream.UpdatesOnly())
+	if err != nil {
+		ready <- fmt.Errorf("watch cancel requests: %w", err)
+		return
+	}
+	ready <- nil
+	defer func() { _ = wt.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-wt.Updates():
+			if !ok {
+				return
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			id := e.Key()[len(jobs.CancelKey("")):]
+			w.mu.Lock()
+			cancel := w.running[id]
+			w.mu.Unlock()
+			if cancel != nil {
+				cancel(errCanceled)
+			}
+		}
+	}
+}
+
+// register keeps this worker's entry in the workers bucket while it runs.
+func (w *Worker) register(ctx context.Context) {
+	info, _ := json.Marshal(map[string]any{
+		"name": w.cfg.Name, "queues": w.cfg.Queues, "slots": w.cfg.Slots,
+		"backends": w.deps.Backends.Profiles(), "started_at": w.now().UTC(),
+	})
+	l, err := lease.Acquire(ctx, w.store.JS, w.store.Workers, w.cfg.Name, w.cfg.LeaseTTL, info)
+	if err != nil {
+		w.log.Warn("worker registration failed (status will not list this worker)", "err", err)
+		return
+	}
+	k := lease.Keep(l, lease.KeeperConfig{Value: info})
+	select {
+	case <-ctx.Done():
+	case <-k.Lost():
+		w.log.Warn("worker registration lost", "err", k.Err())
+	}
+	k.Stop()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = l.Release(rctx)
+}
+
+type depthSource struct {
+	store     *jobs.Store
+	consumers map[string]jetstream.Consumer
+}
+
+func (d depthSource) QueueDepths(ctx context.Context) (map[string]uint64, error) {
+	out := make(map[string]uint64, len(d.consumers))
+	for q, c := range d.consumers {
+		info, err := c.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[q] = info.NumPending
+	}
+	return out, nil
+}
+
+func (d depthSource) DLQSize(ctx context.Context) (uint64, error) {
+	s, err := d.store.JS.Stream(ctx, jobs.StreamDLQ)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Msgs, nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
