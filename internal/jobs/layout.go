@@ -268,3 +268,42 @@ func (s *Store) EnsureQueue(ctx context.Context, queue string, qc QueueConfig) (
 	}
 	return c, nil
 }
+
+// ErrNoLayout is returned by OpenLayout when the assets do not exist yet.
+var ErrNoLayout = errors.New("sandrun's JetStream layout does not exist on this server (start a worker, or `sandrun dev`, first)")
+
+// OpenLayout binds to an existing layout without creating or changing
+// anything: clients must not reconfigure what the daemons set up.
+func OpenLayout(ctx context.Context, js jetstream.JetStream, serverVersion string) (*Store, error) {
+	if err := CheckServerVersion(serverVersion); err != nil {
+		return nil, err
+	}
+	st := &Store{JS: js}
+	var err error
+	for _, b := range []struct {
+		name string
+		kv   *jetstream.KeyValue
+	}{{BucketState, &st.State}, {BucketSchedules, &st.Schedules}, {BucketElections, &st.Elections}, {BucketWorkers, &st.Workers}} {
+		if *b.kv, err = js.KeyValue(ctx, b.name); err != nil {
+			if errors.Is(err, jetstream.ErrBucketNotFound) {
+				return nil, ErrNoLayout
+			}
+			return nil, fmt.Errorf("bucket %s: %w", b.name, err)
+		}
+	}
+	if st.Outputs, err = js.ObjectStore(ctx, BucketOutputs); err != nil {
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, ErrNoLayout
+		}
+		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
+	}
+	for _, s := range []string{StreamJobs, StreamEvents, StreamDLQ} {
+		if _, err := js.Stream(ctx, s); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, ErrNoLayout
+			}
+			return nil, fmt.Errorf("stream %s: %w", s, err)
+		}
+	}
+	return st, nil
+}

@@ -28,8 +28,8 @@ func commandOf(call *syntax.CallExpr) (command, bool) {
 }
 
 // unwrap strips wrapper programs from the front of words until it reaches
-// the program that does the work. Every step consumes at least one word, so
-// it terminates.
+// the program that does the work. Every step consumes the wrapper's name and
+// adds at most the words of a strictly shorter -S string, so it terminates.
 func unwrap(words []arg) (command, bool) {
 	for len(words) > 0 {
 		w := words[0]

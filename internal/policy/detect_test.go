@@ -116,6 +116,12 @@ func TestDetectRmRoot(t *testing.T) {
 		{"eval rm -rf /", ruleRmRoot},
 		{"eval 'rm -rf /'", ruleRmRoot},
 		{"time rm -rf /", ruleRmRoot},
+		{"export X=$(rm -rf /)", ruleRmRoot},
+		{"coproc rm -rf /", ruleRmRoot},
+		{"[[ -n $(rm -rf /) ]]", ruleRmRoot},
+		{"echo $(( $(rm -rf /) + 1 ))", ruleRmRoot},
+		{"cat <<EOF\n$(rm -rf /)\nEOF", ruleRmRoot},
+		{"until false; do rm -rf ~; done", ruleRmRoot},
 
 		{"rm -rf ./build", ""},
 		{"rm -rf /tmp/x", ""},
@@ -137,6 +143,8 @@ func TestDetectRmRoot(t *testing.T) {
 		{"sh -c \"$CMD\"", ""},
 		{"ls -R /", ""},
 		{"grep -r foo /", ""},
+		{"cat <<'EOF'\n$(rm -rf /)\nEOF", ""},
+		{"x='rm -rf /'", ""},
 	})
 }
 

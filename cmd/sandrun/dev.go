@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/app"
+	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/natsutil"
+)
+
+// dev runs an embedded JetStream server, a worker and the scheduler in
+// one process: everything sandrun needs on one machine.
+func (c cli) dev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sandrun dev", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	dir := fs.String("data", ".sandrun", "data directory for the embedded JetStream file store")
+	port := fs.Int("port", 4222, "client port of the embedded server on 127.0.0.1 (-1: any free port)")
+	httpPort := fs.Int("http-port", 0, "monitoring port of the embedded server (0: off)")
+	syncAlways := fs.Bool("sync-always", false, "fsync every write (durable against power loss, ~5x slower)")
+	slots := fs.Int("slots", 4, "worker concurrency slots")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on this address")
+	schedules := fs.String("schedules", "", "schedules YAML file")
+	configFile := fs.String("config", "", "YAML config file (worker, backends, policy)")
+	demo := fs.Bool("demo", false, "submit example jobs, print how each ends, and exit")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := app.LoadFile(*configFile)
+	if err != nil {
+		return err
+	}
+	cfg.Worker.Slots = *slots
+	if *metricsAddr != "" {
+		cfg.MetricsAddr = *metricsAddr
+	}
+	if *schedules != "" {
+		cfg.SchedulesFile = *schedules
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	if *demo {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+
+	srv, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: *dir, Port: *port, HTTPPort: *httpPort, SyncAlways: *syncAlways})
+	if err != nil {
+		return err
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	cfg.NATS.URL = srv.ClientURL()
+	if !*demo {
+		fmt.Fprintf(c.stderr, "sandrun dev: embedded NATS at %s (data in %s); Ctrl-C to stop\n", srv.ClientURL(), *dir)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	demoErr := make(chan error, 1)
+	ready := func(st *jobs.Store, _ *metrics.Metrics) {
+		if !*demo {
+			return
+		}
+		go func() {
+			demoErr <- c.runDemo(runCtx, client.New(st))
+			stop()
+		}()
+	}
+	if err := app.Run(runCtx, cfg, app.Roles{Worker: true, Scheduler: true}, log, ready); err != nil {
+		return err
+	}
+	if *demo {
+		return <-demoErr
+	}
+	return nil
+}
+
+// demoJobs show the main paths a job can take.
+var demoJobs = []struct {
+	what string
+	spec jobs.Spec
+}{
+	{"a command that succeeds", jobs.Spec{Command: "echo hello from $(hostname); uname -s"}},
+	{"a command that fails (no retries)", jobs.Spec{Command: "echo failing >&2; exit 3", MaxAttempts: 1}},
+	{"a flaky command, retried after its backoff", jobs.Spec{
+		Command:     `f=/tmp/sandrun-demo-$SANDRUN_DEMO; n=$(cat $f 2>/dev/null || echo 0); echo $((n+1)) > $f; [ $n -ge 1 ] && echo "ok on attempt $((n+1))" || { echo "attempt $((n+1)) fails"; exit 1; }`,
+		MaxAttempts: 3, Retry: &jobs.Backoff{Initial: jobs.Duration(time.Second)}}},
+	{"a command that outlives its timeout", jobs.Spec{Command: "sleep 30", Timeout: jobs.Duration(time.Second)}},
+	{"a dangerous command under the default (deny) policy", jobs.Spec{Command: "rm -rf / --no-preserve-root"}},
+}
+
+func (c cli) runDemo(ctx context.Context, cl *client.Client) error {
+	tag := fmt.Sprint(time.Now().UnixNano())
+	ids := make([]string, len(demoJobs))
+	for i, d := range demoJobs {
+		spec := d.spec
+		spec.Env = map[string]string{"SANDRUN_DEMO": tag}
+		sub, err := cl.Submit(ctx, spec)
+		if err != nil {
+			return err
+		}
+		ids[i] = sub.ID
+		fmt.Fprintf(c.stdout, "submitted %s  %s\n", sub.ID, d.what)
+	}
+	fmt.Fprintln(c.stdout)
+	failed := 0
+	for i, id := range ids {
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		r, err := cl.Wait(wctx, id)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", id, err)
+		}
+		out := strings.TrimSpace(r.Stdout.Head + r.Stderr.Head)
+		fmt.Fprintf(c.stdout, "%-10s exit=%-3d attempts=%d  %s\n", r.State, r.ExitCode, r.Attempt, demoJobs[i].what)
+		if out != "" {
+			fmt.Fprintf(c.stdout, "           output: %s\n", strings.ReplaceAll(out, "\n", " | "))
+		}
+		if r.Error != "" {
+			fmt.Fprintf(c.stdout, "           why: %s\n", r.Error)
+		}
+		want := []jobs.State{jobs.StateSucceeded, jobs.StateFailed, jobs.StateSucceeded, jobs.StateTimedOut, jobs.StateDenied}[i]
+		if r.State != want {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d demo jobs ended in an unexpected state", failed)
+	}
+	fmt.Fprintln(c.stdout, "\nall demo jobs ended as expected. Run `sandrun dev` to keep a server up, then `sandrun submit --wait -- echo hi` from another terminal.")
+	return nil
+}

@@ -1,0 +1,42 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/local"
+)
+
+// Backends builds the registry of backend profiles. With no profiles
+// configured there is one, "local", with the local backend's defaults.
+// Errors name the profile and field.
+func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
+	if len(profiles) == 0 {
+		profiles = map[string]BackendConfig{"local": {Kind: "local"}}
+	}
+	reg := backends.NewRegistry()
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		bc := profiles[name]
+		var (
+			b   backends.Backend
+			err error
+		)
+		switch bc.Kind {
+		case "local":
+			b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv})
+		case "":
+			err = fmt.Errorf("kind: required (known kinds: local)")
+		default:
+			err = fmt.Errorf("kind: unknown backend kind %q (known kinds: local)", bc.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("backends.%s.%w", name, err)
+		}
+		if err := reg.Add(name, b); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}

@@ -1,0 +1,122 @@
+// Package app wires sandrun's daemons (worker, scheduler, dev) from a
+// validated configuration. cmd/* parse flags into a Config and call Run*.
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/policy"
+	"github.com/sandrun/sandrun/internal/scheduler"
+	"github.com/sandrun/sandrun/internal/worker"
+)
+
+// Config is the daemons' configuration: a YAML file, then SANDRUN_*
+// environment variables, then flags, validated once at start-up.
+type Config struct {
+	NATS        NATSConfig               `yaml:"nats"`
+	MetricsAddr string                   `yaml:"metrics_addr"`
+	Layout      LayoutConfig             `yaml:"layout"`
+	Worker      worker.Config            `yaml:"worker"`
+	Backends    map[string]BackendConfig `yaml:"backends"`
+	Policy      PolicyConfig             `yaml:"policy"`
+	// SchedulesFile is a YAML file with a top-level `schedules:` list.
+	SchedulesFile string `yaml:"schedules_file"`
+	// LogFormat is json (default for daemons) or text.
+	LogFormat string `yaml:"log_format"`
+}
+
+// NATSConfig says how to reach NATS.
+type NATSConfig struct {
+	URL     string `yaml:"url"`
+	Creds   string `yaml:"creds"`
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	TLSCA   string `yaml:"tls_ca"`
+}
+
+// Conn converts to natsutil's form, with environment fallbacks.
+func (n NATSConfig) Conn(name string, daemon bool) natsutil.ConnConfig {
+	return natsutil.ConnConfig{URL: n.URL, CredsFile: n.Creds, TLSCert: n.TLSCert, TLSKey: n.TLSKey, TLSCA: n.TLSCA, Name: name, Daemon: daemon}.FromEnv()
+}
+
+// LayoutConfig sizes the JetStream assets.
+type LayoutConfig struct {
+	Replicas  int           `yaml:"replicas"`
+	Retention time.Duration `yaml:"retention"`
+}
+
+func (l LayoutConfig) jobs() jobs.LayoutConfig {
+	return jobs.LayoutConfig{Replicas: l.Replicas, Retention: l.Retention}
+}
+
+// BackendConfig is one backend profile. Kind selects the implementation;
+// the other fields belong to it.
+type BackendConfig struct {
+	Kind    string            `yaml:"kind"`
+	Shell   string            `yaml:"shell"`
+	BaseEnv map[string]string `yaml:"base_env"`
+}
+
+// PolicyConfig is the worker's approval policy.
+type PolicyConfig struct {
+	Ceiling   map[string]string `yaml:"ceiling"`
+	Allowlist []string          `yaml:"allowlist"`
+}
+
+// Engine builds the policy engine; errors name the field.
+func (p PolicyConfig) Engine() (*policy.Engine, error) {
+	cfg := policy.DefaultConfig()
+	for origin, m := range p.Ceiling {
+		mode, err := policy.ParseMode(m)
+		if err != nil {
+			return nil, fmt.Errorf("policy.ceiling.%s: %w", origin, err)
+		}
+		cfg.Ceiling[origin] = mode
+	}
+	cfg.Allowlist = append(cfg.Allowlist, p.Allowlist...)
+	return policy.New(cfg)
+}
+
+// LoadFile reads a YAML config file strictly: unknown keys are errors.
+// An empty path returns the zero Config.
+func LoadFile(path string) (Config, error) {
+	var c Config
+	if path == "" {
+		return c, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// LoadSchedules reads the schedules file, if any.
+func (c Config) LoadSchedules() ([]scheduler.Schedule, error) {
+	if c.SchedulesFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(c.SchedulesFile)
+	if err != nil {
+		return nil, fmt.Errorf("schedules_file: %w", err)
+	}
+	s, err := scheduler.DecodeFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("schedules_file %s: %w", c.SchedulesFile, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// NATSFlags registers the connection flags every command takes.
+func NATSFlags(fs *flag.FlagSet, n *NATSConfig) {
+	fs.StringVar(&n.URL, "nats-url", n.URL, "NATS server URL(s), comma-separated (env SANDRUN_NATS_URL; default "+"nats://127.0.0.1:4222)")
+	fs.StringVar(&n.Creds, "creds", n.Creds, "NATS credentials file (env SANDRUN_NATS_CREDS)")
+	fs.StringVar(&n.TLSCert, "tls-cert", n.TLSCert, "client TLS certificate (env SANDRUN_NATS_TLS_CERT)")
+	fs.StringVar(&n.TLSKey, "tls-key", n.TLSKey, "client TLS key (env SANDRUN_NATS_TLS_KEY)")
+	fs.StringVar(&n.TLSCA, "tls-ca", n.TLSCA, "CA certificate to verify the server (env SANDRUN_NATS_TLS_CA)")
+}
+
+// ParseDaemonFlags builds a daemon Config: the --config file, then
+// environment, then flags.
+func ParseDaemonFlags(name string, args []string, stderr io.Writer) (Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", os.Getenv("SANDRUN_CONFIG"), "YAML config file (env SANDRUN_CONFIG)")
+	// Parse once to find the file, then again over the file's values so
+	// flags win.
+	var probe Config
+	registerDaemonFlags(fs, &probe)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	cfg, err := LoadFile(*path)
+	if err != nil {
+		return Config{}, err
+	}
+	applyEnv(&cfg)
+	fs2 := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs2.SetOutput(io.Discard)
+	fs2.String("config", "", "")
+	registerDaemonFlags(fs2, &cfg)
+	if err := fs2.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func registerDaemonFlags(fs *flag.FlagSet, c *Config) {
+	NATSFlags(fs, &c.NATS)
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics on this address (e.g. :9464)")
+	fs.StringVar(&c.Worker.Name, "name", c.Worker.Name, "worker name (default hostname-pid)")
+	fs.Func("queues", "comma-separated queues to serve (default \"default\")", func(s string) error {
+		c.Worker.Queues = strings.Split(s, ",")
+		return nil
+	})
+	fs.IntVar(&c.Worker.Slots, "slots", c.Worker.Slots, "jobs run at once (default 4)")
+	fs.DurationVar(&c.Worker.LeaseTTL, "lease-ttl", c.Worker.LeaseTTL, "job lease TTL (default 30s)")
+	fs.DurationVar(&c.Worker.DrainTimeout, "drain-timeout", c.Worker.DrainTimeout, "on SIGTERM, how long running jobs may finish (default 30s)")
+	fs.DurationVar(&c.Worker.KillGrace, "kill-grace", c.Worker.KillGrace, "time between SIGTERM and SIGKILL of a job (default 5s)")
+	fs.DurationVar(&c.Worker.ElectionTTL, "election-ttl", c.Worker.ElectionTTL, "leader election TTL (default 15s)")
+	fs.DurationVar(&c.Worker.ReaperScan, "reaper-scan", c.Worker.ReaperScan, "reaper rescan period (default 30s)")
+	fs.DurationVar(&c.Worker.PullWait, "pull-wait", c.Worker.PullWait, "how long one pull waits for a message (default 5s)")
+	fs.StringVar(&c.SchedulesFile, "schedules", c.SchedulesFile, "schedules YAML file")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text (default json)")
+	fs.IntVar(&c.Layout.Replicas, "replicas", c.Layout.Replicas, "stream and bucket replicas (1, or 3 on a cluster)")
+}
+
+func applyEnv(c *Config) {
+	if v := os.Getenv("SANDRUN_METRICS_ADDR"); v != "" {
+		c.MetricsAddr = v
+	}
+	if v := os.Getenv("SANDRUN_QUEUES"); v != "" {
+		c.Worker.Queues = strings.Split(v, ",")
+	}
+	if v := os.Getenv("SANDRUN_WORKER_NAME"); v != "" {
+		c.Worker.Name = v
+	}
+}
+
+// Logger returns the daemon logger for format ("json" or "text").
+func Logger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "", "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("log_format: %q is not json or text", format)
+}
+
+// SignalContext is cancelled on SIGINT or SIGTERM (the drain signal).
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// DaemonMain is the whole of cmd/worker and cmd/scheduler: parse, validate,
+// run until signalled. It returns the process exit code.
+func DaemonMain(name string, roles Roles, args []string) int {
+	cfg, err := ParseDaemonFlags(name, args, os.Stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	log, err := Logger(cfg.LogFormat, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	ctx, cancel := SignalContext()
+	defer cancel()
+	start := time.Now()
+	if err := Run(ctx, cfg, roles, log, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	log.Info("exited", "uptime", time.Since(start).Round(time.Second).String())
+	return 0
+}

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/scheduler"
+	"github.com/sandrun/sandrun/internal/worker"
+)
+
+// Roles selects what Run starts.
+type Roles struct {
+	Worker    bool
+	Scheduler bool
+}
+
+// Run connects, ensures the JetStream layout and runs the selected roles
+// until ctx is done. Every configuration error is reported before anything
+// starts. ready, if set, is called once everything is running.
+func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
+	// Validate everything first: nothing should fail at 3 a.m.
+	var (
+		wcfg  = cfg.Worker.WithDefaults()
+		deps  worker.Deps
+		sched []scheduler.Schedule
+		err   error
+	)
+	if roles.Worker {
+		if err := wcfg.Validate(); err != nil {
+			return err
+		}
+		if deps.Backends, err = Backends(cfg.Backends); err != nil {
+			return err
+		}
+		if deps.Policy, err = cfg.Policy.Engine(); err != nil {
+			return err
+		}
+		if err := deps.Backends.ValidateAll(ctx); err != nil {
+			return err
+		}
+	}
+	if roles.Scheduler {
+		if sched, err = cfg.LoadSchedules(); err != nil {
+			return err
+		}
+	}
+	m := metrics.New()
+	if _, err := m.Serve(ctx, cfg.MetricsAddr, log); err != nil {
+		return fmt.Errorf("metrics_addr: %w", err)
+	}
+	nc, js, err := natsutil.Connect(ctx, cfg.NATS.Conn("sandrun-"+wcfg.Name, true), log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	store, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), cfg.Layout.jobs())
+	if err != nil {
+		return err
+	}
+	return runRoles(ctx, nc, store, m, wcfg, deps, sched, roles, log, ready)
+}
+
+func runRoles(ctx context.Context, nc *nats.Conn, store *jobs.Store, m *metrics.Metrics, wcfg worker.Config,
+	deps worker.Deps, sched []scheduler.Schedule, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	if roles.Worker {
+		deps.Store, deps.Metrics, deps.Logger = store, m, log
+		w, err := worker.New(wcfg, deps)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			if err := w.Run(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	if roles.Scheduler {
+		s, err := scheduler.New(scheduler.Config{Schedules: sched, ID: wcfg.Name}, store, m, log)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { s.Run(ctx) })
+	}
+	if ready != nil {
+		ready(store, m)
+	}
+	wg.Wait()
+	// Let asynchronous event publishes land before the connection closes.
+	_ = nc.Flush()
+	close(errs)
+	return <-errs
+}
