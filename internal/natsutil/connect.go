@@ -90,7 +90,9 @@ func Connect(ctx context.Context, c ConnConfig, log *slog.Logger) (*nats.Conn, j
 			nats.PingInterval(15*time.Second),
 			nats.MaxPingsOutstanding(3),
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-				log.Warn("nats disconnected", "err", err)
+				if err != nil { // nil: we closed it
+					log.Warn("nats disconnected", "err", err)
+				}
 			}),
 			nats.ReconnectHandler(func(nc *nats.Conn) {
 				log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())

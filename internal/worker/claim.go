@@ -62,6 +62,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 		return
 	}
 	// From here on the job is ours until the lease is released or lost.
+	// runCtx stops the run (cancel requests); ctx stays for the writes.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !w.track(spec.ID, cancel) {
@@ -124,7 +125,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 		// Attempts spent by earlier claims whose workers died.
 		j.finish(ctx, j.result(jobs.StateDead, fmt.Sprintf("attempts spent (%d of %d): %s", j.attempt-1, j.spec.MaxAttempts, run.LastError)))
 	default:
-		j.execute(runCtx)
+		j.execute(ctx, runCtx)
 	}
 }
 

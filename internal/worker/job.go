@@ -31,12 +31,13 @@ type job struct {
 	stderr   *sink
 }
 
-// execute judges and runs the job, then commits its outcome.
-func (j *job) execute(ctx context.Context) {
+// execute judges and runs the job, then commits its outcome. stopCtx
+// stops the run (cancel requests, drain); ctx bounds the writes after it.
+func (j *job) execute(ctx, stopCtx context.Context) {
 	w := j.w
 	j.keeper = lease.Keep(j.lease, lease.KeeperConfig{OnRenew: w.m.LeaseRenewals.Inc})
 	defer j.keeper.Stop()
-	runCtx, cancel := context.WithCancelCause(ctx)
+	runCtx, cancel := context.WithCancelCause(stopCtx)
 	defer cancel(nil)
 	go func() {
 		select {

@@ -150,6 +150,12 @@ func stopOnDone(ctx context.Context, pgid int, grace time.Duration, exited <-cha
 		return false
 	case <-ctx.Done():
 	}
+	// A command that had already ended on its own when ctx was done (say
+	// the worker was frozen and both became ready at once) was not
+	// stopped: its own exit status stands.
+	if hasExited(pgid) {
+		return false
+	}
 	signalGroup(pgid, syscall.SIGTERM)
 	signalGroup(pgid, syscall.SIGCONT)
 	t := time.NewTimer(grace)
@@ -177,6 +183,21 @@ func waitExited(pid int) error {
 		if !errors.Is(err, unix.EINTR) {
 			return err
 		}
+	}
+}
+
+// hasExited reports, without waiting or reaping, whether process pid has
+// already exited.
+func hasExited(pid int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		// With WNOHANG, Linux zeroes info when the child is still
+		// running; an exited child reports SIGCHLD.
+		return err == nil && info.Signo == int32(unix.SIGCHLD)
 	}
 }
 
