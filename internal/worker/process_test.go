@@ -1,0 +1,206 @@
+package worker_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+// proc is a worker running as its own process.
+type proc struct {
+	cmd         *exec.Cmd
+	name        string
+	metricsAddr string
+	mu          sync.Mutex
+	log         bytes.Buffer
+	done        chan struct{}
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.Write(b)
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startProc runs `sandrun worker` against url with test timings.
+func startProc(t *testing.T, url, name string) *proc {
+	t.Helper()
+	p := &proc{name: name, metricsAddr: freeAddr(t), done: make(chan struct{})}
+	p.cmd = exec.Command(sandrunBin, "worker", "--nats-url", url, "--name", name, "--slots", "2",
+		"--lease-ttl", "3s", "--election-ttl", "2s", "--reaper-scan", "2s", "--pull-wait", "1s",
+		"--kill-grace", "1s", "--metrics-addr", p.metricsAddr, "--log-format", "text")
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("worker %s log:\n%s", name, p.logs())
+		}
+	})
+	return p
+}
+
+// metric scrapes the process's /metrics for one un-labelled sample.
+func (p *proc) metric(name string) (float64, error) {
+	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == name {
+			return strconv.ParseFloat(f[1], 64)
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return 0, fmt.Errorf("%s not found", name)
+}
+
+// resultWrites counts every write to a job's result key from now on.
+type resultWrites struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func watchResults(t *testing.T, e env) *resultWrites {
+	t.Helper()
+	rw := &resultWrites{n: map[string]int{}}
+	w, err := e.st.State.Watch(e.ctx, jobs.ResultKey("*"), jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ent := range w.Updates() {
+			if ent != nil && ent.Operation() == jetstream.KeyValuePut {
+				rw.mu.Lock()
+				rw.n[strings.TrimPrefix(ent.Key(), jobs.ResultKey(""))]++
+				rw.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = w.Stop() })
+	return rw
+}
+
+func (rw *resultWrites) count(id string) int {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.n[id]
+}
+
+func TestKill9WorkerMidJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	writes := watchResults(t, e)
+	a := startProc(t, e.url, "worker-a")
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "echo started; sleep 2; echo finished", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, spec.ID, 20*time.Second, func(s client.Status) bool { return running(s) && s.Run.Worker == "worker-a" })
+	if err := a.cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	<-a.done
+	cfg := sandruntest.FastConfig()
+	cfg.Name = "worker-b"
+	sandruntest.StartWorker(t, e.st, cfg)
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
+	if r.State != jobs.StateSucceeded || r.Worker != "worker-b" || r.Attempt != 2 {
+		t.Fatalf("result %s by %s on attempt %d, want succeeded by worker-b on attempt 2", r.State, r.Worker, r.Attempt)
+	}
+	if r.Stdout.Head != "started\nfinished\n" {
+		t.Fatalf("output %q", r.Stdout.Head)
+	}
+	time.Sleep(500 * time.Millisecond) // let any stray write land before counting
+	if n := writes.count(spec.ID); n != 1 {
+		t.Fatalf("%d results committed, want exactly 1", n)
+	}
+}
+
+func TestFrozenWorkerLateCommitIsRejected(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	writes := watchResults(t, e)
+	a := startProc(t, e.url, "worker-frozen")
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "sleep 2; echo done", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, spec.ID, 20*time.Second, func(s client.Status) bool { return running(s) && s.Run.Worker == "worker-frozen" })
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandruntest.FastConfig()
+	cfg.Name = "worker-live"
+	sandruntest.StartWorker(t, e.st, cfg)
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
+	if r.State != jobs.StateSucceeded || r.Worker != "worker-live" {
+		t.Fatalf("result %s by %s, want succeeded by worker-live", r.State, r.Worker)
+	}
+	// The frozen worker's job ended while it was stopped; on waking it
+	// commits, and the server refuses the stale lease revision.
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v, err := a.metric("sandrun_stale_commits_rejected_total")
+		if err == nil && v == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stale commits rejected = %v (%v), want 1", v, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st, err := e.c.Status(e.ctx, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Result == nil || st.Result.Worker != "worker-live" {
+		t.Fatalf("result after the late commit: %+v, want worker-live's", st.Result)
+	}
+	if n := writes.count(spec.ID); n != 1 {
+		t.Fatalf("%d results committed, want exactly 1", n)
+	}
+}
