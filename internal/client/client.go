@@ -100,15 +100,27 @@ const (
 // (under its lease, so no worker can claim it meanwhile); a running job's
 // worker sees the request and stops the workload.
 func (c *Client) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
-	st, err := c.Status(ctx, id)
-	if err != nil {
-		return "", err
+	// Flag the record first (CAS): a worker claiming the job reads the
+	// flag in the same record it must update, so a claim and a cancel
+	// cannot pass each other unseen. Then tell a running worker.
+	for {
+		run, rev, err := c.store.GetRun(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if run.State.Terminal() {
+			return CancelTooLate, nil
+		}
+		if run.CancelRequested {
+			break
+		}
+		run.CancelRequested = true
+		if _, err := c.store.UpdateRun(ctx, run, rev); err == nil {
+			break
+		} else if !errors.Is(err, jobs.ErrConflict) {
+			return "", err
+		}
 	}
-	if st.State().Terminal() {
-		return CancelTooLate, nil
-	}
-	// Request first, then try to take the job: a worker that claims in
-	// between sees the request when it checks after taking the lease.
 	if err := c.store.RequestCancel(ctx, id); err != nil {
 		return "", err
 	}

@@ -59,6 +59,9 @@ type Run struct {
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 	// LastError is the last attempt's failure, for people.
 	LastError string `json:"last_error,omitempty"`
+	// CancelRequested is set (by CAS) when a cancel is asked for; a
+	// worker claiming the job reads it in the same record it updates.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
 
 // Result is the committed outcome of a job, kept at result.<id>. It is

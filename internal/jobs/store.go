@@ -138,18 +138,6 @@ func isWrongLastSequence(err error) bool {
 	return false
 }
 
-// Canceled reports whether a cancel was requested for job id.
-func (s *Store) Canceled(ctx context.Context, id string) (bool, error) {
-	_, err := s.State.Get(ctx, CancelKey(id))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return false, nil
-	}
-	return false, err
-}
-
 // RequestCancel records a cancel request for job id.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	_, err := s.State.Put(ctx, CancelKey(id), []byte(time.Now().UTC().Format(time.RFC3339Nano)))

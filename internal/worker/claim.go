@@ -18,8 +18,8 @@ import (
 const maxRawInDLQ = 4 << 10
 
 // handle claims and runs one dispatch message. The order is the claim
-// protocol: lease (Create) → cancel check → attempt counted in the job
-// record (CAS) → ack. Only then does the job run.
+// protocol: lease (Create) → read the record (cancel requested? ended?) →
+// attempt counted in the record (CAS) → ack. Only then does the job run.
 func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 	spec, err := decodeMessage(queue, msg.Data())
 	if err != nil {
@@ -28,33 +28,12 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 	}
 	log := w.log.With("job", spec.ID)
 
-	run, runRev, err := w.store.GetRun(ctx, spec.ID)
-	if errors.Is(err, jobs.ErrNotFound) {
-		// Published raw (not through submit): adopt it.
-		run = jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
-		runRev, err = w.store.CreateRun(ctx, run)
-		if errors.Is(err, jobs.ErrExists) {
-			run, runRev, err = w.store.GetRun(ctx, spec.ID)
-		}
-	}
-	if err != nil {
-		log.Warn("claim: read job record", "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
-	if run.State.Terminal() {
-		// A duplicate of a finished job (a retry publish that raced, a
-		// redelivery after a lost ack): drop it.
-		_ = msg.DoubleAck(ctx)
-		return
-	}
-
-	holder, _ := json.Marshal(map[string]any{"worker": w.cfg.Name, "attempt": run.Attempt + 1})
+	holder, _ := json.Marshal(map[string]any{"worker": w.cfg.Name})
 	l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.LeaseKey(spec.ID), w.cfg.LeaseTTL, holder)
 	if err != nil {
 		// Someone holds it: a running holder, a canceler, or the reaper.
 		// Try again once the lease has had time to settle; if the job
-		// ends meanwhile, the terminal check above drops this copy.
+		// has ended by then, this copy is dropped.
 		if !errors.Is(err, lease.ErrHeld) {
 			log.Warn("claim: acquire lease", "err", err)
 		}
@@ -71,30 +50,31 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 		return
 	}
 	defer w.untrack(spec.ID)
-	j := &job{w: w, spec: run.Spec, lease: l, log: log, msgSubject: msg.Subject()}
+	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject()}
 
-	// Re-read under the lease: the record may have moved since the first
-	// read (a cancel of the queued job, a reaper requeue).
-	run, runRev, err = w.store.GetRun(ctx, spec.ID)
+	// Read under the lease, so nothing but a cancel request can move the
+	// record until our CAS below.
+	run, runRev, err := w.store.GetRun(ctx, spec.ID)
+	if errors.Is(err, jobs.ErrNotFound) {
+		// Published raw (not through submit): adopt it.
+		run = jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
+		runRev, err = w.store.CreateRun(ctx, run)
+	}
 	if err != nil {
-		log.Warn("claim: re-read job record", "err", err)
+		log.Warn("claim: read job record", "err", err)
 		j.releaseQuiet(ctx)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
 	if run.State.Terminal() {
+		// A duplicate of a finished job (a retry publish that raced, a
+		// redelivery after a lost ack): drop it.
 		j.releaseQuiet(ctx)
-		_ = msg.DoubleAck(ctx)
+		_ = msg.Ack()
 		return
 	}
 	j.spec = run.Spec
-	canceled, err := w.store.Canceled(ctx, spec.ID)
-	if err != nil {
-		log.Warn("claim: read cancel request", "err", err)
-		j.releaseQuiet(ctx)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
+	canceled := run.CancelRequested
 	run.Attempt++
 	run.State = jobs.StateRunning
 	run.Worker = w.cfg.Name
@@ -110,11 +90,9 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
-	if err := msg.DoubleAck(ctx); err != nil {
-		// The claim stands (the lease and the record say so); a
-		// redelivered copy will find the lease or the result and drop.
-		log.Warn("claim: ack failed", "err", err)
-	}
+	// A plain ack is enough: the lease and the record are the claim. If
+	// the ack is lost, a redelivered copy finds the lease or the result.
+	_ = msg.Ack()
 	w.m.JobsClaimed.WithLabelValues(queue, j.spec.Backend).Inc()
 	w.store.PublishEvent(jobs.Event{Kind: "claimed", JobID: spec.ID, Attempt: j.attempt, State: jobs.StateRunning, Worker: w.cfg.Name, Time: w.now().UTC()})
 

@@ -169,7 +169,7 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	}
 	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(r.State)).Inc()
 	j.stopKeeper()
-	if err := w.finalize(ctx, j.lease, r); err != nil {
+	if err := w.finalize(ctx, j.lease, r, &j.run); err != nil {
 		j.log.Warn("finalize after commit (the reaper will repair it)", "err", err)
 		return
 	}

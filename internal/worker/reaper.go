@@ -17,10 +17,17 @@ import (
 // with a committed result. It is idempotent: the worker calls it after
 // its commit, and the reaper calls it again for a result whose worker
 // died before finishing this.
-func (w *Worker) finalize(ctx context.Context, l *lease.Lease, r jobs.Result) error {
-	run, _, err := w.store.GetRun(ctx, r.JobID)
-	if err != nil {
-		return err
+//
+// run is the job record when the caller has it (nil: read it).
+func (w *Worker) finalize(ctx context.Context, l *lease.Lease, r jobs.Result, known *jobs.Run) error {
+	var run jobs.Run
+	if known != nil {
+		run = *known
+	} else {
+		var err error
+		if run, _, err = w.store.GetRun(ctx, r.JobID); err != nil {
+			return err
+		}
 	}
 	if r.State == jobs.StateDead {
 		spec := run.Spec
@@ -139,7 +146,7 @@ func (w *Worker) recover(ctx context.Context, id string) {
 	}
 	if res, err := w.store.GetResult(ctx, id); err == nil {
 		if !run.State.Terminal() {
-			if err := w.finalize(ctx, l, res); err != nil {
+			if err := w.finalize(ctx, l, res, &run); err != nil {
 				log.Warn("reaper: finalize", "err", err)
 				return
 			}
@@ -157,7 +164,7 @@ func (w *Worker) recover(ctx context.Context, id string) {
 				log.Warn("reaper: commit dead", "err", err)
 				return
 			}
-			if err := w.finalize(ctx, l, r); err != nil {
+			if err := w.finalize(ctx, l, r, &run); err != nil {
 				log.Warn("reaper: finalize dead", "err", err)
 			}
 			w.m.ReaperRecovered.WithLabelValues("dead").Inc()

@@ -1,0 +1,192 @@
+// Command sandrun-bench measures sandrun end to end on the embedded
+// default, next to the raw process spawn rate of the same machine, and
+// prints a Markdown report (docs/BENCHMARKS.md holds the recorded runs).
+//
+//	go run ./cmd/sandrun-bench -jobs 3000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/app"
+	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/natsutil"
+)
+
+func main() {
+	n := flag.Int("jobs", 3000, "jobs per throughput run")
+	lat := flag.Int("latency-jobs", 300, "jobs for the latency run (one at a time)")
+	flag.Parse()
+	if err := run(*n, *lat); err != nil {
+		fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n, latN int) error {
+	fmt.Printf("## Run of %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Printf("Machine: %d CPUs, %s/%s, %s. Embedded nats-server, file storage, default fsync.\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Println("| slots | raw `sh -c true` spawns/s | sandrun `true` jobs/s | ratio |")
+	fmt.Println("|---|---|---|---|")
+	for _, slots := range []int{2, 8} {
+		raw := spawnRate(slots, n)
+		thr, err := throughput(slots, n)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %.0f | %.0f | %.2f |\n", slots, raw, thr, thr/raw)
+	}
+	p50, p99, err := latency(latN)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nSubmit→start latency with idle workers (%d jobs, one at a time, 8 slots): p50 %.2f ms, p99 %.2f ms\n",
+		latN, ms(p50), ms(p99))
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// spawnRate runs `sh -c true` n times with par at once.
+func spawnRate(par, n int) float64 {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range par {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				_ = exec.Command("/bin/sh", "-c", "true").Run()
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// stack is `sandrun dev` in-process: embedded server, worker, scheduler.
+type stack struct {
+	cl   *client.Client
+	stop func()
+}
+
+func startStack(slots int) (*stack, error) {
+	dir, err := os.MkdirTemp("", "sandrun-bench")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: dir, Port: -1})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan *jobs.Store, 1)
+	done := make(chan error, 1)
+	cfg := app.Config{}
+	cfg.NATS.URL = srv.ClientURL()
+	cfg.Worker.Slots = slots
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() {
+		done <- app.Run(ctx, cfg, app.Roles{Worker: true, Scheduler: true}, log, func(st *jobs.Store, _ *metrics.Metrics) { ready <- st })
+	}()
+	var st *jobs.Store
+	select {
+	case st = <-ready:
+	case err := <-done:
+		cancel()
+		return nil, err
+	}
+	return &stack{cl: client.New(st), stop: func() {
+		cancel()
+		<-done
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		_ = os.RemoveAll(dir)
+	}}, nil
+}
+
+// throughput submits n `true` jobs from 16 submitters and measures until
+// the last result is committed.
+func throughput(slots, n int) (float64, error) {
+	s, err := startStack(slots)
+	if err != nil {
+		return 0, err
+	}
+	defer s.stop()
+	ctx := context.Background()
+	w, err := s.cl.Store().State.Watch(ctx, jobs.ResultKey("*"), jetstream.UpdatesOnly())
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = w.Stop() }()
+	start := time.Now()
+	var next atomic.Int64
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := s.cl.Submit(ctx, jobs.Spec{Command: "true"}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	got := 0
+	timeout := time.After(10 * time.Minute)
+	for got < n {
+		select {
+		case e := <-w.Updates():
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				got++
+			}
+		case err := <-errs:
+			return 0, err
+		case <-timeout:
+			return 0, fmt.Errorf("only %d of %d results after 10 minutes", got, n)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// latency submits jobs one at a time to idle workers and measures from
+// submit to the start of the command on the backend.
+func latency(n int) (p50, p99 time.Duration, err error) {
+	s, err := startStack(8)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.stop()
+	ctx := context.Background()
+	var ds []time.Duration
+	for i := range n + 10 {
+		spec, err := s.cl.Submit(ctx, jobs.Spec{Command: "true"})
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := s.cl.Wait(ctx, spec.ID)
+		if err != nil {
+			return 0, 0, err
+		}
+		if i >= 10 { // warm-up
+			ds = append(ds, r.StartedAt.Sub(spec.SubmittedAt))
+		}
+		time.Sleep(5 * time.Millisecond) // workers idle again
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[len(ds)*99/100], nil
+}
