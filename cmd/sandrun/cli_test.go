@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+// sandrun runs the CLI in-process and returns its exit code and output.
+func sandrun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli{stdout: &out, stderr: &errb, stdin: strings.NewReader("")}.run(args)
+	return code, out.String(), errb.String()
+}
+
+func setup(t *testing.T) (string, *jobs.Store) {
+	t.Helper()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	sandruntest.StartWorker(t, st, sandruntest.FastConfig())
+	return s.ClientURL(), st
+}
+
+func TestSubmitWaitExitCodes(t *testing.T) {
+	t.Parallel()
+	url, _ := setup(t)
+	cases := []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"--", "echo", "hello"}, 0, "hello\n"},
+		{[]string{"--max-attempts", "1", "--", "echo out; exit 3"}, 3, "out\n"},
+		{[]string{"--timeout", "1s", "--max-attempts", "1", "--", "sleep 30"}, 124, ""},
+		{[]string{"--env", "WHO=world", "--", `echo "hi $WHO"`}, 0, "hi world\n"},
+	}
+	for _, tc := range cases {
+		args := append([]string{"submit", "--nats-url", url, "--wait"}, tc.args...)
+		code, out, errOut := sandrun(t, args...)
+		if code != tc.code || out != tc.stdout {
+			t.Errorf("%v: exit %d stdout %q (stderr %q), want %d %q", tc.args, code, out, errOut, tc.code, tc.stdout)
+		}
+	}
+}
+
+func TestSubmitBadInputNamesTheFieldAndPublishesNothing(t *testing.T) {
+	t.Parallel()
+	url, st := setup(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "soon", "--", "true"}, "--timeout"},
+		{[]string{"--queue", "Bad Queue", "--", "true"}, "queue"},
+		{[]string{"--env", "NOEQUALS", "--", "true"}, "--env"},
+		{[]string{"--approval", "yolo", "--", "true"}, "approval"},
+		{[]string{"--origin", "martian", "--", "true"}, "origin"},
+		{[]string{}, "command"},
+	}
+	for _, tc := range cases {
+		code, _, errOut := sandrun(t, append([]string{"submit", "--nats-url", url}, tc.args...)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want an error naming %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	ctx := sandruntest.Ctx(t)
+	s, err := st.JS.Stream(ctx, jobs.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.FirstSeq > 1 || info.State.Msgs > 0 {
+		t.Fatalf("invalid submits published %d messages", info.State.LastSeq)
+	}
+}
+
+func TestStatusLsLogsCancelDLQ(t *testing.T) {
+	t.Parallel()
+	url, _ := setup(t)
+	code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--secret-env", "TOKEN=hunter2", "--", "echo line1; echo line2 >&2")
+	if code != 0 {
+		t.Fatalf("submit: %d %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	c := sandruntest.Client(mustStore(t, url))
+	sandruntest.WaitResult(t, c, id, 30*time.Second)
+
+	code, out, _ = sandrun(t, "status", "--nats-url", url, "--json", id)
+	if code != 0 {
+		t.Fatalf("status: %d", code)
+	}
+	var st struct {
+		ID     string       `json:"id"`
+		State  string       `json:"state"`
+		Spec   jobs.Spec    `json:"spec"`
+		Result *jobs.Result `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json is not JSON: %v\n%s", err, out)
+	}
+	if st.ID != id || st.State != "succeeded" || st.Result == nil || st.Result.ExitCode != 0 {
+		t.Fatalf("status: %+v", st)
+	}
+	if strings.Contains(out, "hunter2") || st.Spec.Env["TOKEN"] != jobs.Redacted {
+		t.Fatalf("secret env leaked into status: %s", out)
+	}
+	code, out, errOut = sandrun(t, "logs", "--nats-url", url, id)
+	if code != 0 || out != "line1\n" || errOut != "line2\n" {
+		t.Fatalf("logs: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = sandrun(t, "ls", "--nats-url", url, "--state", "succeeded")
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("ls: %d %q", code, out)
+	}
+	if code, _, errOut = sandrun(t, "ls", "--nats-url", url, "--state", "happy"); code != 2 || !strings.Contains(errOut, "state") {
+		t.Fatalf("ls bad state: %d %q", code, errOut)
+	}
+	// cancel of a finished job is an error; of a queued job, done.
+	if code, _, _ = sandrun(t, "cancel", "--nats-url", url, id); code == 0 {
+		t.Fatal("cancel of a finished job succeeded")
+	}
+	_, out, _ = sandrun(t, "submit", "--nats-url", url, "--queue", "nobody", "--", "true")
+	queued := strings.TrimSpace(out)
+	if code, out, _ = sandrun(t, "cancel", "--nats-url", url, queued); code != 0 || !strings.Contains(out, "canceled") {
+		t.Fatalf("cancel queued: %d %q", code, out)
+	}
+	// dlq: a dead job is listed and can be retried.
+	_, out, _ = sandrun(t, "submit", "--nats-url", url, "--max-attempts", "2", "--", "exit 4")
+	dead := strings.TrimSpace(out)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, out, _ = sandrun(t, "dlq", "ls", "--nats-url", url, "--json")
+		if strings.Contains(out, dead) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead job not in dlq ls: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, out, errOut = sandrun(t, "dlq", "retry", "--nats-url", url, dead); code != 0 {
+		t.Fatalf("dlq retry: %d %q %q", code, out, errOut)
+	}
+}
+
+func TestUnknownCommandAndJobErrors(t *testing.T) {
+	t.Parallel()
+	url, _ := setup(t)
+	if code, _, errOut := sandrun(t, "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, errOut := sandrun(t, "status", "--nats-url", url, "nope"); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("status of unknown job: %d %q", code, errOut)
+	}
+}
+
+func TestDevDemo(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := sandrun(t, "dev", "--demo", "--data", t.TempDir(), "--port", "-1")
+	if code != 0 || !strings.Contains(out, "all demo jobs ended as expected") {
+		t.Fatalf("dev --demo: %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func mustStore(t *testing.T, url string) *jobs.Store {
+	return sandruntest.Store(t, url)
+}

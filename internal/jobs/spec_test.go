@@ -1,0 +1,147 @@
+package jobs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeJSONNamesTheField(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in, field, msg string
+	}{
+		{`{"command":"true","bogus":1}`, "bogus", "unknown field"},
+		{`{"command":5}`, "command", "wrong type"},
+		{`{"command":"true","timeout":"soon"}`, "timeout", "invalid duration"},
+		{`{"command":"true","timeout":30}`, "timeout", "invalid duration"},
+		{`{"command":"true","retry":{"initial":"x"}}`, "retry.initial", "invalid duration"},
+		{`{"command":"true","retry":{"max":"1s","initial":"5s"}}`, "retry.max", "must be >="},
+		{`{"command":"true","retry":{"jitter":2}}`, "retry.jitter", "0..1"},
+		{`{"command":"   "}`, "command", "must not be empty"},
+		{`{}`, "command", "must not be empty"},
+		{`{"command":"true","queue":"Upper"}`, "queue", "a-z"},
+		{`{"command":"true","origin":"martian"}`, "origin", "must be one of"},
+		{`{"command":"true","approval":"maybe"}`, "approval", "must be one of"},
+		{`{"command":"true","max_attempts":0,"timeout":"-1s"}`, "timeout", "must be > 0"},
+		{`{"command":"true","max_attempts":1000}`, "max_attempts", "1..100"},
+		{`{"command":"true","env":{"A-B":"x"}}`, "env.A-B", "not a valid variable name"},
+		{`{"command":"true","secret_env":["TOKEN"]}`, "secret_env[0]", "not in env"},
+		{`{"command":"true","id":"has space"}`, "id", "must be"},
+	}
+	for _, tc := range cases {
+		_, err := DecodeJSON([]byte(tc.in))
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: error %v, want a FieldError", tc.in, err)
+			continue
+		}
+		if fe.Field != tc.field || !strings.Contains(fe.Msg, tc.msg) {
+			t.Errorf("%s: got %q, want field %q with %q", tc.in, err, tc.field, tc.msg)
+		}
+	}
+}
+
+func TestDecodeRejectsOversizeAndTrailingData(t *testing.T) {
+	t.Parallel()
+	big := `{"command":"` + strings.Repeat("x", MaxSpecBytes) + `"}`
+	if _, err := DecodeJSON([]byte(big)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversize: %v, want ErrTooLarge", err)
+	}
+	if _, err := DecodeJSON([]byte(`{"command":"true"} {"command":"x"}`)); err == nil {
+		t.Fatal("trailing data accepted")
+	}
+	if _, err := DecodeJSON([]byte(`[1,2]`)); err == nil || !strings.Contains(err.Error(), "object") {
+		t.Fatalf("array: %v", err)
+	}
+}
+
+func TestDecodeYAMLMatchesJSON(t *testing.T) {
+	t.Parallel()
+	y := `
+command: make test
+queue: eval
+timeout: 90s
+env: {A: "1"}
+retry: {initial: 1s, max: 1m, factor: 3, no_retry_exit_codes: [2]}
+labels: {suite: smoke}
+`
+	s, err := DecodeYAML([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Command != "make test" || s.Queue != "eval" || s.Timeout.D() != 90*time.Second ||
+		s.Retry.Factor != 3 || s.Retry.Max.D() != time.Minute || s.Retry.Retryable(2) || s.Env["A"] != "1" {
+		t.Fatalf("decoded %+v", s)
+	}
+	if _, err := DecodeYAML([]byte("command: x\ntimeuot: 5s\n")); err == nil || !strings.Contains(err.Error(), "timeuot") {
+		t.Fatalf("typo'd key: %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := DecodeJSON([]byte(`{"command":"true"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Queue != DefaultQueue || s.Backend != DefaultBackend || s.Timeout.D() != DefaultTimeout ||
+		s.MaxAttempts != DefaultMaxAttempts || s.Origin != OriginManual || s.Retry == nil {
+		t.Fatalf("defaults not filled: %+v", s)
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	t.Parallel()
+	b := Backoff{Initial: Duration(time.Second), Max: Duration(10 * time.Second), Factor: 2, Jitter: 0.5}
+	for next, want := range map[int]time.Duration{2: time.Second, 3: 2 * time.Second, 4: 4 * time.Second, 5: 8 * time.Second, 6: 10 * time.Second, 9: 10 * time.Second} {
+		if got := b.Delay(next, 0); got != want {
+			t.Errorf("delay before attempt %d = %s, want %s", next, got, want)
+		}
+	}
+	if got := b.Delay(3, 0.999); got < time.Second || got > 2*time.Second {
+		t.Errorf("jittered delay %s outside [1s,2s]", got)
+	}
+}
+
+func TestRedactedHidesSecretsOnly(t *testing.T) {
+	t.Parallel()
+	s := Spec{Command: "x", Env: map[string]string{"TOKEN": "s3cr3t", "MODE": "fast"}, SecretEnv: []string{"TOKEN"}}
+	r := s.Redacted()
+	if r.Env["TOKEN"] != Redacted || r.Env["MODE"] != "fast" {
+		t.Fatalf("redacted env %v", r.Env)
+	}
+	if s.Env["TOKEN"] != "s3cr3t" {
+		t.Fatal("Redacted changed the original")
+	}
+}
+
+func TestServerVersionCheck(t *testing.T) {
+	t.Parallel()
+	for v, ok := range map[string]bool{"2.12.0": true, "2.15.3": true, "v2.14.1-beta": true, "2.11.9": false, "2.10.25": false, "": false} {
+		err := CheckServerVersion(v)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v", v, err)
+		}
+		if err != nil && !errors.Is(err, ErrServerTooOld) {
+			t.Errorf("%q: %v is not ErrServerTooOld", v, err)
+		}
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(`{"command":"true","timeout":"1s","retry":{"initial":"1s"}}`))
+	f.Add([]byte(`{"id":"x","env":{"A":"b"},"secret_env":["A"]}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeJSON(data)
+		if err != nil {
+			return
+		}
+		// Anything accepted is valid and survives a round trip.
+		if err := s.Validate(); err != nil {
+			t.Fatalf("accepted an invalid spec: %v", err)
+		}
+	})
+}

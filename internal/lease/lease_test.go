@@ -1,0 +1,173 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).syncBlocks"),
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
+	)
+}
+
+func setup(t *testing.T) (*jobs.Store, context.Context) {
+	s := sandruntest.Server(t, "")
+	return sandruntest.Store(t, s.ClientURL()), sandruntest.Ctx(t)
+}
+
+func TestAcquireIsExclusiveAndRevisionsFence(t *testing.T) {
+	t.Parallel()
+	st, ctx := setup(t)
+	a, err := lease.Acquire(ctx, st.JS, st.State, "lease.j1", 2*time.Second, []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lease.Acquire(ctx, st.JS, st.State, "lease.j1", 2*time.Second, []byte("b")); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("second acquire: %v, want ErrHeld", err)
+	}
+	r0 := a.Rev()
+	if err := a.Renew(ctx, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if a.Rev() <= r0 {
+		t.Fatalf("renew did not advance the revision: %d -> %d", r0, a.Rev())
+	}
+	// A result fenced on the old revision is refused; on the new, taken.
+	r := jobs.Result{JobID: "j1", State: jobs.StateSucceeded}
+	if err := st.CommitResult(ctx, r, r0); !errors.Is(err, jobs.ErrFenced) {
+		t.Fatalf("commit on stale rev: %v, want ErrFenced", err)
+	}
+	if err := a.Fenced(func(rev uint64) error { return st.CommitResult(ctx, r, rev) }); err != nil {
+		t.Fatalf("commit on current rev: %v", err)
+	}
+}
+
+func TestExpiredLeaseIsLostAndNextHolderFencesTheOld(t *testing.T) {
+	t.Parallel()
+	st, ctx := setup(t)
+	a, err := lease.Acquire(ctx, st.JS, st.State, "lease.j2", time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the server to expire it (the KV watcher sees a purge marker).
+	w, err := st.State.Watch(ctx, "lease.j2", jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e != nil && e.Operation() == jetstream.KeyValuePurge {
+			break
+		}
+	}
+	b, err := lease.Acquire(ctx, st.JS, st.State, "lease.j2", 5*time.Second, nil)
+	if err != nil {
+		t.Fatalf("acquire after expiry: %v", err)
+	}
+	if b.Rev() <= a.Rev() {
+		t.Fatalf("new holder's revision %d not above the old %d", b.Rev(), a.Rev())
+	}
+	if err := a.Renew(ctx, nil); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("old holder's renew: %v, want ErrLost", err)
+	}
+	r := jobs.Result{JobID: "j2", State: jobs.StateSucceeded}
+	if err := a.Fenced(func(rev uint64) error { return st.CommitResult(ctx, r, rev) }); !errors.Is(err, jobs.ErrFenced) {
+		t.Fatalf("old holder's commit: %v, want ErrFenced", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release of a lost lease: %v", err)
+	}
+	if _, err := st.State.Get(ctx, "lease.j2"); err != nil {
+		t.Fatalf("old holder's release removed the new lease: %v", err)
+	}
+}
+
+func TestKeeperRenewsAndSelfFencesWhenCutOff(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	ctx := sandruntest.Ctx(t)
+	l, err := lease.Acquire(ctx, st.JS, st.State, "lease.j3", 1500*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewals atomic.Int32
+	renewed := make(chan struct{}, 16)
+	k := lease.Keep(l, lease.KeeperConfig{OnRenew: func() { renewals.Add(1); renewed <- struct{}{} }})
+	defer k.Stop()
+	for range 3 {
+		select {
+		case <-renewed:
+		case <-k.Lost():
+			t.Fatalf("lost while connected: %v", k.Err())
+		}
+	}
+	// Cut the server off: renewals fail, and the keeper must give the
+	// lease up before its TTL runs out.
+	cutAt := time.Now()
+	s.Shutdown()
+	<-k.Lost()
+	if !errors.Is(k.Err(), lease.ErrLost) {
+		t.Fatalf("keeper error %v, want ErrLost", k.Err())
+	}
+	if d := time.Since(cutAt); d > 1500*time.Millisecond {
+		t.Fatalf("self-fenced %s after the cut, later than the 1.5s TTL", d)
+	}
+}
+
+func TestElectionHasOneLeaderAndFailsOver(t *testing.T) {
+	t.Parallel()
+	st, ctx := setup(t)
+	var leaders atomic.Int32
+	var maxLeaders atomic.Int32
+	started := make(chan string, 4)
+	run := func(ctx context.Context, id string) <-chan struct{} {
+		done := make(chan struct{})
+		el := &lease.Elector{JS: st.JS, KV: st.Elections, Role: "test", ID: id, TTL: 2 * time.Second, Logger: sandruntest.Logger(t)}
+		go func() {
+			defer close(done)
+			el.Run(ctx, func(lctx context.Context) {
+				n := leaders.Add(1)
+				if n > maxLeaders.Load() {
+					maxLeaders.Store(n)
+				}
+				started <- id
+				<-lctx.Done()
+				leaders.Add(-1)
+			})
+		}()
+		return done
+	}
+	actx, acancel := context.WithCancel(ctx)
+	aDone := run(actx, "a")
+	if first := <-started; first != "a" {
+		t.Fatalf("first leader %q, want a (the only candidate)", first)
+	}
+	bDone := run(ctx, "b")
+	acancel() // the leader steps down and releases
+	<-aDone
+	select {
+	case second := <-started:
+		if second != "b" {
+			t.Fatalf("second leader %q, want b", second)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no failover within 10s")
+	}
+	if maxLeaders.Load() != 1 {
+		t.Fatalf("%d leaders at once", maxLeaders.Load())
+	}
+	_ = bDone
+}

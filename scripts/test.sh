@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every test sandrun has, on a fresh machine: it installs what the
+# tests need first. Usage: ./scripts/test.sh   (CI runs exactly this.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() { command -v "$1" >/dev/null 2>&1; }
+
+# Go toolchain: this repo needs Go >= 1.26 (go.mod).
+if ! need go; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+need go || { echo "test.sh: Go >= 1.26 is required (not found on PATH)" >&2; exit 1; }
+
+# Debian packages the tests use. Installed only when missing.
+pkgs=()
+need sh || pkgs+=(dash)
+need make || pkgs+=(make)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && need apt-get; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+  else
+    echo "test.sh: missing packages: ${pkgs[*]} (install them, or run as root on Debian)" >&2
+    exit 1
+  fi
+fi
+
+echo "== go vet"
+go vet ./...
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+echo "== go test (race detector on)"
+go test -race -count=1 -timeout 30m ./...
