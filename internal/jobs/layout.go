@@ -145,9 +145,9 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		storage = jetstream.MemoryStorage
 	}
 	streams := []jetstream.StreamConfig{{
-		Name:              StreamJobs,
-		Subjects:          []string{subjectJobs + ">"},
-		Retention:         jetstream.WorkQueuePolicy,
+		Name:      StreamJobs,
+		Subjects:  []string{subjectJobs + ">"},
+		Retention: jetstream.WorkQueuePolicy,
 		// No message or byte limit: a stream with message schedules
 		// cannot use DiscardNew, and DiscardOld would silently drop
 		// queued jobs. Backpressure comes from the JetStream storage

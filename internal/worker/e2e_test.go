@@ -21,12 +21,12 @@ func TestSubmitToResult(t *testing.T) {
 	dir := t.TempDir()
 
 	cases := []struct {
-		name    string
-		spec    jobs.Spec
-		state   jobs.State
-		code    int
-		stdout  string
-		stderr  string
+		name   string
+		spec   jobs.Spec
+		state  jobs.State
+		code   int
+		stdout string
+		stderr string
 	}{
 		{name: "ok", spec: jobs.Spec{Command: "echo hello"}, state: jobs.StateSucceeded, stdout: "hello\n"},
 		{name: "exit3", spec: jobs.Spec{Command: "echo oops >&2; exit 3", MaxAttempts: 1}, state: jobs.StateFailed, code: 3, stderr: "oops\n"},

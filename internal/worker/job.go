@@ -25,10 +25,10 @@ type job struct {
 	log        *slog.Logger
 	msgSubject string
 
-	started  time.Time
-	br       backends.Result
-	stdout   *sink
-	stderr   *sink
+	started time.Time
+	br      backends.Result
+	stdout  *sink
+	stderr  *sink
 }
 
 // execute judges and runs the job, then commits its outcome. stopCtx

@@ -31,8 +31,8 @@ type Worker struct {
 	deps  Deps
 	store *jobs.Store
 	log   *slog.Logger
-	m   *metrics.Metrics
-	now func() time.Time
+	m     *metrics.Metrics
+	now   func() time.Time
 
 	slots chan struct{}
 

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigsLoad(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadFile("../../examples/worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Worker.LeaseTTL != 30*time.Second || cfg.Backends["local"].Kind != "local" {
+		t.Fatalf("decoded %+v", cfg)
+	}
+	if _, err := Backends(cfg.Backends); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.Policy.Engine(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.SchedulesFile = "../../examples/schedules.yaml"
+	s, err := cfg.LoadSchedules()
+	if err != nil || len(s) != 2 {
+		t.Fatalf("schedules: %v %v", s, err)
+	}
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := LoadFile(write("typo.yaml", "worker:\n  slotz: 3\n")); err == nil || !strings.Contains(err.Error(), "slotz") {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := LoadFile(write("dur.yaml", "worker:\n  lease_ttl: soon\n")); err == nil || !strings.Contains(err.Error(), "soon") {
+		t.Fatalf("bad duration: %v", err)
+	}
+	if _, err := Backends(map[string]BackendConfig{"gpu": {Kind: "quantum"}}); err == nil || !strings.Contains(err.Error(), "backends.gpu.kind") {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	if _, err := (PolicyConfig{Ceiling: map[string]string{"cron": "yolo"}}).Engine(); err == nil || !strings.Contains(err.Error(), "policy.ceiling.cron") {
+		t.Fatalf("bad mode: %v", err)
+	}
+	bad := Config{SchedulesFile: write("s.yaml", "schedules:\n  - name: x\n    cron: \"61 * * * *\"\n    job: {command: \"true\"}\n")}
+	if _, err := bad.LoadSchedules(); err == nil || !strings.Contains(err.Error(), "schedules.x.cron") {
+		t.Fatalf("bad cron: %v", err)
+	}
+}
