@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/internal/app"
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
@@ -31,9 +34,20 @@ import (
 func main() {
 	n := flag.Int("jobs", 3000, "jobs per throughput run")
 	lat := flag.Int("latency-jobs", 300, "jobs for the latency run (one at a time)")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*n, *lat); err != nil {
 		fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -41,15 +55,19 @@ func main() {
 func run(n, latN int) error {
 	fmt.Printf("## Run of %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Printf("Machine: %d CPUs, %s/%s, %s. Embedded nats-server, file storage, default fsync.\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Println("| slots | raw `sh -c true` spawns/s | sandrun `true` jobs/s | ratio |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("| slots | raw `sh -c true` spawns/s | local backend `Run(true)`/s | sandrun `true` jobs/s | ratio to raw |")
+	fmt.Println("|---|---|---|---|---|")
 	for _, slots := range []int{2, 8} {
 		raw := spawnRate(slots, n)
+		be, err := backendRate(slots, n)
+		if err != nil {
+			return err
+		}
 		thr, err := throughput(slots, n)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %d | %.0f | %.0f | %.2f |\n", slots, raw, thr, thr/raw)
+		fmt.Printf("| %d | %.0f | %.0f | %.0f | %.2f |\n", slots, raw, be, thr, thr/raw)
 	}
 	p50, p99, err := latency(latN)
 	if err != nil {
@@ -76,6 +94,27 @@ func spawnRate(par, n int) float64 {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// backendRate runs `true` n times through the local backend, par at once:
+// the spawn path of a job without any queueing.
+func backendRate(par, n int) (float64, error) {
+	lb, err := local.New(local.Config{})
+	if err != nil {
+		return 0, err
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range par {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				_, _ = lb.Run(context.Background(), backends.Spec{Command: "true"}, backends.Output{Stdout: io.Discard, Stderr: io.Discard})
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 // stack is `sandrun dev` in-process: embedded server, worker, scheduler.

@@ -20,7 +20,10 @@ const maxRawInDLQ = 4 << 10
 // handle claims and runs one dispatch message. The order is the claim
 // protocol: lease (Create) → read the record (cancel requested? ended?) →
 // attempt counted in the record (CAS) → ack. Only then does the job run.
-func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
+//
+// releaseSlot gives the job's concurrency slot back; it is called once the
+// command has ended, before the commit.
+func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, releaseSlot func()) {
 	spec, err := decodeMessage(queue, msg.Data())
 	if err != nil {
 		w.rejectInvalid(ctx, queue, msg, err)
@@ -50,7 +53,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg) {
 		return
 	}
 	defer w.untrack(spec.ID)
-	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject()}
+	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject(), releaseSlot: releaseSlot}
 
 	// Read under the lease, so nothing but a cancel request can move the
 	// record until our CAS below.

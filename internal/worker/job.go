@@ -24,6 +24,8 @@ type job struct {
 	keeper     *lease.Keeper
 	log        *slog.Logger
 	msgSubject string
+	// releaseSlot gives the concurrency slot back (idempotent).
+	releaseSlot func()
 
 	started time.Time
 	br      backends.Result
@@ -85,6 +87,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace,
 	}, backends.Output{Stdout: j.stdout, Stderr: j.stderr})
 	tcancel()
+	j.releaseSlot()
 	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Dec()
 	j.stdout.flushLive()
 	j.stderr.flushLive()

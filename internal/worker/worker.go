@@ -132,7 +132,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// pull fetches one message per free slot from queue q until ctx is done.
+// pull fetches one message per free slot from queue q until ctx is done:
+// never more messages than it can start at once, so nothing sits in a
+// client buffer counting down its claim window.
 func (w *Worker) pull(ctx, jobsCtx context.Context, q string, c jetstream.Consumer) {
 	for {
 		select {
@@ -140,38 +142,83 @@ func (w *Worker) pull(ctx, jobsCtx context.Context, q string, c jetstream.Consum
 			return
 		case w.slots <- struct{}{}:
 		}
-		fctx, cancel := context.WithTimeout(ctx, w.cfg.PullWait)
-		batch, err := c.Fetch(1, jetstream.FetchContext(fctx))
-		var msg jetstream.Msg
-		if err == nil {
-			for m := range batch.Messages() {
-				msg = m
-			}
-			err = batch.Error()
-		}
-		cancel()
-		if msg == nil {
+		free := 1 + w.takeFreeSlots()
+		msgs, err := w.fetch(ctx, c, free)
+		for i := len(msgs); i < free; i++ {
 			<-w.slots
-			if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
-				w.log.Warn("fetch failed", "queue", q, "err", err)
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
+		}
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("fetch failed", "queue", q, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
 			}
-			continue
 		}
-		if ctx.Err() != nil {
-			// Fetched while shutting down: hand it straight back.
-			_ = msg.Nak()
-			<-w.slots
-			return
+		for _, msg := range msgs {
+			if ctx.Err() != nil {
+				// Fetched while shutting down: hand it straight back.
+				_ = msg.Nak()
+				<-w.slots
+				continue
+			}
+			w.jobWG.Go(func() {
+				// The slot is given back as soon as the command has
+				// ended, so the next job starts while this one commits.
+				release := sync.OnceFunc(func() { <-w.slots })
+				defer release()
+				w.handle(jobsCtx, q, msg, release)
+			})
 		}
-		w.jobWG.Go(func() {
-			defer func() { <-w.slots }()
-			w.handle(jobsCtx, q, msg)
-		})
 	}
+}
+
+// takeFreeSlots reserves every other free slot without waiting.
+func (w *Worker) takeFreeSlots() int {
+	n := 0
+	for {
+		select {
+		case w.slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
+// fetch returns up to n messages: whatever is there now when n > 1, else
+// it waits up to PullWait for one. Timeouts are not errors.
+func (w *Worker) fetch(ctx context.Context, c jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	var out []jetstream.Msg
+	if n > 1 {
+		batch, err := c.FetchNoWait(n)
+		if err != nil {
+			return nil, err
+		}
+		for m := range batch.Messages() {
+			out = append(out, m)
+		}
+		if len(out) > 0 || batch.Error() != nil {
+			return out, ignoreNoMessages(batch.Error())
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, w.cfg.PullWait)
+	defer cancel()
+	batch, err := c.Fetch(1, jetstream.FetchContext(fctx))
+	if err != nil {
+		return nil, ignoreNoMessages(err)
+	}
+	for m := range batch.Messages() {
+		out = append(out, m)
+	}
+	return out, ignoreNoMessages(batch.Error())
+}
+
+func ignoreNoMessages(err error) error {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, jetstream.ErrNoMessages) {
+		return nil
+	}
+	return err
 }
 
 func (w *Worker) track(id string, cancel context.CancelCauseFunc) bool {
