@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,11 +164,17 @@ func TestFrozenWorkerLateCommitIsRejected(t *testing.T) {
 	e := setup(t)
 	writes := watchResults(t, e)
 	a := startProc(t, e.url, "worker-frozen")
-	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "sleep 2; echo done", MaxAttempts: 3})
+	// The job marks its start, so the worker is frozen only once its
+	// command runs (the command keeps running: it has its own group).
+	mark := filepath.Join(t.TempDir(), "started")
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "touch " + mark + "; sleep 2; echo done", MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.waitState(t, spec.ID, 20*time.Second, func(s client.Status) bool { return running(s) && s.Run.Worker == "worker-frozen" })
+	e.waitState(t, spec.ID, 20*time.Second, func(s client.Status) bool {
+		_, err := os.Stat(mark)
+		return running(s) && s.Run.Worker == "worker-frozen" && err == nil
+	})
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
