@@ -20,6 +20,6 @@ fuzz: ## Fuzz the job decoder and the policy parser for 30s each
 	go test ./internal/policy -run '^$$' -fuzz FuzzDecide -fuzztime 30s
 
 lint: ## golangci-lint v2 (downloads it through the Go module proxy)
-	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2 run ./...
+	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 .PHONY: help test demo dev bench fuzz lint

@@ -151,7 +151,9 @@ func startStack(slots int) (*stack, error) {
 	}
 	return &stack{cl: client.New(st), stop: func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "sandrun-bench: stack:", err)
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		_ = os.RemoveAll(dir)

@@ -124,7 +124,7 @@ func readSpecFile(name string, c cli) (jobs.Spec, error) {
 	if err != nil {
 		return jobs.Spec{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return jobs.DecodeFile(name, f)
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -103,7 +104,7 @@ func SignalContext() (context.Context, context.CancelFunc) {
 func DaemonMain(name string, roles Roles, args []string) int {
 	cfg, err := ParseDaemonFlags(name, args, os.Stderr)
 	if err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)

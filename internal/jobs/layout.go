@@ -47,10 +47,16 @@ func DLQSubject(id string) string { return subjectDLQ + id }
 // ConsumerName is the durable pull consumer of queue.
 func ConsumerName(queue string) string { return "q-" + queue }
 
-// Keys in the jobstate bucket.
-func RunKey(id string) string    { return "run." + id }
-func LeaseKey(id string) string  { return "lease." + id }
+// RunKey is the job record's key in the jobstate bucket.
+func RunKey(id string) string { return "run." + id }
+
+// LeaseKey is the job lease's key; its revision is the fencing token.
+func LeaseKey(id string) string { return "lease." + id }
+
+// ResultKey is the committed result's key.
 func ResultKey(id string) string { return "result." + id }
+
+// CancelKey is the cancel request's key, watched by running workers.
 func CancelKey(id string) string { return "cancel." + id }
 
 // kvSubject is the stream subject behind key in the jobstate bucket.

@@ -133,9 +133,10 @@ func decodeANSIC(s string) string {
 			return sb.String()
 		case 'x', 'u', 'U':
 			width := 2
-			if e == 'u' {
+			switch e {
+			case 'u':
 				width = 4
-			} else if e == 'U' {
+			case 'U':
 				width = 8
 			}
 			n, v := hexPrefix(s[i+1:], width)

@@ -264,7 +264,7 @@ func (j *job) retryWrite(ctx context.Context, what string, write func() error) e
 		if j.keeper != nil {
 			select {
 			case <-j.keeper.Lost():
-				return fmt.Errorf("%s: %w (lease lost: %v)", what, err, j.keeper.Err())
+				return fmt.Errorf("%s: %w (%w)", what, err, j.keeper.Err())
 			default:
 			}
 		}

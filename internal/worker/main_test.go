@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	}
 	code := 0
 	func() {
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		goleak.VerifyTestMain(wrapM{m, &code},
 			// The embedded server's store and the client's internal
 			// flushers finish shortly after Shutdown/Close.
