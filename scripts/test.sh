@@ -34,5 +34,7 @@ if [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   exit 1
 fi
+echo "== golangci-lint (depguard: os/exec only in the local backend)"
+go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 echo "== go test (race detector on)"
 go test -race -count=1 -timeout 30m ./...

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -19,14 +20,19 @@ func oneID(args []string, what string) (string, error) {
 	return args[0], nil
 }
 
-func (c cli) status(ctx context.Context, args []string) error {
+// withJob parses a one-job command's flags (those setup adds, plus the
+// connection flags), connects, and runs fn on the job ID.
+func (c cli) withJob(ctx context.Context, name string, args []string, setup func(*flag.FlagSet),
+	fn func(cl *client.Client, id string) error) error {
 	var n app.NATSConfig
-	fs := c.flags("status", &n)
-	asJSON := fs.Bool("json", false, "print the record and result as JSON (stable for scripts)")
+	fs := c.flags(name, &n)
+	if setup != nil {
+		setup(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	id, err := oneID(fs.Args(), "status")
+	id, err := oneID(fs.Args(), name)
 	if err != nil {
 		return err
 	}
@@ -35,11 +41,25 @@ func (c cli) status(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeFn()
+	return fn(cl, id)
+}
+
+func (c cli) status(ctx context.Context, args []string) error {
+	var asJSON *bool
+	setup := func(fs *flag.FlagSet) {
+		asJSON = fs.Bool("json", false, "print the record and result as JSON (stable for scripts)")
+	}
+	return c.withJob(ctx, "status", args, setup, func(cl *client.Client, id string) error {
+		return c.printStatus(ctx, cl, id, *asJSON)
+	})
+}
+
+func (c cli) printStatus(ctx context.Context, cl *client.Client, id string, asJSON bool) error {
 	st, err := cl.Status(ctx, id)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(c, statusJSON(st))
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
@@ -156,64 +176,41 @@ func (c cli) ls(ctx context.Context, args []string) error {
 }
 
 func (c cli) logs(ctx context.Context, args []string) error {
-	var n app.NATSConfig
-	fs := c.flags("logs", &n)
-	follow := fs.Bool("f", false, "follow the live output until the job ends")
-	if err := fs.Parse(args); err != nil {
+	var follow *bool
+	setup := func(fs *flag.FlagSet) { follow = fs.Bool("f", false, "follow the live output until the job ends") }
+	return c.withJob(ctx, "logs", args, setup, func(cl *client.Client, id string) error {
+		st, err := cl.Status(ctx, id)
+		if err != nil {
+			return err
+		}
+		if st.Result != nil {
+			return cl.Output(ctx, *st.Result, c.stdout, c.stderr)
+		}
+		if !*follow {
+			return fmt.Errorf("job %s is %s: no output stored yet (use -f to follow it)", id, st.State())
+		}
+		_, err = cl.Follow(ctx, id, client.FollowOptions{Stdout: c.stdout, Stderr: c.stderr})
 		return err
-	}
-	id, err := oneID(fs.Args(), "logs")
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	st, err := cl.Status(ctx, id)
-	if err != nil {
-		return err
-	}
-	if st.Result != nil {
-		return cl.Output(ctx, *st.Result, c.stdout, c.stderr)
-	}
-	if !*follow {
-		return fmt.Errorf("job %s is %s: no output stored yet (use -f to follow it)", id, st.State())
-	}
-	_, err = cl.Follow(ctx, id, client.FollowOptions{Stdout: c.stdout, Stderr: c.stderr})
-	return err
+	})
 }
 
 func (c cli) cancel(ctx context.Context, args []string) error {
-	var n app.NATSConfig
-	fs := c.flags("cancel", &n)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	id, err := oneID(fs.Args(), "cancel")
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	out, err := cl.Cancel(ctx, id)
-	if err != nil {
-		return err
-	}
-	switch out {
-	case client.CancelDone:
-		fmt.Fprintf(c.stdout, "%s canceled\n", id)
-	case client.CancelRequested:
-		fmt.Fprintf(c.stdout, "%s is running: cancel requested, its worker will stop it\n", id)
-	case client.CancelTooLate:
-		st, _ := cl.Status(ctx, id)
-		return fmt.Errorf("%s already ended (%s)", id, st.State())
-	}
-	return nil
+	return c.withJob(ctx, "cancel", args, nil, func(cl *client.Client, id string) error {
+		out, err := cl.Cancel(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch out {
+		case client.CancelDone:
+			fmt.Fprintf(c.stdout, "%s canceled\n", id)
+		case client.CancelRequested:
+			fmt.Fprintf(c.stdout, "%s is running: cancel requested, its worker will stop it\n", id)
+		case client.CancelTooLate:
+			st, _ := cl.Status(ctx, id)
+			return fmt.Errorf("%s already ended (%s)", id, st.State())
+		}
+		return nil
+	})
 }
 
 func (c cli) dlq(ctx context.Context, args []string) error {

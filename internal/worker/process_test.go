@@ -212,3 +212,33 @@ func TestFrozenWorkerLateCommitIsRejected(t *testing.T) {
 		t.Fatalf("%d results committed, want exactly 1", n)
 	}
 }
+
+func TestSIGTERMDrainsTheWorkerProcess(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	a := startProc(t, e.url, "worker-term")
+	mark := filepath.Join(t.TempDir(), "started")
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "touch " + mark + "; sleep 1; echo drained"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitState(t, spec.ID, 20*time.Second, func(s client.Status) bool {
+		_, err := os.Stat(mark)
+		return running(s) && err == nil
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not exit after SIGTERM")
+	}
+	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("worker exit code %d after SIGTERM, want 0", code)
+	}
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 5*time.Second)
+	if r.State != jobs.StateSucceeded || r.Worker != "worker-term" || r.Stdout.Head != "drained\n" {
+		t.Fatalf("result %s by %s %q, want the draining worker to finish the job", r.State, r.Worker, r.Stdout.Head)
+	}
+}
