@@ -26,6 +26,8 @@ Usage:
   sandrun cancel ID                      cancel a queued or running job
   sandrun ls [--state S] [--queue Q]     list jobs
   sandrun dlq ls | dlq retry ID          dead-letter queue
+  sandrun policy check [flags] -- CMD    judge a command as a worker would (exit 0 approve, 3 deny)
+  sandrun policy rules                   list the policy's rules
   sandrun dev [flags]                    embedded NATS + worker + scheduler in one process
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
@@ -80,6 +82,8 @@ func (c cli) run(args []string) int {
 		err = c.dlq(ctx, rest)
 	case "dev":
 		err = c.dev(ctx, rest)
+	case "policy":
+		err = c.policyCmd(ctx, rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -109,6 +109,11 @@ func (r Result) Wall() time.Duration {
 // Capabilities lists optional features. The zero value means "none of
 // them", which is what a backend that embeds nothing reports.
 type Capabilities struct {
+	// Isolated: the workload cannot touch the worker's host (a container
+	// without host mounts, a remote sandbox). The approval policy skips
+	// its host-only rules for isolated backends — and only those: no
+	// backend skips the policy.
+	Isolated bool
 	// ResourceLimits: the backend enforces CPU/memory limits.
 	ResourceLimits bool
 	// PersistentSessions: the workload can outlive one Run (sandboxes).

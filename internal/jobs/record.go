@@ -86,6 +86,29 @@ type Result struct {
 	MaxRSSBytes    int64   `json:"max_rss_bytes,omitempty"`
 	Stdout         Output  `json:"stdout"`
 	Stderr         Output  `json:"stderr"`
+	// Policy is the approval decision the command ran (or was denied)
+	// under.
+	Policy *PolicyRecord `json:"policy,omitempty"`
+}
+
+// PolicyRecord is an approval decision as recorded with a job.
+type PolicyRecord struct {
+	Decision  string        `json:"decision"` // approve or deny
+	Mode      string        `json:"mode"`     // effective mode
+	Dangerous bool          `json:"dangerous"`
+	Capped    bool          `json:"capped,omitempty"` // the worker ceiling lowered the requested mode
+	Reason    string        `json:"reason,omitempty"`
+	Matches   []PolicyMatch `json:"matches,omitempty"`
+}
+
+// PolicyMatch is one rule that fired, with where in the command.
+type PolicyMatch struct {
+	Rule string `json:"rule"`
+	Text string `json:"text"`
+	Pos  int    `json:"pos"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+	Via  string `json:"via,omitempty"`
 }
 
 // Output describes one output stream of an attempt: its full size and

@@ -61,6 +61,26 @@ type Request struct {
 	Command string // shell command line as given to sh -c
 	Origin  string // manual|cron|batch|subagent; anything else gets ceiling deny
 	Mode    Mode   // the job's requested mode; "" = origin default (deny); an unknown mode counts as deny
+	// HostAccess says the backend can touch the host (local, ssh, docker
+	// with host mounts). False means an isolated sandbox: host-only rules
+	// (RuleInfo.HostOnly) are skipped; every other rule still applies.
+	HostAccess bool
+}
+
+// Match is one rule hit in a command, recorded with the job.
+type Match struct {
+	Rule string `json:"rule"`
+	// Text is the matched command text as written; for a nested script
+	// (sh -c, eval, python -c) it is the inner text.
+	Text string `json:"text"`
+	// Pos is the byte offset in Request.Command where Text begins, or where
+	// the outer word containing it begins when a nested script cannot be
+	// mapped exactly. Line and Col (1-based) locate Pos.
+	Pos      int    `json:"pos"`
+	Line     int    `json:"line"`
+	Col      int    `json:"col"`
+	HostOnly bool   `json:"host_only"`
+	Via      string `json:"via,omitempty"` // nesting path, e.g. "sh -c", "eval", "xargs", "find -exec", "python -c"
 }
 
 // Decision is the outcome of Decide. It is meant to be recorded with the job.
@@ -71,6 +91,9 @@ type Decision struct {
 	Rule      string // ID of the (first) rule that fired, "" if none
 	Reason    string // human text: what matched and why it was allowed/denied (no variable values)
 	Capped    bool   // the requested mode was lowered by the worker ceiling
+	// Matches lists every rule hit, in command order. Host-only hits are
+	// left out when the request has no host access.
+	Matches []Match
 }
 
 // Decide applies the policy to req. It always returns, whatever the command

@@ -16,6 +16,7 @@ const (
 type RuleInfo struct {
 	ID          string
 	Description string
+	HostOnly    bool // the rule is skipped when the backend has no host access
 }
 
 // rule is one detector rule. A rule inspects simple commands (call), function

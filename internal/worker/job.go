@@ -11,7 +11,6 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/lease"
-	"github.com/sandrun/sandrun/internal/policy"
 )
 
 // job is one claimed attempt.
@@ -31,6 +30,7 @@ type job struct {
 	br      backends.Result
 	stdout  *sink
 	stderr  *sink
+	policy  *jobs.PolicyRecord
 }
 
 // execute judges and runs the job, then commits its outcome. stopCtx
@@ -49,28 +49,19 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		}
 	}()
 
-	dec := w.deps.Policy.Decide(policy.Request{Command: j.spec.Command, Origin: string(j.spec.Origin), Mode: policy.Mode(j.spec.Approval)})
-	decision := "approve"
-	if !dec.Allow {
-		decision = "deny"
-	}
-	w.m.PolicyDecisions.WithLabelValues(decision, string(dec.Mode), dec.Rule).Inc()
-	if !dec.Allow {
-		r := j.result(jobs.StateDenied, dec.Reason)
-		r.Rule = dec.Rule
-		j.finish(ctx, r)
-		return
-	}
-	if dec.Dangerous {
-		j.log.Warn("running a command the policy flags as dangerous", "rule", dec.Rule, "mode", dec.Mode)
-	}
 	be, ok := w.deps.Backends.Get(j.spec.Backend)
 	if !ok {
 		j.finish(ctx, j.result(jobs.StateFailed, fmt.Sprintf("backend: profile %q is not configured on worker %s (configured: %v)",
 			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
 		return
 	}
-
+	dec := w.judge(j, be)
+	if !dec.Allow {
+		r := j.result(jobs.StateDenied, dec.Reason)
+		r.Rule = dec.Rule
+		j.finish(ctx, r)
+		return
+	}
 	var err error
 	j.stdout = newSink(w, j, "stdout")
 	j.stderr = newSink(w, j, "stderr")
@@ -143,6 +134,7 @@ func (j *job) result(state jobs.State, errMsg string) jobs.Result {
 		WallSeconds:    j.br.Wall().Seconds(),
 		UserCPUSeconds: j.br.UserCPU.Seconds(), SysCPUSeconds: j.br.SysCPU.Seconds(),
 		MaxRSSBytes: j.br.MaxRSSBytes,
+		Policy:      j.policy,
 	}
 	if j.started.IsZero() {
 		r.ExitCode = -1

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sandrun/sandrun/internal/app"
+	"github.com/sandrun/sandrun/internal/policy"
+)
+
+// exitDenied is `policy check`'s exit code for a command the policy refuses.
+const exitDenied = 3
+
+// policyCmd handles `sandrun policy check` and `sandrun policy rules`.
+func (c cli) policyCmd(_ context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageErr("want `policy check [flags] -- COMMAND` or `policy rules`")
+	}
+	switch args[0] {
+	case "rules":
+		tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "RULE\tHOST-ONLY\tDESCRIPTION")
+		for _, r := range policy.Rules() {
+			fmt.Fprintf(tw, "%s\t%v\t%s\n", r.ID, r.HostOnly, r.Description)
+		}
+		return tw.Flush()
+	case "check":
+		return c.policyCheck(args[1:])
+	}
+	return usageErr("unknown policy command %q (want check or rules)", args[0])
+}
+
+func (c cli) policyCheck(args []string) error {
+	fs := flag.NewFlagSet("sandrun policy check", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	mode := fs.String("approval", "", "the job's approval mode: deny, approve or allowlist (default: the origin's, deny)")
+	origin := fs.String("origin", "manual", "origin: manual, cron, batch or subagent")
+	host := fs.Bool("host-access", true, "the backend can touch the host (false: an isolated sandbox; host-only rules are skipped)")
+	config := fs.String("config", "", "worker config file whose policy section (ceiling, allowlist) applies")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	command := strings.Join(fs.Args(), " ")
+	if command == "" {
+		return usageErr("command: give it after --, e.g. sandrun policy check -- 'rm -rf /'")
+	}
+	cfg, err := app.LoadFile(*config)
+	if err != nil {
+		return err
+	}
+	eng, err := cfg.Policy.Engine()
+	if err != nil {
+		return err
+	}
+	if *mode != "" {
+		if _, err := policy.ParseMode(*mode); err != nil {
+			return usageErr("--approval: %v", err)
+		}
+	}
+	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), HostAccess: *host})
+	verdict := "approve"
+	if !dec.Allow {
+		verdict = "deny"
+	}
+	capped := ""
+	if dec.Capped {
+		capped = " (capped by the worker ceiling)"
+	}
+	fmt.Fprintf(c.stdout, "%s  mode=%s%s\n", verdict, dec.Mode, capped)
+	for _, m := range dec.Matches {
+		via := ""
+		if m.Via != "" {
+			via = " via " + m.Via
+		}
+		fmt.Fprintf(c.stdout, "  %s at %d:%d (byte %d)%s: %s\n", m.Rule, m.Line, m.Col, m.Pos, via, m.Text)
+	}
+	if dec.Reason != "" {
+		fmt.Fprintf(c.stdout, "  %s\n", dec.Reason)
+	}
+	if !dec.Allow {
+		return exitError{code: exitDenied}
+	}
+	return nil
+}

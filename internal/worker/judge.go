@@ -1,0 +1,49 @@
+package worker
+
+import (
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/policy"
+)
+
+// judge asks the approval policy about the job's command on backend be,
+// and records the decision with the job (result, event, metrics). An
+// isolated backend skips the host-only rules and nothing else.
+func (w *Worker) judge(j *job, be backends.Backend) policy.Decision {
+	dec := w.deps.Policy.Decide(policy.Request{
+		Command:    j.spec.Command,
+		Origin:     string(j.spec.Origin),
+		Mode:       policy.Mode(j.spec.Approval),
+		HostAccess: !be.Capabilities().Isolated,
+	})
+	decision := "approve"
+	if !dec.Allow {
+		decision = "deny"
+	}
+	rec := &jobs.PolicyRecord{Decision: decision, Mode: string(dec.Mode), Dangerous: dec.Dangerous, Capped: dec.Capped, Reason: dec.Reason}
+	for _, m := range dec.Matches {
+		rec.Matches = append(rec.Matches, jobs.PolicyMatch{Rule: m.Rule, Text: m.Text, Pos: m.Pos, Line: m.Line, Col: m.Col, Via: m.Via})
+	}
+	j.policy = rec
+	// One count per rule that fired ("" for a clean command), so a
+	// dashboard can rank rules.
+	if len(dec.Matches) == 0 {
+		w.m.PolicyDecisions.WithLabelValues(decision, string(dec.Mode), "").Inc()
+	}
+	seen := map[string]bool{}
+	for _, m := range dec.Matches {
+		if !seen[m.Rule] {
+			seen[m.Rule] = true
+			w.m.PolicyDecisions.WithLabelValues(decision, string(dec.Mode), m.Rule).Inc()
+		}
+	}
+	if dec.Dangerous {
+		msg := "denied: " + dec.Reason
+		if dec.Allow {
+			msg = "approved dangerous command: " + dec.Reason
+			j.log.Warn("running a command the policy flags as dangerous", "rule", dec.Rule, "mode", dec.Mode)
+		}
+		w.store.PublishEvent(jobs.Event{Kind: "policy", JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Time: w.now().UTC(), Message: msg})
+	}
+	return dec
+}
