@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -106,20 +107,23 @@ type resultWrites struct {
 func watchResults(t *testing.T, e env) *resultWrites {
 	t.Helper()
 	rw := &resultWrites{n: map[string]int{}}
-	w, err := e.st.State.Watch(e.ctx, jobs.ResultKey("*"), jetstream.UpdatesOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	ready := make(chan error, 1)
+	done := make(chan struct{})
 	go func() {
-		for ent := range w.Updates() {
-			if ent != nil && ent.Operation() == jetstream.KeyValuePut {
+		defer close(done)
+		e.st.Follow(ctx, e.st.State, jobs.ResultKey("*"), func(err error) { ready <- err }, func(ent jetstream.KeyValueEntry) {
+			if ent.Operation() == jetstream.KeyValuePut {
 				rw.mu.Lock()
 				rw.n[strings.TrimPrefix(ent.Key(), jobs.ResultKey(""))]++
 				rw.mu.Unlock()
 			}
-		}
+		})
 	}()
-	t.Cleanup(func() { _ = w.Stop() })
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
 	return rw
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -60,13 +61,22 @@ func (w *Worker) finalize(ctx context.Context, l *lease.Lease, r jobs.Result, kn
 // is done. It watches lease expiry markers and rescans job records
 // periodically (markers are missed while nobody watches).
 func (w *Worker) reap(ctx context.Context) {
-	log := w.log.With("role", "reaper")
-	wt, err := w.store.State.Watch(ctx, jobs.LeaseKey("*"), jetstream.UpdatesOnly())
-	if err != nil {
-		log.Warn("reaper: watch leases", "err", err)
-		return
-	}
-	defer func() { _ = wt.Stop() }()
+	expired := make(chan string, 1024)
+	var follow sync.WaitGroup
+	follow.Go(func() {
+		w.store.Follow(ctx, w.store.State, jobs.LeaseKey("*"), nil, func(e jetstream.KeyValueEntry) {
+			// Expiry (a MaxAge/TTL marker) shows as a purge; a holder's
+			// own release is a delete and needs nothing.
+			if e.Operation() != jetstream.KeyValuePurge {
+				return
+			}
+			select {
+			case expired <- strings.TrimPrefix(e.Key(), jobs.LeaseKey("")):
+			case <-ctx.Done():
+			}
+		})
+	})
+	defer follow.Wait()
 	w.rescan(ctx)
 	t := time.NewTicker(w.cfg.ReaperScan)
 	defer t.Stop()
@@ -76,16 +86,8 @@ func (w *Worker) reap(ctx context.Context) {
 			return
 		case <-t.C:
 			w.rescan(ctx)
-		case e, ok := <-wt.Updates():
-			if !ok {
-				return
-			}
-			// Expiry (a MaxAge/TTL marker) shows as a purge; a holder's
-			// own release is a delete and needs nothing.
-			if e == nil || e.Operation() != jetstream.KeyValuePurge {
-				continue
-			}
-			w.recover(ctx, strings.TrimPrefix(e.Key(), jobs.LeaseKey("")))
+		case id := <-expired:
+			w.recover(ctx, id)
 		}
 	}
 }

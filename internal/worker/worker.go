@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -245,33 +245,18 @@ func (w *Worker) runningCount() int {
 
 // watchCancels cancels running jobs whose cancel key appears.
 func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
-	wt, err := w.store.State.Watch(ctx, jobs.CancelKey("*"), jetstream.UpdatesOnly())
-	if err != nil {
-		ready <- fmt.Errorf("watch cancel requests: %w", err)
-		return
-	}
-	ready <- nil
-	defer func() { _ = wt.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
+	w.store.Follow(ctx, w.store.State, jobs.CancelKey("*"), func(err error) { ready <- err }, func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
 			return
-		case e, ok := <-wt.Updates():
-			if !ok {
-				return
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			id := e.Key()[len(jobs.CancelKey("")):]
-			w.mu.Lock()
-			cancel := w.running[id]
-			w.mu.Unlock()
-			if cancel != nil {
-				cancel(errCanceled)
-			}
 		}
-	}
+		id := strings.TrimPrefix(e.Key(), jobs.CancelKey(""))
+		w.mu.Lock()
+		cancel := w.running[id]
+		w.mu.Unlock()
+		if cancel != nil {
+			cancel(errCanceled)
+		}
+	})
 }
 
 // register keeps this worker's entry in the workers bucket while it runs.
