@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
 )
 
 // ListFilter selects jobs for List.
@@ -95,7 +96,9 @@ func (c *Client) DLQ(ctx context.Context) ([]jobs.DLQEntry, error) {
 }
 
 // RetryDLQ resubmits a dead job with a fresh attempt budget and removes
-// its DLQ entry. Entries that were never valid jobs cannot be retried.
+// its DLQ entry. Entries that were never valid jobs cannot be retried. It
+// works under the job's lease, so it cannot interleave with a worker or the
+// reaper still finishing the job.
 func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 	e, seq, err := c.store.GetDLQ(ctx, id)
 	if err != nil {
@@ -104,6 +107,15 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 	if e.Spec == nil {
 		return fmt.Errorf("dlq %s: not a valid job (%s); nothing to retry", id, e.Reason)
 	}
+	l, err := c.acquireLease(ctx, id, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("dlq %s: %w", id, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = l.Release(rctx)
+	}()
 	run, rev, err := c.store.GetRun(ctx, id)
 	if err != nil {
 		return err
@@ -130,4 +142,21 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 		return err
 	}
 	return st.DeleteMsg(ctx, seq)
+}
+
+// acquireLease takes job id's lease, waiting up to wait for a holder that
+// is finishing to let go.
+func (c *Client) acquireLease(ctx context.Context, id string, wait time.Duration) (*lease.Lease, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := lease.Acquire(ctx, c.store.JS, c.store.State, jobs.LeaseKey(id), 30*time.Second, []byte(`{"client":true}`))
+		if err == nil || !errors.Is(err, lease.ErrHeld) || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

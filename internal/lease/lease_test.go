@@ -171,3 +171,4 @@ func TestElectionHasOneLeaderAndFailsOver(t *testing.T) {
 	}
 	_ = bDone
 }
+
