@@ -171,4 +171,3 @@ func TestElectionHasOneLeaderAndFailsOver(t *testing.T) {
 	}
 	_ = bDone
 }
-
