@@ -88,7 +88,11 @@ func runRoles(ctx context.Context, nc *nats.Conn, store *jobs.Store, m *metrics.
 		if err != nil {
 			return err
 		}
-		wg.Go(func() { s.Run(ctx) })
+		wg.Go(func() {
+			if err := s.Run(ctx); err != nil {
+				errs <- err
+			}
+		})
 	}
 	if ready != nil {
 		ready(store, m)

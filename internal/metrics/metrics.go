@@ -27,6 +27,14 @@ type Metrics struct {
 	PolicyDecisions *prometheus.CounterVec // decision, mode, rule
 	Leader          *prometheus.GaugeVec   // role
 	SubmitToStart   prometheus.Histogram
+	LeaderChanges   *prometheus.CounterVec // role
+
+	ScheduleFires   *prometheus.CounterVec // kind: slot, catchup, trigger
+	ScheduleSkipped *prometheus.CounterVec // reason: overlap, suspended
+	ScheduleMissed  prometheus.Counter
+	ScheduleErrors  prometheus.Counter
+	FireLag         prometheus.Histogram
+	Schedules       prometheus.Gauge
 }
 
 // New creates the metrics on a fresh registry, with the Go and process
@@ -83,7 +91,30 @@ func New() *Metrics {
 			Name: "sandrun_submit_to_start_seconds", Help: "Time from submit to the start of the first attempt.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 300},
 		}),
+		LeaderChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_leader_changes_total", Help: "Times this process became leader of the role.",
+		}, []string{"role"}),
+		ScheduleFires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_schedule_fires_total", Help: "Jobs submitted by schedules: regular slots, catch-up of missed slots, manual triggers.",
+		}, []string{"kind"}),
+		ScheduleSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_schedule_skipped_total", Help: "Slots not fired: the previous run was still going (overlap: forbid) or the schedule is suspended.",
+		}, []string{"reason"}),
+		ScheduleMissed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandrun_schedule_missed_total", Help: "Slots missed while no scheduler led, older than their catch-up window.",
+		}),
+		ScheduleErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandrun_schedule_fire_errors_total", Help: "Fires that failed to submit (retried until the slot leaves its catch-up window).",
+		}),
+		FireLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sandrun_schedule_fire_lag_seconds", Help: "Time from a slot to the publish of its job.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+		}),
+		Schedules: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandrun_schedules", Help: "Schedules loaded by the leading scheduler.",
+		}),
 	}
+	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
 		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries,
 		m.InvalidMessages, m.PolicyDecisions, m.Leader, m.SubmitToStart)

@@ -1,21 +1,16 @@
-// Package scheduler turns cron schedules into jobs. One scheduler leads
-// at a time (leader election on the elections bucket); each fire submits a
-// job whose ID is derived from the schedule name and the slot time, so a
-// slot fired twice (two leaders across a failover) is one job.
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/robfig/cron/v3"
-	"gopkg.in/yaml.v3"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
@@ -23,211 +18,339 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
-// Schedule is one cron entry.
-type Schedule struct {
-	// Name is unique and part of every job ID the schedule creates.
-	Name string `json:"name"`
-	// Cron is a robfig/cron spec: 5 fields, 6 with seconds, or a
-	// descriptor (@hourly, @every 10m).
-	Cron string `json:"cron"`
-	// TimeZone is an IANA zone name; default UTC.
-	TimeZone string `json:"time_zone,omitempty"`
-	// Job is the job to submit at each slot (origin defaults to cron).
-	Job jobs.Spec `json:"job"`
-}
-
-var nameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// compiled is a validated schedule.
-type compiled struct {
-	Schedule
-	sched cron.Schedule
-	loc   *time.Location
-}
-
-// Compile validates schedules; errors name the schedule and field.
-func compile(list []Schedule) ([]compiled, error) {
-	var out []compiled
-	seen := map[string]bool{}
-	var errs []error
-	for i, s := range list {
-		field := fmt.Sprintf("schedules[%d]", i)
-		if !nameRE.MatchString(s.Name) {
-			errs = append(errs, fmt.Errorf("%s.name: %q is not a name (1-64 of a-z 0-9 _ -)", field, s.Name))
-			continue
-		}
-		field = "schedules." + s.Name
-		if seen[s.Name] {
-			errs = append(errs, fmt.Errorf("%s: duplicate name", field))
-			continue
-		}
-		seen[s.Name] = true
-		loc := time.UTC
-		if s.TimeZone != "" {
-			l, err := time.LoadLocation(s.TimeZone)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s.time_zone: %w", field, err))
-				continue
-			}
-			loc = l
-		}
-		sched, err := parser.Parse(s.Cron)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.cron: %w", field, err))
-			continue
-		}
-		if s.Job.Origin == "" {
-			s.Job.Origin = jobs.OriginCron
-		}
-		spec := s.Job.WithDefaults()
-		if s.Job.ID != "" {
-			errs = append(errs, fmt.Errorf("%s.job.id: must be empty (each fire gets its own id)", field))
-			continue
-		}
-		if err := spec.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s.job.%w", field, err))
-			continue
-		}
-		out = append(out, compiled{Schedule: s, sched: sched, loc: loc})
-	}
-	return out, errors.Join(errs...)
-}
-
-// DecodeFile reads a schedules file: YAML (or JSON) with a top-level
-// `schedules:` list. Unknown fields are errors.
-func DecodeFile(data []byte) ([]Schedule, error) {
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		return nil, fmt.Errorf("schedules: %w", err)
-	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var f struct {
-		Schedules []json.RawMessage `json:"schedules"`
-	}
-	if err := json.Unmarshal(j, &f); err != nil {
-		return nil, fmt.Errorf("schedules: %w", err)
-	}
-	var out []Schedule
-	for i, raw := range f.Schedules {
-		var s struct {
-			Name     string          `json:"name"`
-			Cron     string          `json:"cron"`
-			TimeZone string          `json:"time_zone"`
-			Job      json.RawMessage `json:"job"`
-		}
-		if err := strict(raw, &s); err != nil {
-			return nil, fmt.Errorf("schedules[%d]: %w", i, err)
-		}
-		if len(s.Job) == 0 {
-			return nil, fmt.Errorf("schedules[%d].job: required", i)
-		}
-		var spec jobs.Spec
-		if err := strict(s.Job, &spec); err != nil {
-			return nil, fmt.Errorf("schedules[%d].job: %w", i, err)
-		}
-		out = append(out, Schedule{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Job: spec})
-	}
-	if _, err := compile(out); err != nil {
-		return nil, err
-	}
-	return out, nil
+// Config of a scheduler.
+type Config struct {
+	// Schedules seed the schedules bucket at start (the file); schedules
+	// added with the CLI live in the bucket alone.
+	Schedules []Schedule
+	// ID names this candidate in elections and logs.
+	ID string
+	// ElectionTTL is the leadership lease (default 15s): a dead leader
+	// is replaced within about this long.
+	ElectionTTL time.Duration
+	// Now is the clock (default time.Now); tests inject one.
+	Now func() time.Time
 }
 
 // Scheduler fires schedules while it leads.
 type Scheduler struct {
-	scheds []compiled
-	client *client.Client
+	cfg    Config
+	cat    *Catalog
 	store  *jobs.Store
+	client *client.Client
 	log    *slog.Logger
 	m      *metrics.Metrics
-	id     string
-	ttl    time.Duration
-	now    func() time.Time
 }
 
-// Config of a scheduler.
-type Config struct {
-	Schedules   []Schedule
-	ID          string        // candidate name
-	ElectionTTL time.Duration // default 15s
-}
+// maxCatchup bounds the missed slots enumerated at takeover per schedule.
+const maxCatchup = 100_000
 
 // New validates cfg.
 func New(cfg Config, store *jobs.Store, m *metrics.Metrics, log *slog.Logger) (*Scheduler, error) {
-	c, err := compile(cfg.Schedules)
-	if err != nil {
+	if err := Validate(cfg.Schedules); err != nil {
 		return nil, err
 	}
 	if cfg.ElectionTTL == 0 {
 		cfg.ElectionTTL = 15 * time.Second
 	}
-	return &Scheduler{scheds: c, client: client.New(store), store: store, log: log, m: m, id: cfg.ID, ttl: cfg.ElectionTTL, now: time.Now}, nil
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cat := NewCatalog(store)
+	cat.now = cfg.Now
+	return &Scheduler{cfg: cfg, cat: cat, store: store, client: client.New(store), log: log.With("role", "scheduler"), m: m}, nil
 }
 
-// Run campaigns for leadership and fires schedules while leading, until
-// ctx is done.
-func (s *Scheduler) Run(ctx context.Context) {
-	el := &lease.Elector{JS: s.store.JS, KV: s.store.Elections, Role: "scheduler", ID: s.id, TTL: s.ttl, Logger: s.log,
-		OnChange: func(l bool) { s.m.Leader.WithLabelValues("scheduler").Set(map[bool]float64{true: 1}[l]) }}
+// Run seeds the bucket, then campaigns for leadership and fires schedules
+// while leading, until ctx is done. A leader that loses its lease stops
+// firing at once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	for _, sc := range s.cfg.Schedules {
+		if err := s.cat.Put(ctx, sc, true); err != nil {
+			return fmt.Errorf("seed schedule %s: %w", sc.Name, err)
+		}
+	}
+	el := &lease.Elector{JS: s.store.JS, KV: s.store.Elections, Role: "scheduler", ID: s.cfg.ID, TTL: s.cfg.ElectionTTL, Logger: s.log,
+		OnChange: func(l bool) {
+			if l {
+				s.m.Leader.WithLabelValues("scheduler").Set(1)
+				s.m.LeaderChanges.WithLabelValues("scheduler").Inc()
+			} else {
+				s.m.Leader.WithLabelValues("scheduler").Set(0)
+			}
+		}}
 	el.Run(ctx, s.lead)
+	return nil
 }
 
+// runner fires one schedule.
+type runner struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	def    Schedule
+}
+
+// lead runs one goroutine per schedule and follows edits of the bucket.
 func (s *Scheduler) lead(ctx context.Context) {
-	done := make(chan struct{}, len(s.scheds))
-	for _, c := range s.scheds {
-		go func() { defer func() { done <- struct{}{} }(); s.loop(ctx, c) }()
+	var mu sync.Mutex
+	runners := map[string]*runner{}
+	start := func(sc Schedule) {
+		c, err := compile(sc)
+		if err != nil {
+			s.log.Error("schedule invalid, not firing", "schedule", sc.Name, "err", err)
+			return
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		r := &runner{cancel: cancel, done: make(chan struct{}), def: sc}
+		runners[sc.Name] = r
+		go func() { defer close(r.done); s.fire(rctx, c) }()
 	}
-	for range s.scheds {
-		<-done
+	stop := func(name string) {
+		if r := runners[name]; r != nil {
+			r.cancel()
+			<-r.done
+			delete(runners, name)
+		}
 	}
+	list, err := s.cat.List(ctx)
+	if err != nil {
+		s.log.Error("load schedules", "err", err)
+		return
+	}
+	mu.Lock()
+	for _, sc := range list {
+		start(sc)
+	}
+	s.m.Schedules.Set(float64(len(runners)))
+	mu.Unlock()
+	s.log.Info("leading", "schedules", len(list))
+	s.store.Follow(ctx, s.cat.kv, defKey("*"), nil, func(e jetstream.KeyValueEntry) {
+		name := strings.TrimPrefix(e.Key(), defKey(""))
+		mu.Lock()
+		defer mu.Unlock()
+		stop(name)
+		if e.Operation() == jetstream.KeyValuePut {
+			if sc, err := s.cat.Get(ctx, name); err == nil {
+				start(sc)
+			}
+		}
+		s.m.Schedules.Set(float64(len(runners)))
+	})
+	mu.Lock()
+	for name := range runners {
+		stop(name)
+	}
+	mu.Unlock()
 }
 
-// loop fires one schedule's slots from now on.
-func (s *Scheduler) loop(ctx context.Context, c compiled) {
-	next := c.sched.Next(s.now().In(c.loc))
+// fire is one schedule's loop: catch up the slots missed since the last
+// one handled, then fire each slot as it comes, until ctx is done.
+func (s *Scheduler) fire(ctx context.Context, c compiled) {
+	f := &firer{s: s, c: c, log: s.log.With("schedule", c.Name)}
+	if err := f.load(ctx); err != nil {
+		f.log.Error("load state", "err", err)
+		return
+	}
+	f.catchUp(ctx)
 	for {
-		t := time.NewTimer(time.Until(next))
+		next := c.slots.Next(f.st.LastSlot)
+		if next.IsZero() {
+			f.log.Warn("schedule has no future slots")
+			return
+		}
+		t := time.NewTimer(max(next.Sub(s.cfg.Now()), 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		s.fire(ctx, c, next)
-		next = c.sched.Next(next)
+		f.handle(ctx, next, "slot")
 	}
 }
 
-// SlotID is the job ID of schedule name's fire at slot.
-func SlotID(name string, slot time.Time) string {
-	return fmt.Sprintf("cron-%s-%d", name, slot.Unix())
+// firer holds one schedule's state while its scheduler leads.
+type firer struct {
+	s   *Scheduler
+	c   compiled
+	log *slog.Logger
+	st  State
+	rev uint64
 }
 
-func (s *Scheduler) fire(ctx context.Context, c compiled, slot time.Time) {
-	spec := c.Job
-	spec.ID = SlotID(c.Name, slot)
-	if spec.Labels == nil {
-		spec.Labels = map[string]string{}
+func (f *firer) load(ctx context.Context) error {
+	st, rev, err := f.s.cat.state(ctx, f.c.Name)
+	if err != nil {
+		return err
 	}
-	spec.Labels["schedule"] = c.Name
-	_, err := s.client.Submit(ctx, spec)
-	switch {
-	case errors.Is(err, jobs.ErrExists):
-		s.log.Debug("slot already fired", "schedule", c.Name, "slot", slot)
-	case err != nil:
-		s.log.Error("fire failed", "schedule", c.Name, "slot", slot, "err", err)
-	default:
-		s.log.Info("fired", "schedule", c.Name, "slot", slot, "job", spec.ID)
+	f.st, f.rev = st, rev
+	if f.st.LastSlot.IsZero() {
+		// A new schedule starts from now: nothing before it was missed.
+		return f.save(ctx, func(st *State) { st.LastSlot = f.s.cfg.Now() })
+	}
+	return nil
+}
+
+// save applies change to the state and stores it by CAS; on a conflict
+// (a CLI trigger) it re-reads and applies the change again.
+func (f *firer) save(ctx context.Context, change func(*State)) error {
+	for {
+		change(&f.st)
+		data, err := json.Marshal(f.st)
+		if err != nil {
+			return err
+		}
+		var rev uint64
+		if f.rev == 0 {
+			rev, err = f.s.cat.kv.Create(ctx, stateKey(f.c.Name), data)
+		} else {
+			rev, err = f.s.cat.kv.Update(ctx, stateKey(f.c.Name), data, f.rev)
+		}
+		if err == nil {
+			f.rev = rev
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		if f.st, f.rev, err = f.s.cat.state(ctx, f.c.Name); err != nil {
+			return err
+		}
 	}
 }
 
-func strict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+// catchUp handles the slots between the last one handled and now: those
+// inside the catch-up window fire (all, or the latest), older ones are
+// counted as missed.
+func (f *firer) catchUp(ctx context.Context) {
+	now := f.s.cfg.Now()
+	var inWindow []time.Time
+	var missed int64
+	last := f.st.LastSlot
+	for range maxCatchup {
+		slot := f.c.slots.Next(last)
+		if slot.IsZero() || slot.After(now) {
+			break
+		}
+		last = slot
+		if now.Sub(slot) <= f.c.Window() {
+			inWindow = append(inWindow, slot)
+		} else {
+			missed++
+		}
+	}
+	if f.c.Catchup == CatchupLatest && len(inWindow) > 1 {
+		missed += int64(len(inWindow) - 1)
+		inWindow = inWindow[len(inWindow)-1:]
+	}
+	if missed > 0 {
+		f.s.m.ScheduleMissed.Add(float64(missed))
+		f.log.Warn("slots missed while no scheduler led", "missed", missed, "catchup_window", f.c.Window())
+		skippedTo := last
+		if len(inWindow) > 0 {
+			skippedTo = inWindow[0].Add(-time.Nanosecond)
+		}
+		if err := f.save(ctx, func(st *State) {
+			st.Missed += missed
+			st.LastSlot = skippedTo
+			st.record(Fire{Slot: skippedTo, At: now, Kind: "missed", Reason: fmt.Sprintf("%d slots older than the %s catch-up window", missed, f.c.Window())})
+		}); err != nil {
+			f.log.Error("record missed slots", "err", err)
+		}
+	}
+	for _, slot := range inWindow {
+		if ctx.Err() != nil {
+			return
+		}
+		f.handle(ctx, slot, "catchup")
+	}
+}
+
+// handle fires (or skips) one slot and records it. A slot whose job
+// cannot be submitted is retried until it leaves its catch-up window.
+func (f *firer) handle(ctx context.Context, slot time.Time, kind string) {
+	s := f.s
+	if f.c.Suspended {
+		s.m.ScheduleSkipped.WithLabelValues("suspended").Inc()
+		f.record(ctx, Fire{Slot: slot, At: s.cfg.Now(), Kind: "skipped", Reason: "suspended"}, "")
+		return
+	}
+	if f.c.Overlap != OverlapAllow && f.st.LastJob != "" {
+		if st, err := s.client.Status(ctx, f.st.LastJob); err == nil && !st.State().Terminal() {
+			if f.c.Overlap == OverlapForbid {
+				s.m.ScheduleSkipped.WithLabelValues("overlap").Inc()
+				f.record(ctx, Fire{Slot: slot, At: s.cfg.Now(), Kind: "skipped",
+					Reason: fmt.Sprintf("previous run %s is %s (overlap: forbid)", f.st.LastJob, st.State())}, "")
+				return
+			}
+			if _, err := s.client.Cancel(ctx, f.st.LastJob); err != nil {
+				f.log.Warn("replace: cancel of the previous run failed", "job", f.st.LastJob, "err", err)
+			}
+		}
+	}
+	spec := jobTemplate(f.c.Schedule, slot)
+	spec.ID = SlotID(f.c.Name, slot)
+	wait := 100 * time.Millisecond
+	for {
+		// A submit once begun is finished even if leadership ends: the
+		// slot's job ID makes a second attempt by the next leader a no-op,
+		// while a half-done submit would leave a record without a message.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := f.submit(sctx, spec)
+		cancel()
+		if err == nil {
+			break
+		}
+		s.m.ScheduleErrors.Inc()
+		if ctx.Err() != nil || s.cfg.Now().Sub(slot) > max(f.c.Window(), time.Minute) {
+			f.log.Error("fire failed; giving the slot up", "slot", slot, "err", err)
+			return
+		}
+		f.log.Warn("fire failed, retrying", "slot", slot, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+	now := s.cfg.Now()
+	if kind == "slot" {
+		s.m.FireLag.Observe(now.Sub(slot).Seconds())
+	}
+	s.m.ScheduleFires.WithLabelValues(kind).Inc()
+	f.record(ctx, Fire{Slot: slot, At: now, JobID: spec.ID, Kind: kind}, spec.ID)
+}
+
+// submit submits the slot's job. If it exists already (a previous leader
+// fired the slot), it is dispatched again under the same message ID: a
+// leader that died between recording and publishing leaves no hole, and
+// JetStream drops the duplicate otherwise.
+func (f *firer) submit(ctx context.Context, spec jobs.Spec) error {
+	_, err := f.s.client.Submit(ctx, spec)
+	if errors.Is(err, jobs.ErrExists) {
+		run, _, gerr := f.s.store.GetRun(ctx, spec.ID)
+		if gerr != nil {
+			return gerr
+		}
+		if run.State == jobs.StateQueued {
+			return f.s.store.PublishJob(ctx, run.Spec, spec.ID)
+		}
+		return nil
+	}
+	return err
+}
+
+func (f *firer) record(ctx context.Context, fire Fire, jobID string) {
+	if err := f.save(ctx, func(st *State) {
+		if fire.Slot.After(st.LastSlot) {
+			st.LastSlot = fire.Slot
+		}
+		if jobID != "" {
+			st.LastJob = jobID
+		}
+		st.record(fire)
+	}); err != nil && ctx.Err() == nil {
+		f.log.Error("record slot", "slot", fire.Slot, "err", err)
+	}
 }
