@@ -26,6 +26,8 @@ Usage:
   sandrun cancel ID                      cancel a queued or running job
   sandrun ls [--state S] [--queue Q]     list jobs
   sandrun dlq ls | dlq retry ID          dead-letter queue
+  sandrun schedules ls|add FILE|rm|suspend|resume|trigger|history NAME
+                                         cron schedules (the schedulers watch them)
   sandrun policy check [flags] -- CMD    judge a command as a worker would (exit 0 approve, 3 deny)
   sandrun policy rules                   list the policy's rules
   sandrun dev [flags]                    embedded NATS + worker + scheduler in one process
@@ -84,6 +86,8 @@ func (c cli) run(args []string) int {
 		err = c.dev(ctx, rest)
 	case "policy":
 		err = c.policyCmd(ctx, rest)
+	case "schedules":
+		err = c.schedules(ctx, rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -84,7 +84,7 @@ func runRoles(ctx context.Context, nc *nats.Conn, store *jobs.Store, m *metrics.
 		})
 	}
 	if roles.Scheduler {
-		s, err := scheduler.New(scheduler.Config{Schedules: sched, ID: wcfg.Name}, store, m, log)
+		s, err := scheduler.New(scheduler.Config{Schedules: sched, ID: wcfg.Name, ElectionTTL: wcfg.ElectionTTL}, store, m, log)
 		if err != nil {
 			return err
 		}

@@ -229,3 +229,9 @@ func (c *Catalog) Trigger(ctx context.Context, name string) (string, error) {
 	})
 	return spec.ID, err
 }
+
+// SetLastSlot overwrites the last handled slot of a schedule: an
+// operator's tool (and the tests') for replaying or skipping ahead.
+func SetLastSlot(ctx context.Context, c *Catalog, name string, slot time.Time) error {
+	return c.updateState(ctx, name, func(st *State) { st.LastSlot = slot })
+}

@@ -215,3 +215,12 @@ func strict(data []byte, v any) error {
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
 }
+
+// NextSlot returns s's first slot after t, in s's time zone.
+func NextSlot(s Schedule, t time.Time) (time.Time, error) {
+	c, err := compile(s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.slots.Next(t), nil
+}
