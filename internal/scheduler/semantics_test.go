@@ -252,4 +252,3 @@ func TestSuspendResumeAndTrigger(t *testing.T) {
 		t.Fatalf("history kinds %v", kinds)
 	}
 }
-
