@@ -35,6 +35,7 @@ func main() {
 	n := flag.Int("jobs", 3000, "jobs per throughput run")
 	lat := flag.Int("latency-jobs", 300, "jobs for the latency run (one at a time)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	sched := flag.Bool("scheduler", false, "run the scheduler benchmarks instead")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -45,7 +46,13 @@ func main() {
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*n, *lat); err != nil {
+	var err error
+	if *sched {
+		err = benchScheduler(10_000, 1_000, 20*time.Second)
+	} else {
+		err = run(*n, *lat)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)

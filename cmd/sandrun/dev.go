@@ -13,6 +13,7 @@ import (
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/scheduler"
 )
 
 // dev runs an embedded JetStream server, a worker and the scheduler in
@@ -26,7 +27,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	syncAlways := fs.Bool("sync-always", false, "fsync every write (durable against power loss, ~5x slower)")
 	slots := fs.Int("slots", 4, "worker concurrency slots")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on this address")
-	schedules := fs.String("schedules", "", "schedules YAML file")
+	schedules := fs.String("schedules", "", "schedules YAML file (default: one example schedule, dev-heartbeat)")
 	configFile := fs.String("config", "", "YAML config file (worker, backends, policy)")
 	demo := fs.Bool("demo", false, "submit example jobs, print how each ends, and exit")
 	verbose := fs.Bool("v", false, "log at debug level")
@@ -43,6 +44,14 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	}
 	if *schedules != "" {
 		cfg.SchedulesFile = *schedules
+	} else {
+		// An example, so cron jobs are seen firing out of the box.
+		every := "@every 30s"
+		if *demo {
+			every = "@every 2s"
+		}
+		cfg.Schedules = []scheduler.Schedule{{Name: "dev-heartbeat", Cron: every,
+			Job: jobs.Spec{Command: `echo "cron slot fired at $(date -u +%H:%M:%S)"`, Timeout: jobs.Duration(time.Minute)}}}
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -136,6 +145,35 @@ func (c cli) runDemo(ctx context.Context, cl *client.Client) error {
 	if failed > 0 {
 		return fmt.Errorf("%d demo jobs ended in an unexpected state", failed)
 	}
+	// And one from the scheduler: the example schedule fires every 2s.
+	cron, err := c.waitCron(ctx, cl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%-10s exit=%-3d attempts=%d  a cron job of the example schedule dev-heartbeat (%s)\n           output: %s\n",
+		cron.State, cron.ExitCode, cron.Attempt, cron.JobID, strings.TrimSpace(cron.Stdout.Head))
 	fmt.Fprintln(c.stdout, "\nall demo jobs ended as expected. Run `sandrun dev` to keep a server up, then `sandrun submit --wait -- echo hi` from another terminal.")
 	return nil
+}
+
+// waitCron waits for the first finished job of the example schedule.
+func (c cli) waitCron(ctx context.Context, cl *client.Client) (jobs.Result, error) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		list, err := cl.List(ctx, client.ListFilter{State: jobs.StateSucceeded})
+		if err != nil {
+			return jobs.Result{}, err
+		}
+		for _, st := range list {
+			if st.Run.Spec.Labels["schedule"] == "dev-heartbeat" && st.Result != nil {
+				return *st.Result, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return jobs.Result{}, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return jobs.Result{}, fmt.Errorf("no cron job of dev-heartbeat finished within a minute")
 }

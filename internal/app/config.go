@@ -30,6 +30,9 @@ type Config struct {
 	Policy      PolicyConfig             `yaml:"policy"`
 	// SchedulesFile is a YAML file with a top-level `schedules:` list.
 	SchedulesFile string `yaml:"schedules_file"`
+	// Schedules are added to those of SchedulesFile (sandrun dev's
+	// example schedule).
+	Schedules []scheduler.Schedule `yaml:"-"`
 	// LogFormat is json (default for daemons) or text.
 	LogFormat string `yaml:"log_format"`
 }
@@ -108,7 +111,7 @@ func LoadFile(path string) (Config, error) {
 // LoadSchedules reads the schedules file, if any.
 func (c Config) LoadSchedules() ([]scheduler.Schedule, error) {
 	if c.SchedulesFile == "" {
-		return nil, nil
+		return c.Schedules, nil
 	}
 	data, err := os.ReadFile(c.SchedulesFile)
 	if err != nil {
@@ -118,5 +121,5 @@ func (c Config) LoadSchedules() ([]scheduler.Schedule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedules_file %s: %w", c.SchedulesFile, err)
 	}
-	return s, nil
+	return append(s, c.Schedules...), nil
 }

@@ -64,6 +64,52 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (uint64, error) {
 	return rev, err
 }
 
+// SubmitPipelined records and dispatches a validated spec with both writes
+// in flight at once (one round trip instead of two): the record is created
+// only if absent, and the dispatch is deduplicated by msgID. It suits
+// callers whose job IDs are deterministic (cron slots): if the record
+// already exists, ErrExists is returned and the dispatch, deduplicated or
+// not, is harmless — a worker drops a copy of a job that is running or
+// ended. The scheduler uses it to keep fire lag low.
+func (s *Store) SubmitPipelined(ctx context.Context, r Run, msgID string) error {
+	rec, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	job, err := json.Marshal(r.Spec)
+	if err != nil {
+		return err
+	}
+	recAck, err := s.JS.PublishAsync(kvSubject(RunKey(r.Spec.ID)), rec, jetstream.WithExpectLastSequencePerSubject(0))
+	if err != nil {
+		return err
+	}
+	jobAck, err := s.JS.PublishAsync(JobSubject(r.Spec.Queue), job, jetstream.WithMsgID(msgID))
+	if err != nil {
+		return err
+	}
+	var recErr, jobErr error
+	for _, f := range []struct {
+		ack jetstream.PubAckFuture
+		err *error
+	}{{recAck, &recErr}, {jobAck, &jobErr}} {
+		select {
+		case <-f.ack.Ok():
+		case e := <-f.ack.Err():
+			*f.err = e
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if jobErr != nil {
+		return fmt.Errorf("dispatch %s: %w", r.Spec.ID, jobErr)
+	}
+	if isWrongLastSequence(recErr) {
+		return fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
+	}
+	return recErr
+}
+
 // UpdateRun replaces the job record if it is still at rev.
 func (s *Store) UpdateRun(ctx context.Context, r Run, rev uint64) (uint64, error) {
 	data, err := json.Marshal(r)
