@@ -1,92 +1,240 @@
 package policy
 
 import (
-	"slices"
+	"path"
 	"strings"
-
-	"mvdan.cc/sh/v3/syntax"
 )
 
-// command is a simple command as the detector sees it: quotes removed,
-// wrappers such as sudo or nice stripped, and the program named by the
-// basename of its path (/bin/rm is rm).
+// command is a simple command as the matchers see it: words expanded and
+// unquoted, wrappers such as sudo or nice stripped, and the program named
+// by the basename of its path (/bin/rm is rm).
 type command struct {
-	name string // basename of the program that actually runs
-	args []arg  // its arguments
+	name  string // basename of the program that actually runs
+	prog  string // the program word as written, quotes removed
+	args  []arg  // its arguments
+	stdin stream // what it reads on standard input
+	cwd   value  // the working directory, when known
+	tree  bool   // each operand stands for a whole tree (find -exec, xargs fed by find)
+	via   string // command-level nesting: "xargs", "find -exec"
+	priv  string // the privilege wrapper it runs under (sudo, doas), if any
+	sp    span   // the statement it comes from
 }
 
-// commandOf resolves the words of a simple command. It reports false when
-// the command runs no program the detector can name: no words (only
-// assignments), a program name that is not a literal, or a wrapper that
-// does not run its operand (command -v).
-func commandOf(call *syntax.CallExpr) (command, bool) {
-	words := make([]arg, len(call.Args))
-	for i, w := range call.Args {
-		words[i] = resolveWord(w)
+// paths returns the absolute paths operand a may name: itself when it is
+// absolute or home-relative, else joined to each known working directory.
+// An operand that is not a literal names no known path.
+func (c *command) paths(a arg) []string {
+	if !a.lit || a.val == "" {
+		return nil
 	}
-	return unwrap(words)
+	if isAbsolute(a.val) {
+		return []string{a.val}
+	}
+	out := make([]string, 0, len(c.cwd.vals)+1)
+	for _, dir := range c.cwd.vals {
+		out = append(out, joinPath(dir, a.val))
+	}
+	return append(out, a.val)
 }
+
+// target is a path an operand names, with how a detail shows it.
+type target struct {
+	path string
+	show string // quoted for a Reason: the word as written when it was expanded
+}
+
+// targets is paths with the way each is shown in a detail: the path, or
+// the word as written when a variable or substitution produced it.
+func (c *command) targets(a arg) []target {
+	ps := c.paths(a)
+	out := make([]target, len(ps))
+	for i, p := range ps {
+		out[i] = target{path: p, show: quoteDetail(p)}
+		if a.expanded {
+			out[i].show = quoteDetail(a.src)
+		}
+	}
+	return out
+}
+
+// isAbsolute reports whether p does not depend on the working directory.
+func isAbsolute(p string) bool {
+	return strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, homeMarker)
+}
+
+func joinPath(dir, p string) string {
+	if strings.HasSuffix(dir, "/") {
+		return dir + p
+	}
+	return dir + "/" + p
+}
+
+// unwrapStatus says what a command line runs.
+type unwrapStatus int
+
+const (
+	runsProgram    unwrapStatus = iota
+	runsNothing                 // only names a program (command -v), or no words
+	runsUnresolved              // the program name is not known
+)
 
 // unwrap strips wrapper programs from the front of words until it reaches
-// the program that does the work. Every step consumes the wrapper's name and
-// adds at most the words of a strictly shorter -S string, so it terminates.
-func unwrap(words []arg) (command, bool) {
+// the program that does the work. Every step consumes at least the
+// wrapper's name (env -S adds the words of a strictly shorter string), so
+// it terminates. For runsUnresolved it returns the word that names the
+// program.
+func unwrap(words []arg) (command, arg, unwrapStatus) {
+	var priv string
 	for len(words) > 0 {
 		w := words[0]
-		if !w.lit || strings.Contains(w.val, homeMarker) {
-			return command{}, false
-		}
-		name := w.val[strings.LastIndexByte(w.val, '/')+1:]
-		if name == "" {
-			return command{}, false
+		name, ok := programName(w)
+		switch {
+		case !ok:
+			return command{}, w, runsUnresolved
+		case name == "":
+			return command{}, w, runsNothing
 		}
 		strip, ok := wrappers[name]
-		if !ok {
-			return command{name: name, args: words[1:]}, true
+		if name == "env" { // not in the table: env -S parses, which would make an initialization cycle
+			strip, ok = unwrapEnv, true
 		}
-		if words, ok = strip(words[1:]); !ok {
-			return command{}, false
+		if !ok {
+			return command{name: name, prog: w.val, args: words[1:], priv: priv}, w, runsProgram
+		}
+		if privileged[name] && priv == "" {
+			priv = name
+		}
+		var more bool
+		if words, more = strip(words[1:]); !more || len(words) == 0 {
+			if privileged[name] { // sudo -s, sudo -l, doas with no command: still privileged
+				return command{name: name, prog: w.val}, w, runsProgram
+			}
+			return command{}, w, runsNothing
 		}
 	}
-	return command{}, false
+	return command{}, arg{}, runsNothing
 }
 
-// A wrapper returns the words of the command it runs, or false if it runs none.
+// programName returns the name of the program a word runs: the base name
+// of its path. A word with unknown parts names a known program only when
+// its known end is a whole path component ($GOPATH/bin/tool is tool);
+// globs and $HOME as the whole name are not known.
+func programName(w arg) (string, bool) {
+	p := w.val
+	if !w.lit {
+		i := strings.LastIndexByte(w.tail, '/')
+		if i < 0 || i == len(w.tail)-1 {
+			return "", false
+		}
+		p = w.tail[i:]
+	}
+	if p == "" {
+		return "", true
+	}
+	name := path.Base(p)
+	if name != "[" && strings.ContainsAny(name, "*?[") || strings.Contains(name, homeMarker) {
+		return "", false
+	}
+	return name, true
+}
+
+// privileged are the wrappers that run their command as another user.
+var privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "run0": true}
+
+// A wrapper returns the words of the command it runs, or false if it runs
+// none (or runs a script string, which the nesting code handles).
 type wrapper func(args []arg) ([]arg, bool)
 
-// wrappers are the programs whose operand is itself a command line.
+// wrappers are the programs whose operands are themselves a command line.
 var wrappers = map[string]wrapper{
-	"sudo": optionsThen(optSpec{short: "ugpCDrtTUR", long: []string{
-		"user", "group", "prompt", "close-from", "chdir", "role", "type",
-		"command-timeout", "other-user", "chroot", "host"}}),
-	"doas":  optionsThen(optSpec{short: "uC"}),
-	"nice":  optionsThen(optSpec{short: "n", long: []string{"adjustment"}}),
-	"nohup": optionsThen(optSpec{}),
-	"exec":  optionsThen(optSpec{short: "a"}),
-	"time":  optionsThen(optSpec{short: "fo", long: []string{"format", "output"}}),
-	"timeout": func(args []arg) ([]arg, bool) {
-		rest, _ := skipOptions(args, optSpec{short: "sk", long: []string{"signal", "kill-after"}})
-		if len(rest) == 0 {
-			return nil, false
-		}
-		return rest[1:], true // the duration
-	},
+	"sudo":   sudo,
+	"doas":   optionsThen(optSpec{short: "uC"}),
+	"pkexec": optionsThen(optSpec{long: []string{"user"}}),
+	"run0": optionsThen(optSpec{short: "uglDM", long: []string{"user", "group", "unit", "property",
+		"description", "slice", "chdir", "setenv", "machine", "nice", "background"}}),
+	"nice":         optionsThen(optSpec{short: "n", long: []string{"adjustment"}}),
+	"nohup":        optionsThen(optSpec{}),
+	"exec":         optionsThen(optSpec{short: "a"}),
+	"time":         optionsThen(optSpec{short: "fo", long: []string{"format", "output"}}),
+	"builtin":      func(args []arg) ([]arg, bool) { return args, true },
+	"busybox":      func(args []arg) ([]arg, bool) { return args, true },
+	"toybox":       func(args []arg) ([]arg, bool) { return args, true },
+	"setsid":       optionsThen(optSpec{}),
+	"stdbuf":       optionsThen(optSpec{short: "ioe", long: []string{"input", "output", "error"}}),
+	"ionice":       optionsThen(optSpec{short: "cnpPu", long: []string{"class", "classdata", "pid", "pgid", "uid"}}),
+	"unbuffer":     optionsThen(optSpec{}),
+	"nsenter":      optionsThen(optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}),
+	"unshare":      optionsThen(optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd", "propagation", "setgroups"}}),
+	"strace":       optionsThen(optSpec{short: "abeEIoOpPsSuUX"}),
+	"ltrace":       optionsThen(optSpec{short: "aeEfnopsuwxAD"}),
+	"torsocks":     optionsThen(optSpec{short: "uapPi"}),
+	"proxychains":  optionsThen(optSpec{short: "f"}),
+	"proxychains4": optionsThen(optSpec{short: "f"}),
+	"systemd-run": optionsThen(optSpec{short: "upEHMdG", long: []string{"unit", "property", "description", "slice",
+		"setenv", "host", "machine", "uid", "gid", "nice", "working-directory", "on-active", "on-boot", "on-startup",
+		"on-unit-active", "on-unit-inactive", "on-calendar", "on-timer-property", "path-property", "socket-property",
+		"service-type", "timer-property", "expand-environment", "slice-inherit", "json"}}),
+	"chroot":  operandThen(optSpec{long: []string{"userspec", "groups"}}),
+	"taskset": operandThen(optSpec{}),
+	"chrt":    operandThen(optSpec{}),
+	"timeout": operandThen(optSpec{short: "sk", long: []string{"signal", "kill-after"}}),
+	"flock":   flock,
+	"runuser": runuser,
 	"command": func(args []arg) ([]arg, bool) {
 		rest, opts := skipOptions(args, optSpec{})
-		if slices.ContainsFunc(opts, func(o option) bool { return o.name == "v" || o.name == "V" }) {
-			return nil, false // command -v only looks the name up
+		for _, o := range opts {
+			if o.name == "v" || o.name == "V" {
+				return nil, false // command -v only looks the name up
+			}
 		}
 		return rest, true
 	},
-	"busybox": func(args []arg) ([]arg, bool) { return args, true }, // busybox APPLET args...
-	"env":     unwrapEnv,
+}
+
+// sudo strips sudo's options; -e (sudoedit), -l, -v and -k run no command.
+func sudo(args []arg) ([]arg, bool) {
+	rest, opts := skipOptions(args, optSpec{short: "ugpCDrthTUR", long: []string{
+		"user", "group", "prompt", "close-from", "chdir", "role", "type",
+		"command-timeout", "other-user", "chroot", "host"}})
+	for _, o := range opts {
+		switch o.name {
+		case "e", "edit", "l", "list", "v", "validate", "k", "K", "reset-timestamp", "remove-timestamp":
+			return nil, false
+		}
+	}
+	return rest, true
+}
+
+// flock LOCK COMMAND...; flock -c STRING is a script (see nested.go).
+func flock(args []arg) ([]arg, bool) {
+	rest, opts := skipOptions(args, optSpec{short: "wEc", long: []string{"timeout", "conflict-exit-code", "command"}})
+	for _, o := range opts {
+		if o.name == "c" || o.name == "command" {
+			return nil, false
+		}
+	}
+	if len(rest) < 2 {
+		return nil, false
+	}
+	return rest[1:], true
+}
+
+// runuser -u USER COMMAND...; runuser -c STRING is a script.
+func runuser(args []arg) ([]arg, bool) {
+	rest, opts := skipOptions(args, optSpec{short: "ugGcsw", long: []string{"user", "group", "supp-group", "command", "shell", "whitelist-environment"}})
+	for _, o := range opts {
+		if o.name == "c" || o.name == "command" || o.name == "l" || o.name == "login" {
+			return nil, false
+		}
+	}
+	return rest, true
 }
 
 // unwrapEnv strips env's options and NAME=VALUE words. With -S (split
 // string) the string is split into words the way a shell would and those
 // words lead the command.
 func unwrapEnv(args []arg) ([]arg, bool) {
-	rest, opts := skipOptions(args, optSpec{short: "uCS", long: []string{"unset", "chdir", "split-string"}})
+	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
 	for len(rest) > 0 && rest[0].lit && strings.Contains(rest[0].val, "=") {
 		rest = rest[1:]
 	}
@@ -95,46 +243,37 @@ func unwrapEnv(args []arg) ([]arg, bool) {
 			continue
 		}
 		if !o.value.lit {
-			return nil, false
+			return []arg{o.value}, true // an unknown program
 		}
-		split, ok := splitWords(o.value.val)
+		split, ok := splitWords(o.value)
 		if !ok {
-			return nil, false
+			return []arg{{val: "", lit: false, taint: taintUnknown, pos: o.value.pos, end: o.value.end, exact: -1}}, true
 		}
 		rest = append(split, rest...)
 	}
 	return rest, true
 }
 
-// splitWords splits s into words as the shell would for a single simple
-// command, without expanding anything.
-func splitWords(s string) ([]arg, bool) {
-	f, err := parse(s)
+// splitWords splits a literal into words as the shell would for a single
+// simple command, without expanding anything.
+func splitWords(a arg) ([]arg, bool) {
+	f, err := parse(a.val)
 	if err != nil || len(f.Stmts) != 1 {
 		return nil, false
 	}
-	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
-	if !ok {
+	w := &walker{env: newEnv(), d: &detector{}, f: &frame{src: a.val}}
+	stmt := f.Stmts[0]
+	if len(stmt.Redirs) > 0 {
 		return nil, false
 	}
-	words := make([]arg, len(call.Args))
-	for i, w := range call.Args {
-		words[i] = resolveWord(w)
+	lists := w.argListsOf(stmt)
+	if len(lists) != 1 {
+		return nil, false
 	}
-	return words, true
-}
-
-// optSpec describes a program's options that take a separate value.
-type optSpec struct {
-	short string   // short options that take a value, e.g. "u" for -u USER
-	long  []string // long options that take a value, e.g. "user" for --user USER
-}
-
-// option is one parsed option: name is one letter for a short option or the
-// long name without dashes.
-type option struct {
-	name  string
-	value arg
+	for i := range lists[0] {
+		lists[0][i].pos, lists[0][i].end, lists[0][i].exact = a.pos, a.end, -1
+	}
+	return lists[0], true
 }
 
 // optionsThen returns a wrapper that skips options and runs the rest.
@@ -145,45 +284,14 @@ func optionsThen(spec optSpec) wrapper {
 	}
 }
 
-// skipOptions parses getopt-style options at the front of args and returns
-// the operands that follow. Parsing stops at "--", at "-", at the first word
-// that does not start with "-", and at a word whose value is unknown.
-func skipOptions(args []arg, spec optSpec) (rest []arg, opts []option) {
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if !a.lit || len(a.val) < 2 || a.val[0] != '-' {
-			break
+// operandThen returns a wrapper that skips options and one operand (a
+// duration, a CPU mask, a new root) and runs the rest.
+func operandThen(spec optSpec) wrapper {
+	return func(args []arg) ([]arg, bool) {
+		rest, _ := skipOptions(args, spec)
+		if len(rest) == 0 {
+			return nil, false
 		}
-		i++
-		if a.val == "--" {
-			break
-		}
-		if long, ok := strings.CutPrefix(a.val, "--"); ok {
-			name, value, hasValue := strings.Cut(long, "=")
-			o := option{name: name, value: arg{val: value, lit: true}}
-			if !hasValue && slices.Contains(spec.long, name) && i < len(args) {
-				o.value = args[i]
-				i++
-			}
-			opts = append(opts, o)
-			continue
-		}
-		for j := 1; j < len(a.val); j++ {
-			o := option{name: a.val[j : j+1]}
-			if strings.IndexByte(spec.short, a.val[j]) >= 0 {
-				switch {
-				case j+1 < len(a.val): // -uroot
-					o.value = arg{val: a.val[j+1:], lit: true}
-				case i < len(args): // -u root
-					o.value = args[i]
-					i++
-				}
-				opts = append(opts, o)
-				break
-			}
-			opts = append(opts, o)
-		}
+		return rest[1:], true
 	}
-	return args[i:], opts
 }

@@ -23,8 +23,8 @@ type Config struct {
 	// use DefaultCeiling.
 	Ceiling map[string]Mode
 	// Allowlist names rule IDs (see Rules) that may pass in allowlist mode.
-	// "unparsable" cannot be listed: a command the parser cannot read is
-	// never allowlisted.
+	// "unparsable" and "unresolved-command" cannot be listed: a command the
+	// detector cannot read is never allowlisted.
 	Allowlist []string
 }
 
@@ -58,7 +58,7 @@ var (
 	ErrUnknownOrigin = errors.New("unknown origin")
 	ErrUnknownRule   = errors.New("unknown rule")
 	// ErrNotAllowlistable is returned for a rule that exists but can never
-	// pass in allowlist mode ("unparsable").
+	// pass in allowlist mode ("unparsable", "unresolved-command").
 	ErrNotAllowlistable = errors.New("rule cannot be allowlisted")
 )
 

@@ -70,6 +70,8 @@ func TestNewValidation(t *testing.T) {
 			[]string{`policy.allowlist[2]: unknown rule "foo"`}, []error{ErrUnknownRule}},
 		{"unparsable not allowlistable", Config{Allowlist: []string{ruleUnparsable}},
 			[]string{`policy.allowlist[0]: rule cannot be allowlisted: "unparsable"`}, []error{ErrNotAllowlistable}},
+		{"unresolved-command not allowlistable", Config{Allowlist: []string{ruleShutdown, ruleUnresolved}},
+			[]string{`policy.allowlist[1]: rule cannot be allowlisted: "unresolved-command"`}, []error{ErrNotAllowlistable}},
 		{"all problems, stable order",
 			Config{Ceiling: map[string]Mode{"zz": ModeDeny, "batch": "nope", "aa": ModeDeny}, Allowlist: []string{"x", ruleRmRoot, "y"}},
 			[]string{"policy.ceiling.aa:", "policy.ceiling.batch:", "policy.ceiling.zz:", "policy.allowlist[0]:", "policy.allowlist[2]:"},
@@ -132,7 +134,10 @@ func TestRules(t *testing.T) {
 		}
 		ids = append(ids, r.ID)
 	}
-	want := []string{"rm-root", "mkfs", "dd-device", "fork-bomb", "shutdown", "unparsable"}
+	want := []string{"rm-root", "mkfs", "dd-device", "fork-bomb", "kill-all", "shutdown", "chmod-system",
+		"write-system", "pipe-to-shell", "decoded-exec", "git-destructive", "sql-destructive", "docker-host",
+		"privilege", "firewall-flush", "service-stop", "package-remove", "history-wipe", "inline-code",
+		"unparsable", "unresolved-command"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("Rules() IDs = %q, want %q", ids, want)
 	}
@@ -140,8 +145,24 @@ func TestRules(t *testing.T) {
 	if Rules()[0].ID != "rm-root" {
 		t.Error("Rules() returns shared state")
 	}
-	// Every rule but unparsable can be allowlisted.
-	if _, err := New(Config{Allowlist: want[:len(want)-1]}); err != nil {
+	// Every rule but the two fail-closed ones can be allowlisted.
+	if _, err := New(Config{Allowlist: want[:len(want)-2]}); err != nil {
 		t.Errorf("allowlisting every detector rule: %v", err)
+	}
+	hostOnly := map[string]bool{}
+	for _, r := range Rules() {
+		hostOnly[r.ID] = r.HostOnly
+	}
+	for _, id := range []string{"rm-root", "mkfs", "dd-device", "kill-all", "shutdown", "chmod-system", "write-system",
+		"privilege", "firewall-flush", "service-stop", "package-remove", "history-wipe"} {
+		if !hostOnly[id] {
+			t.Errorf("rule %s is not host-only", id)
+		}
+	}
+	for _, id := range []string{"fork-bomb", "pipe-to-shell", "decoded-exec", "git-destructive", "sql-destructive",
+		"docker-host", "inline-code", "unparsable", "unresolved-command"} {
+		if hostOnly[id] {
+			t.Errorf("rule %s is host-only", id)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -10,145 +12,164 @@ import (
 
 // finding is one rule firing on one place in a command.
 type finding struct {
-	rule   string
-	detail string // what matched, safe to log: no variable values
+	rule     string
+	detail   string // what matched, safe to log: no variable values
+	text     string // the matched text as written (in the nested script for nested ones)
+	pos      int    // byte offset in the top-level command
+	hostOnly bool
+	via      string // nesting path, "" at top level
 }
 
-// maxNesting bounds how deep sh -c / eval strings are parsed recursively.
-// Deeper nesting is reported as unparsable (fail closed).
-const maxNesting = 8
+// Bounds on detector work. Past them the command is reported unparsable
+// (fail closed) rather than judged partly.
+const (
+	maxNesting = 8       // sh -c / eval / heredoc scripts within scripts
+	maxScripts = 1000    // scripts parsed for one command
+	maxParsed  = 1 << 20 // bytes of nested scripts parsed for one command
+)
 
-// detect parses cmd as a shell program and returns every finding, in source
-// order. It never panics: a parser failure, a too-deep nesting or an
-// internal error yields an "unparsable" finding.
+// internalError is the detail of the finding a detector panic turns into.
+const internalError = "internal detector error"
+
+// detect parses cmd as a shell program and returns every finding, sorted by
+// position and without duplicates. It never panics: a parser failure, a
+// too-deep nesting or an internal error yields an "unparsable" finding.
 func detect(cmd string) (out []finding) {
 	d := &detector{}
 	defer func() {
 		if r := recover(); r != nil {
-			out = append(d.findings, finding{ruleUnparsable, "internal detector error"})
+			d.findings = append(d.findings, finding{rule: ruleUnparsable, detail: internalError, text: cmd})
+			out = d.result()
 		}
 	}()
-	d.script(cmd, "", 0)
-	return d.findings
+	d.script(&frame{src: cmd}, newEnv(), 0, stream{})
+	return d.result()
 }
 
-// detector walks one command line and collects findings.
+// detector collects the findings of one command.
 type detector struct {
 	findings []finding
+	scripts  int // scripts parsed so far
+	parsed   int // bytes of nested scripts parsed so far
+	calls    int // function bodies walked again at a call
 }
 
-func (d *detector) add(rule, detail string) {
-	d.findings = append(d.findings, finding{rule, detail})
-}
-
-// script parses src and inspects every simple command and function in it,
-// including those inside pipelines, lists, subshells, blocks, if/while/for/
-// case bodies, functions, $(...), `...` and <(...). via prefixes details of
-// findings inside a nested string ("bash -c: ").
-func (d *detector) script(src, via string, depth int) {
-	if depth > maxNesting {
-		d.add(ruleUnparsable, via+fmt.Sprintf("sh -c / eval nested more than %d levels", maxNesting))
-		return
-	}
-	f, err := parse(src)
-	if err != nil {
-		d.add(ruleUnparsable, via+describeParseError(err))
-		return
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			d.call(n, via, depth)
-		case *syntax.FuncDecl:
-			for _, r := range rules {
-				if r.fn == nil {
-					continue
-				}
-				if detail, ok := r.fn(n); ok {
-					d.add(r.id, via+detail)
-				}
-			}
-		}
-		return true
+func (d *detector) result() []finding {
+	slices.SortStableFunc(d.findings, func(a, b finding) int { return cmp.Compare(a.pos, b.pos) })
+	return slices.CompactFunc(d.findings, func(a, b finding) bool {
+		return a.rule == b.rule && a.pos == b.pos && a.text == b.text
 	})
 }
 
-func (d *detector) call(n *syntax.CallExpr, via string, depth int) {
-	c, ok := commandOf(n)
-	if !ok {
+// frame is one script being walked: the top-level command or a script nested
+// in it (sh -c, eval, a heredoc fed to a shell, a string in python -c code).
+type frame struct {
+	src    string
+	via    string // nesting path, e.g. "sh -c > eval"; "" at top level
+	parent *frame
+	base   int // offset in parent.src where src begins verbatim, or -1
+	anchor int // offset in parent.src of the word that holds src
+	depth  int
+}
+
+// child returns the frame of a script nested in f.
+func (f *frame) child(src, via string, base, anchor int) *frame {
+	if f.via != "" {
+		via = f.via + " > " + via
+	}
+	return &frame{src: src, via: via, parent: f, base: base, anchor: anchor, depth: f.depth + 1}
+}
+
+// outer maps an offset in f.src to the top-level command: exactly through
+// verbatim nesting, else to the start of the outermost word that holds it.
+func (f *frame) outer(off int) int {
+	for ; f.parent != nil; f = f.parent {
+		if f.base >= 0 {
+			off += f.base
+		} else {
+			off = f.anchor
+		}
+	}
+	return off
+}
+
+// viaOf joins a frame's nesting path with a command-level one ("xargs").
+func (f *frame) viaOf(via string) string {
+	switch {
+	case f.via == "":
+		return via
+	case via == "":
+		return f.via
+	}
+	return f.via + " > " + via
+}
+
+// script parses f.src and walks it with the variables of e; in is the
+// standard input its commands share.
+func (d *detector) script(f *frame, e *env, cond int, in stream) {
+	if f.depth > maxNesting {
+		d.add(f, ruleUnparsable, fmt.Sprintf("scripts nested more than %d levels", maxNesting), "", span{0, len(f.src)})
 		return
 	}
-	for _, r := range rules {
-		if r.call == nil {
-			continue
-		}
-		if detail, ok := r.call(c); ok {
-			d.add(r.id, via+detail)
-		}
+	d.scripts++
+	if f.parent != nil {
+		d.parsed += len(f.src)
 	}
-	if src, ok := nestedScript(c); ok {
-		label := c.name + " -c: "
-		if c.name == "eval" {
-			label = "eval: "
-		}
-		d.script(src, via+label, depth+1)
+	if d.scripts > maxScripts || d.parsed > maxParsed {
+		d.add(f, ruleUnparsable, "too many nested scripts to judge", "", span{0, len(f.src)})
+		return
 	}
+	file, err := parse(f.src)
+	if err != nil {
+		d.add(f, ruleUnparsable, describeParseError(err), "", errorLine(f.src, err))
+		return
+	}
+	w := &walker{d: d, f: f, env: e, cond: cond}
+	w.stmts(file.Stmts, in)
 }
 
-// shells are the programs whose -c operand is a shell command line.
-var shells = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true,
-	"mksh": true, "ash": true, "yash": true, "posh": true,
+// span is a byte range in a frame's source.
+type span struct{ start, end int }
+
+// add records a finding at sp in frame f; via is the command-level nesting
+// (xargs, find -exec) on top of the frame's.
+func (d *detector) add(f *frame, ruleID, detail, via string, sp span) {
+	r, _ := lookupRule(ruleID)
+	d.addHost(f, ruleID, detail, via, sp, r.hostOnly)
 }
 
-// nestedScript returns the command line that c runs as shell code: the
-// operand of `sh -c` (and other shells), or the joined arguments of eval.
-// It reports false when there is none or its text is not a literal.
-func nestedScript(c command) (string, bool) {
-	if c.name == "eval" {
-		parts := make([]string, len(c.args))
-		for i, a := range c.args {
-			if !a.lit {
-				return "", false
-			}
-			parts[i] = a.val
-		}
-		return strings.ReplaceAll(strings.Join(parts, " "), homeMarker, "$HOME"), len(parts) > 0
+func (d *detector) addHost(f *frame, ruleID, detail, via string, sp span, hostOnly bool) {
+	sp.start = max(0, min(sp.start, len(f.src)))
+	sp.end = max(sp.start, min(sp.end, len(f.src)))
+	via = f.viaOf(via)
+	if via != "" {
+		detail = via + ": " + detail
 	}
-	if !shells[c.name] {
-		return "", false
-	}
-	hasC := false
-	for i := 0; i < len(c.args); i++ {
-		a := c.args[i]
-		if !a.lit {
-			return "", false
-		}
-		v := a.val
-		switch {
-		case v == "--" || v == "-":
-			i++
-		case v == "-o" || v == "+o" || v == "-O" || v == "+O" || v == "--rcfile" || v == "--init-file":
-			i++ // option with a value
-			continue
-		case strings.HasPrefix(v, "--") || (strings.HasPrefix(v, "+") && len(v) > 1):
-			continue
-		case strings.HasPrefix(v, "-") && len(v) > 1:
-			hasC = hasC || strings.Contains(v[1:], "c")
-			continue
-		}
-		if !hasC || i >= len(c.args) || !c.args[i].lit {
-			return "", false
-		}
-		return strings.ReplaceAll(c.args[i].val, homeMarker, "$HOME"), true
-	}
-	return "", false
+	d.findings = append(d.findings, finding{
+		rule: ruleID, detail: detail, text: f.src[sp.start:sp.end],
+		pos: f.outer(sp.start), hostOnly: hostOnly, via: via,
+	})
 }
 
 // parse parses src as bash, the most permissive dialect a job's sh -c may be.
 // A new parser per call keeps detect safe for concurrent use.
 func parse(src string) (*syntax.File, error) {
 	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+}
+
+// errorLine returns the line of src where parsing failed.
+func errorLine(src string, err error) span {
+	var pe syntax.ParseError
+	off := 0
+	if errors.As(err, &pe) {
+		off = min(int(pe.Pos.Offset()), len(src))
+	}
+	start := strings.LastIndexByte(src[:off], '\n') + 1
+	end := strings.IndexByte(src[start:], '\n')
+	if end < 0 {
+		return span{start, len(src)}
+	}
+	return span{start, start + end}
 }
 
 // describeParseError names where parsing failed without echoing the
@@ -163,4 +184,15 @@ func describeParseError(err error) string {
 		return fmt.Sprintf("does not parse as bash (error at %s)", le.Pos)
 	}
 	return "does not parse as shell"
+}
+
+// quoteDetail quotes a word for a Decision reason: $HOME shown unexpanded,
+// long words cut.
+func quoteDetail(s string) string {
+	s = strings.ReplaceAll(s, homeMarker, "$HOME")
+	const maxLen = 64
+	if len(s) > maxLen {
+		s = s[:maxLen] + "..."
+	}
+	return fmt.Sprintf("%q", s)
 }

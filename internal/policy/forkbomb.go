@@ -11,12 +11,13 @@ import (
 // sides run at once) or in a backgrounded statement. That covers the classic
 // `:(){ :|:& };:` and its renamed variants (`b(){ b|b& };b`, `f(){ f & f; }`).
 // Plain recursion (`f(){ f; }`) does not multiply processes and does not fire.
-func matchForkBomb(f *syntax.FuncDecl) (string, bool) {
+// literal resolves the program word of a call.
+func matchForkBomb(f *syntax.FuncDecl, literal func(*syntax.Word) (string, bool)) (string, bool) {
 	if f.Name == nil || f.Body == nil {
 		return "", false
 	}
 	name := f.Name.Value
-	total := countSelfCalls(f.Body, name)
+	total := countSelfCalls(f.Body, name, literal)
 	if total < 2 {
 		return "", false
 	}
@@ -25,12 +26,12 @@ func matchForkBomb(f *syntax.FuncDecl) (string, bool) {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			if n.Background || n.Coprocess {
-				concurrent += countSelfCalls(n, name)
+				concurrent += countSelfCalls(n, name, literal)
 				return false
 			}
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				concurrent += countSelfCalls(n, name)
+				concurrent += countSelfCalls(n, name, literal)
 				return false
 			}
 		}
@@ -43,11 +44,11 @@ func matchForkBomb(f *syntax.FuncDecl) (string, bool) {
 }
 
 // countSelfCalls counts the simple commands under n that run the function name.
-func countSelfCalls(n syntax.Node, name string) int {
+func countSelfCalls(n syntax.Node, name string, literal func(*syntax.Word) (string, bool)) int {
 	count := 0
 	syntax.Walk(n, func(n syntax.Node) bool {
-		if call, ok := n.(*syntax.CallExpr); ok {
-			if c, ok := commandOf(call); ok && c.name == name {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			if prog, ok := literal(call.Args[0]); ok && prog == name {
 				count++
 			}
 		}

@@ -1,20 +1,29 @@
 // Package policy decides whether a job's command may run on a worker.
 //
 // Nobody is asked: the decision is made from the command text, the job's
-// origin and its requested mode, under a ceiling set by the worker.
+// origin, its requested mode and whether its backend can touch the host,
+// under a ceiling set by the worker.
 //
 //  1. The effective mode is the job's requested mode (or, when it asks for
 //     none, the origin default, which is ModeDeny for every origin), lowered
 //     to the worker's ceiling for that origin. Permissiveness is ordered
 //     deny < allowlist < approve.
 //  2. The detector parses the command with a real shell parser
-//     (mvdan.cc/sh) and runs every rule (see Rules) on every simple command
-//     and function in it, nested sh -c and eval strings included.
-//  3. A command no rule fires on is allowed in every mode. A dangerous one
-//     is refused in ModeDeny, allowed in ModeApprove (and recorded as
-//     dangerous), and in ModeAllowlist allowed only if every rule that fired
-//     is allowlisted. A command that does not parse fires "unparsable",
-//     which no allowlist can admit (fail closed).
+//     (mvdan.cc/sh) and judges every command that would run, as a shell
+//     would see it: quotes and escapes removed, variables assigned earlier
+//     in the script substituted, wrappers (sudo, env, timeout, xargs,
+//     find -exec) stripped, and nested code walked: $(...), sh -c, eval,
+//     heredocs and pipes into shells, interpreters (python -c) and SQL
+//     clients, scripts the command writes and then runs.
+//  3. Every rule hit is a Match (see Rules). Host-only rules are skipped
+//     when Request.HostAccess is false; no backend skips the others.
+//  4. A command with no match is allowed in every mode. A dangerous one is
+//     refused in ModeDeny, allowed in ModeApprove (and recorded as
+//     dangerous), and in ModeAllowlist allowed only if every matched rule is
+//     allowlisted. A command that does not parse ("unparsable") or runs
+//     something built from values the detector cannot resolve
+//     ("unresolved-command") is dangerous, and no allowlist can admit it
+//     (fail closed).
 //
 // The detector is an internal piece; only Decide and Rules expose it.
 package policy
@@ -75,12 +84,12 @@ type Match struct {
 	Text string `json:"text"`
 	// Pos is the byte offset in Request.Command where Text begins, or where
 	// the outer word containing it begins when a nested script cannot be
-	// mapped exactly. Line and Col (1-based) locate Pos.
+	// mapped exactly. Line and Col (1-based; Col counts bytes) locate Pos.
 	Pos      int    `json:"pos"`
 	Line     int    `json:"line"`
 	Col      int    `json:"col"`
 	HostOnly bool   `json:"host_only"`
-	Via      string `json:"via,omitempty"` // nesting path, e.g. "sh -c", "eval", "xargs", "find -exec", "python -c"
+	Via      string `json:"via,omitempty"` // nesting path, levels joined by " > ": "sh -c", "eval", "xargs", "find -exec", "python3 -c > os.system"
 }
 
 // Decision is the outcome of Decide. It is meant to be recorded with the job.
@@ -120,7 +129,11 @@ func (e *Engine) Decide(req Request) Decision {
 			requested, ceiling, quoteDetail(req.Origin)))
 	}
 
-	findings := detect(req.Command)
+	all := detect(req.Command)
+	findings := applicable(slices.Clone(all), req.HostAccess)
+	if skipped := len(all) - len(findings); skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d host-only match(es) skipped: no host access", skipped))
+	}
 	var verdict, why string
 	switch {
 	case len(findings) == 0:
@@ -141,10 +154,33 @@ func (e *Engine) Decide(req Request) Decision {
 	if len(findings) > 0 {
 		d.Dangerous = true
 		d.Rule = findings[0].rule
+		d.Matches = matches(req.Command, findings)
 		why = describeFindings(findings)
 	}
 	d.Reason = strings.Join(append([]string{fmt.Sprintf("%s in mode %s: %s", verdict, d.Mode, why)}, notes...), "; ")
 	return d
+}
+
+// applicable drops the host-only findings when the backend has no host
+// access. It filters in place.
+func applicable(findings []finding, hostAccess bool) []finding {
+	if hostAccess {
+		return findings
+	}
+	return slices.DeleteFunc(findings, func(f finding) bool { return f.hostOnly })
+}
+
+// matches converts findings to Matches with line and column of each
+// position in cmd.
+func matches(cmd string, findings []finding) []Match {
+	out := make([]Match, len(findings))
+	for i, f := range findings {
+		pos := min(max(f.pos, 0), len(cmd))
+		line := strings.Count(cmd[:pos], "\n") + 1
+		col := pos - strings.LastIndexByte(cmd[:pos], '\n')
+		out[i] = Match{Rule: f.rule, Text: f.text, Pos: pos, Line: line, Col: col, HostOnly: f.hostOnly, Via: f.via}
+	}
+	return out
 }
 
 // notAllowlisted returns the distinct rules among findings that the

@@ -1,15 +1,29 @@
 package policy
 
-import "mvdan.cc/sh/v3/syntax"
-
-// Rule IDs. They appear in Decision.Rule, in Config.Allowlist and in docs.
+// Rule IDs. They appear in Decision.Rule, Match.Rule, Config.Allowlist and
+// docs; they never change meaning once published.
 const (
-	ruleRmRoot     = "rm-root"
-	ruleMkfs       = "mkfs"
-	ruleDDDevice   = "dd-device"
-	ruleForkBomb   = "fork-bomb"
-	ruleShutdown   = "shutdown"
-	ruleUnparsable = "unparsable"
+	ruleRmRoot         = "rm-root"
+	ruleMkfs           = "mkfs"
+	ruleDDDevice       = "dd-device"
+	ruleForkBomb       = "fork-bomb"
+	ruleKillAll        = "kill-all"
+	ruleShutdown       = "shutdown"
+	ruleChmodSystem    = "chmod-system"
+	ruleWriteSystem    = "write-system"
+	rulePipeToShell    = "pipe-to-shell"
+	ruleDecodedExec    = "decoded-exec"
+	ruleGitDestructive = "git-destructive"
+	ruleSQLDestructive = "sql-destructive"
+	ruleDockerHost     = "docker-host"
+	rulePrivilege      = "privilege"
+	ruleFirewallFlush  = "firewall-flush"
+	ruleServiceStop    = "service-stop"
+	rulePackageRemove  = "package-remove"
+	ruleHistoryWipe    = "history-wipe"
+	ruleInlineCode     = "inline-code"
+	ruleUnparsable     = "unparsable"
+	ruleUnresolved     = "unresolved-command"
 )
 
 // RuleInfo describes one detector rule, for docs and `sandrun doctor`.
@@ -19,32 +33,94 @@ type RuleInfo struct {
 	HostOnly    bool // the rule is skipped when the backend has no host access
 }
 
-// rule is one detector rule. A rule inspects simple commands (call), function
-// definitions (fn), or neither (unparsable is raised by the detector itself).
+// rule is one entry of the rule table. The matchers that raise it live in
+// the match_*.go files, one file per family.
 type rule struct {
-	id   string
-	desc string
-	call func(c command) (detail string, ok bool)
-	fn   func(f *syntax.FuncDecl) (detail string, ok bool)
+	id       string
+	hostOnly bool
+	fixed    bool // raised by the detector itself (fail closed); never allowlistable
+	desc     string
 }
 
 // allowlistable reports whether the rule may be named in Config.Allowlist.
-func (r rule) allowlistable() bool { return r.id != ruleUnparsable }
+func (r rule) allowlistable() bool { return !r.fixed }
 
 // rules is the fixed rule table, in documentation order.
+//
+// A rule is host-only when the harm stays inside the sandbox if the backend
+// is isolated: deleting or formatting the container's own disk, stopping its
+// processes, editing its /etc. Rules whose harm reaches outside any sandbox
+// (code fetched from the network or hidden from review, remote git and
+// database state, the container engine's own host, a fork bomb that exhausts
+// the shared kernel's process table) and the fail-closed rules apply to every
+// backend.
 var rules = []rule{
-	{id: ruleRmRoot, call: matchRmRoot,
-		desc: "recursive rm of /, /*, /home, ~ or $HOME (any flag spelling), or rm -r with --no-preserve-root"},
-	{id: ruleMkfs, call: matchMkfs,
-		desc: "creating a file system: mkfs, mkfs.*, mke2fs"},
-	{id: ruleDDDevice, call: matchDDDevice,
-		desc: "dd writing to a disk device (of=/dev/sd*, hd*, nvme*, vd*, xvd*, mmcblk*, disk*, rdisk*)"},
-	{id: ruleForkBomb, fn: matchForkBomb,
-		desc: "fork bomb: a function that calls itself at least twice, concurrently (in a pipeline or in the background)"},
-	{id: ruleShutdown, call: matchShutdown,
-		desc: "stopping the machine: shutdown, reboot, halt, poweroff, init/telinit 0|6, systemctl poweroff|reboot|halt|kexec|soft-reboot"},
-	{id: ruleUnparsable,
-		desc: "the command (or a nested sh -c / eval string) does not parse as shell; refused in deny and allowlist modes and cannot be allowlisted"},
+	{id: ruleRmRoot, hostOnly: true,
+		desc: "recursive delete (rm -r, find -delete, find -exec rm, xargs rm, rsync --delete, mv away) of /, /*, a system directory " +
+			"(/bin /boot /dev /etc /lib* /mnt /opt /proc /root /sbin /srv /sys /usr /var and their main subdirectories) or a home directory " +
+			"(~, ~user, $HOME, /home, /home/*, /Users/*); also any rm -r --no-preserve-root"},
+	{id: ruleMkfs, hostOnly: true,
+		desc: "creating or erasing file systems and partition tables: mkfs, mkfs.*, mke2fs, mkswap, wipefs -a, fdisk, sfdisk, cfdisk, " +
+			"parted, gdisk, sgdisk, blkdiscard, cryptsetup luksFormat|erase (listing modes such as fdisk -l are not flagged)"},
+	{id: ruleDDDevice, hostOnly: true,
+		desc: "writing onto a block or memory device (/dev/sd*, hd*, vd*, xvd*, nvme*, mmcblk*, md*, dm-*, loop*, mapper/*, disk*, mem, kmem, port) " +
+			"with dd of=, an output redirection (> /dev/sda), tee, cp or shred"},
+	{id: ruleForkBomb,
+		desc: "fork bomb: a function that calls itself at least twice concurrently (:(){ :|:& };:), or perl/python fork loops; " +
+			"applies everywhere because a container shares the host kernel's process table"},
+	{id: ruleKillAll, hostOnly: true,
+		desc: "killing every process or init: kill -SIG -1, kill 1, killall5, pkill/killall with a match-everything pattern"},
+	{id: ruleShutdown, hostOnly: true,
+		desc: "stopping the machine: shutdown (not -c), reboot, halt, poweroff, init/telinit 0|6, " +
+			"systemctl poweroff|reboot|halt|kexec|soft-reboot, kexec -e, writes to /proc/sysrq-trigger"},
+	{id: ruleChmodSystem, hostOnly: true,
+		desc: "chmod, chown, chgrp or setfacl on / , /* or a system directory (recursively, or on the directory itself), e.g. chmod -R 777 /"},
+	{id: ruleWriteSystem, hostOnly: true,
+		desc: "writing or deleting files under /etc, /boot, /usr, /bin, /sbin, /lib*, /proc/sys, /sys or cron spools, " +
+			"shell start-up files (~/.bashrc, ~/.profile, ~/.zshrc, ...), ~/.ssh/authorized_keys, autostart and systemd user units " +
+			"(by redirection, tee, cp, mv, install, ln, sed -i, perl -i, dd, touch, truncate, rsync, tar -C, curl -o, wget -O), " +
+			"replacing or removing a crontab (crontab FILE, crontab -, crontab -r), and account changes (useradd, usermod, passwd, ...)"},
+	{id: rulePipeToShell,
+		desc: "code downloaded from the network (curl, wget, fetch, httpie, nc) run by a shell or interpreter: " +
+			"curl … | sh, sh <(curl …), bash -c \"$(curl …)\", eval \"$(wget -O- …)\", python3 <(curl …)"},
+	{id: ruleDecodedExec,
+		desc: "a decoded or transformed payload run by a shell or interpreter (base64 -d, base32 -d, xxd -r, openssl -d, uudecode, rev, tr, " +
+			"gunzip and friends, piped or substituted into sh, bash -c, eval, python, ...); literal payloads are also decoded and judged"},
+	{id: ruleGitDestructive,
+		desc: "git operations that destroy work or shared history: push --force/-f/--force-with-lease/+refspec/--mirror/--prune, " +
+			"remote branch deletion (push --delete, push origin :branch), reset --hard, clean -f (without -n)"},
+	{id: ruleSQLDestructive,
+		desc: "DROP TABLE|DATABASE|SCHEMA, TRUNCATE, or DELETE FROM without WHERE sent to psql, mysql, mariadb, sqlite3, duckdb " +
+			"or clickhouse-client (-c, -e, -cmd, --query, positional SQL, heredoc, here-string or echo pipe), and dropdb"},
+	{id: ruleDockerHost,
+		desc: "a container that can reach its host: docker/podman/nerdctl run|create|exec with --privileged, a bind mount of /, " +
+			"a system or home directory or the Docker socket (-v, --volume, --mount), --pid=host, --ipc=host, --userns=host, " +
+			"--cap-add ALL|SYS_ADMIN|SYS_MODULE|SYS_PTRACE|SYS_RAWIO|DAC_READ_SEARCH, --device on a block device, " +
+			"or an unconfined security profile (host networking is not flagged)"},
+	{id: rulePrivilege, hostOnly: true,
+		desc: "gaining privileges: sudo, su, doas, pkexec, run0 (the command they run is judged as well)"},
+	{id: ruleFirewallFlush, hostOnly: true,
+		desc: "turning the firewall off: iptables/ip6tables -F|--flush, nft flush ruleset|table, nft delete table, ufw disable|reset, pfctl -d"},
+	{id: ruleServiceStop, hostOnly: true,
+		desc: "stopping or disabling system services: systemctl stop|disable|mask|kill|isolate, service X stop, /etc/init.d/X stop, " +
+			"rc-service X stop, launchctl unload|bootout|disable"},
+	{id: rulePackageRemove, hostOnly: true,
+		desc: "removing system packages: apt/apt-get/aptitude remove|purge|autoremove, dpkg -r|-P, yum/dnf/zypper remove|erase, rpm -e, " +
+			"apk del, pacman -R*, brew uninstall, snap remove, flatpak uninstall (pip/npm uninstall are not flagged)"},
+	{id: ruleHistoryWipe, hostOnly: true,
+		desc: "erasing shell history: history -c, truncating or deleting ~/.bash_history and other history files, " +
+			"unset HISTFILE, HISTFILE=/dev/null, HISTSIZE=0, set +o history"},
+	{id: ruleInlineCode,
+		desc: "inline interpreter code (python -c, perl -e, ruby -e, node -e, php -r, or code fed on stdin) that runs a shell command " +
+			"matching another rule, runs a command it builds at run time, or deletes or overwrites system paths itself " +
+			"(shutil.rmtree('/'), fs.rmSync('/', {recursive: true}), FileUtils.rm_rf('/')); host-only exactly when what it runs is"},
+	{id: ruleUnparsable, fixed: true,
+		desc: "the command (or a nested sh -c, eval or heredoc script) does not parse as shell, or is too deeply nested; " +
+			"fail closed: refused in deny and allowlist modes and cannot be allowlisted"},
+	{id: ruleUnresolved, fixed: true,
+		desc: "the program to run, or a script handed to a shell or interpreter, is built from something the detector cannot resolve " +
+			"($X -rf / with X not assigned a literal earlier, $(cat f) /, ${!v}, eval \"$X\", sh -c \"$CMD\", a generated script piped into sh); " +
+			"fail closed: cannot be allowlisted"},
 }
 
 // Rules lists every rule the detector knows, in a stable order. The caller
@@ -52,7 +128,7 @@ var rules = []rule{
 func Rules() []RuleInfo {
 	out := make([]RuleInfo, len(rules))
 	for i, r := range rules {
-		out[i] = RuleInfo{ID: r.id, Description: r.desc}
+		out[i] = RuleInfo{ID: r.id, Description: r.desc, HostOnly: r.hostOnly}
 	}
 	return out
 }

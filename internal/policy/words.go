@@ -1,10 +1,9 @@
 package policy
 
 import (
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -13,177 +12,412 @@ import (
 // literal text) can never be mistaken for it.
 const homeMarker = "\x00HOME"
 
-// arg is one word of a simple command after quote removal.
+// Bounds on expansion work per word and per command.
+const (
+	maxAlts   = 8  // alternative expansions of one word
+	maxCombos = 16 // alternative argument lists of one command
+	maxFields = 64 // words brace expansion may produce from one word
+)
+
+// taint says where the unknown part of a word comes from.
+type taint uint8
+
+const (
+	taintUnknown  taint = 1 << iota // a variable or output the detector cannot know
+	taintDownload                   // output of a program that downloads (curl, wget)
+	taintDecoded                    // output of a decoder (base64 -d, xxd -r)
+	taintProc                       // a <(...) path: the word names a stream of generated content
+)
+
+// arg is one word of a command after expansion and quote removal.
 type arg struct {
-	val string // the word with quotes removed; $HOME kept as homeMarker
-	lit bool   // the word is fully known without running anything
+	val   string // the value, with quotes removed; $HOME kept as homeMarker
+	lit   bool   // the value is fully known without running anything
+	taint taint  // where unknown parts come from; a literal may carry taintDecoded
+	pos   int    // offset in the frame's source of the word it comes from
+	end   int    // offset just past that word
+	exact int    // offset in the source where val appears verbatim, or -1
+	// tail is, for a word that is not fully known, its known end: the text
+	// after its last unknown part ("/bin/tool" in $GOPATH/bin/tool).
+	tail string
+	// src is the word as written; expanded says a variable or command
+	// substitution contributed to val. Details show src for those, so a
+	// Reason never carries a variable's value.
+	src      string
+	expanded bool
 }
 
-// resolveWord removes quotes and escapes from w the way the shell would,
-// without expanding anything. A word that contains an expansion other than
-// a plain $HOME (a variable, $(...), $((...)), <(...), an extended glob) is
-// returned with lit=false: its run-time value is unknown.
-func resolveWord(w *syntax.Word) arg {
-	var sb strings.Builder
-	lit := appendParts(&sb, w.Parts, false)
-	return arg{val: sb.String(), lit: lit}
+// partial is one alternative expansion of a word in progress.
+type partial struct {
+	fields   []arg
+	cur      strings.Builder
+	lit      bool // cur is fully known
+	taint    taint
+	has      bool              // cur is a field even if empty ("")
+	chosen   map[string]string // the value picked for each variable expanded so far
+	known    int               // cur[known:] is known text after the last unknown part
+	expanded bool              // a variable or substitution contributed to cur
 }
 
-func appendParts(sb *strings.Builder, parts []syntax.WordPart, quoted bool) bool {
-	lit := true
-	for _, p := range parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if quoted {
-				sb.WriteString(unescapeDouble(p.Value))
-			} else {
-				sb.WriteString(unescapeBare(p.Value))
-			}
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				sb.WriteString(decodeANSIC(p.Value))
-			} else {
-				sb.WriteString(p.Value)
-			}
-		case *syntax.DblQuoted:
-			if !appendParts(sb, p.Parts, true) {
-				lit = false
-			}
-		case *syntax.ParamExp:
-			if isPlainHome(p) {
-				sb.WriteString(homeMarker)
-			} else {
-				lit = false
-			}
-		default:
-			lit = false
+func newPartial() *partial { return &partial{lit: true} }
+
+func (p *partial) clone() *partial {
+	c := &partial{fields: append([]arg(nil), p.fields...), lit: p.lit, taint: p.taint, has: p.has, known: p.known, expanded: p.expanded}
+	c.cur.WriteString(p.cur.String())
+	if p.chosen != nil {
+		c.chosen = make(map[string]string, len(p.chosen)+1)
+		for k, v := range p.chosen {
+			c.chosen[k] = v
 		}
 	}
-	return lit
+	return c
 }
 
-func isPlainHome(p *syntax.ParamExp) bool {
-	return p.Param != nil && p.Param.Value == "HOME" && p.Flags == nil &&
-		!p.Excl && !p.Length && !p.Width && !p.IsSet && p.NestedParam == nil &&
-		p.Index == nil && len(p.Modifiers) == 0 && p.Slice == nil &&
-		p.Repl == nil && p.Names == 0 && p.Exp == nil
-}
-
-// unescapeBare removes backslash escapes from an unquoted literal: \x is x.
-// (The parser has already dropped backslash-newline continuations.)
-func unescapeBare(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
+// add appends s to the current field; when split, the IFS characters in s
+// separate fields, as for an unquoted expansion.
+func (p *partial) add(s string, split bool, ifs string) {
+	if !split || ifs == "" {
+		p.cur.WriteString(s)
+		p.has = true
+		return
 	}
-	var sb strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		sb.WriteByte(s[i])
-	}
-	return sb.String()
-}
-
-// unescapeDouble removes the backslashes that are special inside double
-// quotes: before $ ` " \ only; any other backslash is kept.
-func unescapeDouble(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
-			i++
-		}
-		sb.WriteByte(s[i])
-	}
-	return sb.String()
-}
-
-// decodeANSIC decodes the body of a bash $'...' string. Like bash, it stops
-// at a NUL byte (\0, \x00) or at \c.
-func decodeANSIC(s string) string {
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			sb.WriteByte(c)
+		if strings.IndexByte(ifs, s[i]) >= 0 {
+			p.finish()
 			continue
 		}
-		i++
-		switch e := s[i]; e {
-		case 'a':
-			sb.WriteByte('\a')
-		case 'b':
-			sb.WriteByte('\b')
-		case 'e', 'E':
-			sb.WriteByte(0x1b)
-		case 'f':
-			sb.WriteByte('\f')
-		case 'n':
-			sb.WriteByte('\n')
-		case 'r':
-			sb.WriteByte('\r')
-		case 't':
-			sb.WriteByte('\t')
-		case 'v':
-			sb.WriteByte('\v')
-		case 'c':
-			return sb.String()
-		case 'x', 'u', 'U':
-			width := 2
-			switch e {
-			case 'u':
-				width = 4
-			case 'U':
-				width = 8
-			}
-			n, v := hexPrefix(s[i+1:], width)
-			if n == 0 {
-				sb.WriteByte('\\')
-				sb.WriteByte(e)
-				continue
-			}
-			i += n
-			if v == 0 {
-				return sb.String()
-			}
-			if e == 'x' {
-				sb.WriteByte(byte(v))
-			} else if v <= utf8.MaxRune {
-				sb.WriteRune(rune(v))
-			}
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			j := i
-			for j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7' {
-				j++
-			}
-			v, _ := strconv.ParseUint(s[i:j], 8, 16)
-			i = j - 1
-			if byte(v) == 0 {
-				return sb.String()
-			}
-			sb.WriteByte(byte(v))
-		default: // \\ \' \" \? and unknown escapes
-			if strings.IndexByte(`\'"?`, e) < 0 {
-				sb.WriteByte('\\')
-			}
-			sb.WriteByte(e)
-		}
+		p.cur.WriteByte(s[i])
+		p.has = true
 	}
-	return sb.String()
 }
 
-// hexPrefix parses up to width hex digits at the start of s.
-func hexPrefix(s string, width int) (n int, v uint64) {
-	for n < len(s) && n < width {
-		d, err := strconv.ParseUint(s[n:n+1], 16, 8)
-		if err != nil {
-			break
-		}
-		v = v<<4 | d
-		n++
+// finish closes the current field, if any.
+func (p *partial) finish() {
+	if !p.has && p.cur.Len() == 0 {
+		return
 	}
-	return n, v
+	a := arg{val: p.cur.String(), lit: p.lit, taint: p.taint, expanded: p.expanded}
+	if !p.lit {
+		a.tail = a.val[p.known:]
+	}
+	p.fields = append(p.fields, a)
+	p.cur.Reset()
+	p.lit, p.taint, p.has, p.known, p.expanded = true, 0, false, 0, false
+}
+
+func (p *partial) unknown(t taint) {
+	p.lit, p.taint, p.has, p.known = false, p.taint|t, true, p.cur.Len()
+}
+
+// expander expands one word into alternative field lists.
+type expander struct {
+	w     *walker
+	split bool   // unquoted expansions split into fields (false in assignments)
+	ifs   string // the field separators
+	alts  []*partial
+}
+
+// fields expands a command word: brace expansion, parameter expansion with
+// the variables assigned so far, quote removal and field splitting. It
+// returns up to maxAlts alternative field lists.
+func (w *walker) fields(word *syntax.Word) [][]arg {
+	words := []*syntax.Word{word}
+	if split := *word; syntax.SplitBraces(&split) { // a copy: the AST keeps its positions
+		words = words[:0]
+		for bw, err := range expand.BracesSeq(nil, &split) {
+			if err != nil || len(words) == maxFields {
+				break
+			}
+			words = append(words, bw)
+		}
+	}
+	out := [][]arg{nil}
+	for _, bw := range words {
+		x := &expander{w: w, split: true, ifs: w.env.ifs(), alts: []*partial{newPartial()}}
+		x.parts(bw.Parts, false)
+		var next [][]arg
+		for _, prefix := range out {
+			for _, p := range x.alts {
+				p.finish()
+				if len(next) < maxAlts {
+					next = append(next, append(append([]arg(nil), prefix...), p.fields...))
+				}
+			}
+		}
+		out = next
+	}
+	exact := exactOffset(word)
+	src := w.wordSource(word)
+	for _, alt := range out {
+		for i := range alt {
+			alt[i].pos, alt[i].end, alt[i].exact, alt[i].src = int(word.Pos().Offset()), int(word.End().Offset()), -1, src
+			if len(alt) == 1 && alt[i].lit {
+				alt[i].exact = exact
+			}
+		}
+	}
+	return out
+}
+
+// value expands a word that is not split into fields (an assignment value,
+// a redirection target, a here-string) into its alternative values.
+func (w *walker) value(word *syntax.Word) []arg {
+	x := &expander{w: w, alts: []*partial{newPartial()}}
+	x.parts(word.Parts, false)
+	out := make([]arg, 0, len(x.alts))
+	exact := exactOffset(word)
+	for _, p := range x.alts {
+		a := arg{val: p.cur.String(), lit: p.lit, taint: p.taint, exact: -1, expanded: p.expanded,
+			pos: int(word.Pos().Offset()), end: int(word.End().Offset()), src: w.wordSource(word)}
+		if !a.lit {
+			a.tail = a.val[p.known:]
+		}
+		if a.lit {
+			a.exact = exact
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// wordSource returns a word's text in the frame's source.
+func (w *walker) wordSource(word *syntax.Word) string {
+	start, end := int(word.Pos().Offset()), int(word.End().Offset())
+	if start < 0 || end > len(w.f.src) || start > end {
+		return ""
+	}
+	return w.f.src[start:end]
+}
+
+// exactOffset returns the offset where a word's value appears verbatim in
+// the source (a plain literal, '...' or "..." without escapes), or -1.
+func exactOffset(word *syntax.Word) int {
+	if len(word.Parts) != 1 {
+		return -1
+	}
+	switch p := word.Parts[0].(type) {
+	case *syntax.Lit:
+		if !strings.Contains(p.Value, `\`) {
+			return int(p.Pos().Offset())
+		}
+	case *syntax.SglQuoted:
+		if !p.Dollar {
+			return int(p.Pos().Offset()) + 1
+		}
+	case *syntax.DblQuoted:
+		if len(p.Parts) == 0 {
+			return int(p.Pos().Offset()) + 1
+		}
+		if lit, ok := p.Parts[0].(*syntax.Lit); ok && len(p.Parts) == 1 && !strings.Contains(lit.Value, `\`) {
+			return int(lit.Pos().Offset())
+		}
+	}
+	return -1
+}
+
+func (x *expander) parts(parts []syntax.WordPart, quoted bool) {
+	for _, part := range parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			s := unescapeBare(p.Value)
+			if quoted {
+				s = unescapeDouble(p.Value)
+			}
+			x.each(func(a *partial) { a.add(s, false, "") })
+		case *syntax.SglQuoted:
+			s := p.Value
+			if p.Dollar {
+				s = decodeANSIC(s)
+			}
+			x.each(func(a *partial) { a.add(s, false, "") })
+		case *syntax.DblQuoted:
+			x.each(func(a *partial) { a.has = true })
+			x.parts(p.Parts, true)
+		case *syntax.ParamExp:
+			x.param(p, quoted)
+			x.each(func(a *partial) { a.expanded = true })
+		case *syntax.CmdSubst:
+			out := x.w.output(p.Stmts)
+			if out.known {
+				x.branch(known(strings.TrimRight(out.text, "\n")), !quoted, 0)
+				x.each(func(a *partial) { a.taint |= out.taint & taintDecoded }) // known, but decoded
+			} else {
+				x.branch(unknownValue, !quoted, out.taint|taintUnknown)
+			}
+			x.each(func(a *partial) { a.expanded = true })
+		case *syntax.ProcSubst:
+			out := x.w.output(p.Stmts)
+			x.branch(unknownValue, false, out.taint|taintUnknown|taintProc)
+		default: // $((...)), extended globs, zsh forms
+			x.branch(unknownValue, false, taintUnknown)
+		}
+	}
+}
+
+func (x *expander) each(f func(*partial)) {
+	for _, a := range x.alts {
+		f(a)
+	}
+}
+
+// param expands $name, ${name} and the default-value forms; anything else
+// (indirection, length, arrays, pattern edits) is unknown.
+func (x *expander) param(p *syntax.ParamExp, quoted bool) {
+	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil ||
+		p.Slice != nil || p.Repl != nil || p.Names != 0 || len(p.Modifiers) > 0 ||
+		p.NestedParam != nil || p.Flags != nil {
+		x.branch(unknownValue, false, taintUnknown)
+		return
+	}
+	name := p.Param.Value
+	if (name == "@" || name == "*") && x.w.env.argsKnown && p.Exp == nil {
+		x.positional(quoted && name == "@")
+		return
+	}
+	v := x.w.env.get(name)
+	if p.Exp != nil {
+		v = x.paramOp(v, p.Exp)
+		name = "" // the value depends on more than the variable
+	}
+	x.branchVar(name, v, !quoted)
+}
+
+// unknownChoice marks a variable whose unknown value a partial picked.
+const unknownChoice = "\x00unknown"
+
+// branchVar is branch for a variable: a variable expanded twice in one
+// word has the same value both times, so each alternative keeps its pick.
+func (x *expander) branchVar(name string, v value, split bool) {
+	if name == "" || len(v.vals)+boolInt(v.unknown) < 2 {
+		x.branch(v, split, taintUnknown)
+		return
+	}
+	var next []*partial
+	for _, a := range x.alts {
+		if s, ok := a.chosen[name]; ok {
+			if s == unknownChoice {
+				a.unknown(taintUnknown)
+			} else {
+				a.add(s, split, x.ifs)
+			}
+			next = append(next, a)
+			continue
+		}
+		saved := x.alts
+		x.alts = []*partial{a}
+		x.branch(v, split, taintUnknown)
+		for i, c := range x.alts {
+			if c.chosen == nil {
+				c.chosen = make(map[string]string)
+			}
+			switch {
+			case i < len(v.vals):
+				c.chosen[name] = v.vals[i]
+			default:
+				c.chosen[name] = unknownChoice
+			}
+		}
+		next = append(next, x.alts...)
+		x.alts = saved
+	}
+	if len(next) > maxAlts {
+		next = next[:maxAlts]
+		next[maxAlts-1].unknown(taintUnknown)
+	}
+	x.alts = next
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (x *expander) paramOp(v value, exp *syntax.Expansion) value {
+	word := func() value {
+		if exp.Word == nil {
+			return known("")
+		}
+		out := value{}
+		for _, a := range x.w.value(exp.Word) {
+			if a.lit {
+				out.vals = append(out.vals, a.val)
+			} else {
+				out.unknown = true
+			}
+		}
+		return out
+	}
+	switch exp.Op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+		set := value{unknown: v.unknown}
+		for _, s := range v.vals {
+			if s != "" {
+				set.vals = append(set.vals, s)
+			}
+		}
+		if v.unknown || len(set.vals) < len(v.vals) {
+			set = union(set, word())
+		}
+		return set
+	case syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+		return union(word(), known(""))
+	case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+		return v
+	}
+	return unknownValue
+}
+
+// positional expands $@ or $*; quoted "$@" keeps each parameter one field.
+func (x *expander) positional(separate bool) {
+	args := x.w.env.args
+	if len(args) > 0 {
+		args = args[1:] // $@ starts at $1
+	}
+	x.each(func(a *partial) {
+		for i, s := range args {
+			if separate {
+				if i > 0 {
+					a.finish()
+				}
+				a.add(s, false, "")
+				continue
+			}
+			if i > 0 {
+				a.add(" ", true, " ")
+			}
+			a.add(s, true, x.ifs)
+		}
+	})
+}
+
+// branch appends a value that may be any of v's values to every
+// alternative, splitting it into fields when split.
+func (x *expander) branch(v value, split bool, t taint) {
+	switch {
+	case len(v.vals) == 0 && !v.unknown:
+		return
+	case len(v.vals) == 1 && !v.unknown:
+		x.each(func(a *partial) { a.add(v.vals[0], split, x.ifs) })
+		return
+	}
+	next := make([]*partial, 0, len(x.alts)*(len(v.vals)+1))
+	for _, a := range x.alts {
+		for _, s := range v.vals {
+			c := a.clone()
+			c.add(s, split, x.ifs)
+			next = append(next, c)
+		}
+		if v.unknown {
+			c := a.clone()
+			c.unknown(t)
+			next = append(next, c)
+		}
+	}
+	if len(next) > maxAlts {
+		next = next[:maxAlts]
+		next[maxAlts-1].unknown(taintUnknown)
+	}
+	x.alts = next
 }

@@ -26,18 +26,29 @@ func TestResolveWord(t *testing.T) {
 		{`"${HOME}"`, homeMarker, true},
 		{`'$HOME'`, "$HOME", true},
 		{`$HOMEX`, "", false},
-		{`${HOME:-/}`, "", false},
-		{`$(echo rm)`, "", false},
+		{`${HOME:-/}`, homeMarker, true},
+		{`$(echo rm)`, "rm", true},
+		{`"$(printf '\x72m')"`, "rm", true},
+		{`$(cat f)`, "", false},
+		{`${!v}`, "", false},
+		{`${#v}`, "", false},
+		{`${v/x/y}`, "", false},
 		{`a$((1))`, "a", false},
 		{`"$x"`, "", false},
 	}
 	for _, tc := range tests {
-		f, err := parse("cmd " + tc.src)
+		src := "cmd " + tc.src
+		f, err := parse(src)
 		if err != nil {
 			t.Fatalf("parse %q: %v", tc.src, err)
 		}
-		w := f.Stmts[0].Cmd.(*syntax.CallExpr).Args[1]
-		got := resolveWord(w)
+		w := &walker{d: &detector{}, f: &frame{src: src}, env: newEnv()}
+		alts := w.fields(f.Stmts[0].Cmd.(*syntax.CallExpr).Args[1])
+		if len(alts) != 1 || len(alts[0]) != 1 {
+			t.Errorf("fields(%s) = %+v, want one field", tc.src, alts)
+			continue
+		}
+		got := alts[0][0]
 		if got.lit != tc.lit || (tc.lit && got.val != tc.val) {
 			t.Errorf("resolveWord(%s) = %q lit=%v, want %q lit=%v", tc.src, got.val, got.lit, tc.val, tc.lit)
 		}

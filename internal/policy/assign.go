@@ -1,0 +1,164 @@
+package policy
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// assign records NAME=value (or NAME+=value). Arrays and indexed
+// assignments make the variable unknown. cond adds to the current
+// conditional context (an assignment that may not persist).
+func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
+	if a.Name == nil {
+		return
+	}
+	name := a.Name.Value
+	v := known("")
+	switch {
+	case a.Array != nil || a.Index != nil:
+		v = unknownValue
+	case a.Value != nil:
+		v = value{}
+		for _, alt := range w.value(a.Value) {
+			if alt.lit {
+				v.vals = append(v.vals, alt.val)
+			} else {
+				v.unknown = true
+			}
+		}
+	}
+	if a.Append {
+		v = concat(w.env.get(name), v)
+	}
+	w.env.set(name, v, cond || w.cond > 0)
+	w.historyVar(name, v, sp)
+}
+
+// concat returns every value a followed by b may give.
+func concat(a, b value) value {
+	out := value{unknown: a.unknown || b.unknown}
+	for _, x := range a.vals {
+		for _, y := range b.vals {
+			out.vals = append(out.vals, x+y)
+		}
+	}
+	return out.bounded()
+}
+
+// decl handles export, local, declare, typeset, readonly and nameref.
+// Options that make a name an array, a reference or an integer make its
+// value unknown.
+func (w *walker) decl(c *syntax.DeclClause, sp span) {
+	for _, a := range c.Args {
+		w.subst(a)
+	}
+	opaque := c.Variant != nil && c.Variant.Value == "nameref"
+	for _, a := range c.Args {
+		if a.Naked && a.Name == nil && a.Value != nil { // an option word such as -x or -a
+			opt := a.Value.Lit()
+			if strings.HasPrefix(opt, "-") && strings.ContainsAny(opt, "aAni") || !strings.HasPrefix(opt, "-") {
+				opaque = true
+			}
+			continue
+		}
+		if a.Name == nil || a.Naked && a.Value == nil && a.Array == nil {
+			continue // export NAME: no new value
+		}
+		if opaque {
+			w.env.set(a.Name.Value, unknownValue, w.cond > 0)
+			continue
+		}
+		w.assign(a, false, sp)
+	}
+}
+
+// sideEffects updates the tracked shell state for commands that change it:
+// cd, read, unset, source and the like.
+func (w *walker) sideEffects(c *command) {
+	cond := w.cond > 0
+	switch c.name {
+	case "cd", "pushd", "chdir":
+		rest, _ := skipOptions(c.args, optSpec{})
+		switch {
+		case len(rest) == 0:
+			w.env.setCwd(known("~"), cond)
+		case !rest[0].lit || rest[0].val == "-":
+			w.env.setCwd(unknownValue, cond)
+		default:
+			v := value{vals: c.paths(rest[0])}
+			if len(v.vals) == 0 {
+				v.unknown = true
+			}
+			w.env.setCwd(v, cond)
+		}
+	case "popd":
+		w.env.setCwd(unknownValue, cond)
+	case "read", "mapfile", "readarray", "getopts", "unset":
+		rest, _ := skipOptions(c.args, optSpec{short: "adinNptuCsc"})
+		for _, a := range rest {
+			if a.lit && isName(a.val) {
+				w.env.set(a.val, unknownValue, cond)
+			}
+		}
+		if c.name == "unset" {
+			for _, a := range rest {
+				w.historyUnset(a, c)
+			}
+		}
+	case "printf":
+		for i, a := range c.args {
+			if a.val == "-v" && i+1 < len(c.args) && c.args[i+1].lit {
+				w.env.set(c.args[i+1].val, unknownValue, cond)
+			}
+		}
+	case "set":
+		w.setPositional(c.args, cond)
+	case "source", ".":
+		// A sourced file may set any variable.
+		for k, v := range w.env.vars {
+			v.unknown = true
+			w.env.vars[k] = v
+		}
+	}
+}
+
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// setPositional handles set -- ARGS (and set ARGS), which replaces the
+// positional parameters; in a conditional context they become unknown.
+func (w *walker) setPositional(args []arg, cond bool) {
+	i := 0
+	for i < len(args) {
+		v := args[i].val
+		if v == "--" {
+			i++
+			break
+		}
+		if !args[i].lit || len(v) < 2 || v[0] != '-' && v[0] != '+' {
+			break
+		}
+		if v == "-o" || v == "+o" {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) && (len(args) == 0 || args[len(args)-1].val != "--") {
+		return // only options
+	}
+	if cond {
+		w.env.args, w.env.argsKnown = nil, false
+		return
+	}
+	w.env.setArgs(positional("sh", args[min(i, len(args)):]))
+}

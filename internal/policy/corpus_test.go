@@ -1,0 +1,110 @@
+package policy
+
+import (
+	"bufio"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// corpusEntry is one line of testdata/corpus.txt.
+type corpusEntry struct {
+	line    int
+	deny    bool
+	rule    string // expected among the matches when deny
+	command string
+}
+
+// readCorpus parses testdata/corpus.txt: <verdict>\t<rule-or-dash>\t<command>,
+// # comments, \n for a newline and \\n for a literal backslash-n.
+func readCorpus(t *testing.T) []corpusEntry {
+	t.Helper()
+	f, err := os.Open("testdata/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	var out []corpusEntry
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.SplitN(line, "\t", 3)
+		if len(fields) != 3 || fields[0] != "deny" && fields[0] != "allow" || (fields[0] == "deny") == (fields[1] == "-") {
+			t.Fatalf("corpus.txt:%d: malformed line %q", n, line)
+		}
+		out = append(out, corpusEntry{line: n, deny: fields[0] == "deny", rule: fields[1], command: decodeCorpus(fields[2])})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decodeCorpus turns \n into a newline and \\n into a literal \n.
+func decodeCorpus(s string) string {
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], `\\n`):
+			sb.WriteString(`\n`)
+			i += 2
+		case strings.HasPrefix(s[i:], `\n`):
+			sb.WriteByte('\n')
+			i++
+		default:
+			sb.WriteByte(s[i])
+		}
+	}
+	return sb.String()
+}
+
+// TestCorpus checks every command of the corpus under ModeDeny with host
+// access: no false negatives (each dangerous command is denied with its
+// expected rule among the matches) and no false positives.
+func TestCorpus(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	entries := readCorpus(t)
+	var dangerous, benign, falseNeg, falsePos int
+	rulesSeen := map[string]bool{}
+	for _, c := range entries {
+		d := e.Decide(Request{Command: c.command, Origin: "manual", Mode: ModeDeny, HostAccess: true})
+		got := make([]string, len(d.Matches))
+		for i, m := range d.Matches {
+			got[i] = m.Rule
+		}
+		if c.deny {
+			dangerous++
+			rulesSeen[c.rule] = true
+			if d.Allow || !slices.Contains(got, c.rule) {
+				falseNeg++
+				t.Errorf("corpus.txt:%d: false negative: %q: allow=%v matches=%q, want deny with %s",
+					c.line, c.command, d.Allow, got, c.rule)
+			}
+			continue
+		}
+		benign++
+		if !d.Allow || d.Dangerous {
+			falsePos++
+			t.Errorf("corpus.txt:%d: false positive: %q: %s", c.line, c.command, d.Reason)
+		}
+	}
+	for _, r := range Rules() {
+		if !rulesSeen[r.ID] {
+			t.Errorf("corpus has no dangerous command for rule %s", r.ID)
+		}
+	}
+	if len(entries) < 300 {
+		t.Errorf("corpus has %d commands, want at least 300", len(entries))
+	}
+	fpRate := 0.0
+	if benign > 0 {
+		fpRate = float64(falsePos) / float64(benign)
+	}
+	t.Logf("corpus: %d commands, %d dangerous (%d false negatives), %d benign (%d false positives, rate %.2f%%)",
+		len(entries), dangerous, falseNeg, benign, falsePos, 100*fpRate)
+}

@@ -1,0 +1,140 @@
+package policy
+
+import (
+	"strings"
+)
+
+// maxInputs bounds how many inputs of xargs, find -exec and parallel the
+// detector substitutes into the command they run.
+const maxInputs = 4
+
+// xargs judges the command xargs runs. Its stdin arguments are known when
+// they come from echo/printf (the words) or find/ls (the listed trees,
+// judged as whole trees); otherwise the command is judged with its fixed
+// arguments only.
+func (w *walker) xargs(c *command) {
+	rest, opts := skipOptions(c.args, optSpec{short: "adEILnPs", long: []string{
+		"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}})
+	replace := ""
+	for _, o := range opts {
+		switch o.name {
+		case "I", "replace":
+			replace = o.value.val
+			if replace == "" {
+				replace = "{}"
+			}
+		case "i":
+			replace = "{}"
+		}
+	}
+	if len(rest) == 0 {
+		return // echo
+	}
+	inputs, tree := stdinWords(c.stdin)
+	w.runWith(rest, inputs, replace, c, "xargs", tree)
+}
+
+// stdinWords returns the arguments a stream supplies to xargs or parallel.
+func stdinWords(in stream) (words []arg, tree bool) {
+	if len(in.paths) > 0 {
+		return in.paths, true
+	}
+	if !in.known {
+		return nil, false
+	}
+	for _, f := range strings.Fields(in.text) {
+		words = append(words, arg{val: f, lit: true, pos: in.anchor, end: in.anchor, exact: -1})
+	}
+	return words, false
+}
+
+// runWith runs words with inputs substituted for replace (each input in
+// turn), or appended when replace is "".
+func (w *walker) runWith(words, inputs []arg, replace string, c *command, via string, tree bool) {
+	via = joinVia(c.via, via)
+	if replace == "" {
+		if len(inputs) > maxInputs*4 {
+			inputs = inputs[:maxInputs*4]
+		}
+		w.run(append(append([]arg(nil), words...), inputs...), stream{}, c.sp, via, tree)
+		return
+	}
+	if len(inputs) == 0 {
+		w.run(words, stream{}, c.sp, via, tree)
+		return
+	}
+	for i, in := range inputs {
+		if i == maxInputs {
+			break
+		}
+		w.run(substitute(words, replace, in), stream{}, c.sp, via, tree)
+	}
+}
+
+// substitute replaces every occurrence of replace in the literal words.
+func substitute(words []arg, replace string, in arg) []arg {
+	out := make([]arg, len(words))
+	for i, a := range words {
+		out[i] = a
+		if a.lit && strings.Contains(a.val, replace) {
+			out[i].val = strings.ReplaceAll(a.val, replace, in.val)
+			out[i].lit = in.lit
+			out[i].exact = -1
+		}
+	}
+	return out
+}
+
+// findExec judges the commands of find's -exec, -execdir, -ok and -okdir
+// actions, with {} standing for each root (and the command judged as
+// acting on whole trees).
+func (w *walker) findExec(c *command) {
+	roots, expr := findParts(c.args)
+	for i := 0; i < len(expr); i++ {
+		action := expr[i].val
+		if action != "-exec" && action != "-execdir" && action != "-ok" && action != "-okdir" {
+			continue
+		}
+		j := i + 1
+		for j < len(expr) && (!expr[j].lit || expr[j].val != ";" && expr[j].val != "+") {
+			j++
+		}
+		if j > i+1 {
+			w.runWith(expr[i+1:j], roots, "{}", c, "find "+action, true)
+		}
+		i = j
+	}
+}
+
+// parallel judges GNU parallel: COMMAND ::: ARGS runs COMMAND per argument;
+// with no COMMAND each argument is itself a command line.
+func (w *walker) parallel(c *command) {
+	rest, _ := skipOptions(c.args, optSpec{short: "jSaIdEPn", long: []string{"jobs", "sshlogin", "arg-file", "delimiter", "joblog", "results", "max-args"}})
+	cmd, inputs := rest, []arg(nil)
+	for i, a := range rest {
+		if a.lit && (a.val == ":::" || a.val == "::::") {
+			cmd, inputs = rest[:i], rest[i+1:]
+			break
+		}
+	}
+	tree := false
+	if len(inputs) == 0 {
+		inputs, tree = stdinWords(c.stdin)
+	}
+	if len(cmd) == 0 {
+		for i, in := range inputs {
+			if i == maxInputs {
+				break
+			}
+			w.runCode(c, langShell, argCode(in), "parallel", c.sp, nil, false)
+		}
+		return
+	}
+	replace := ""
+	for _, a := range cmd {
+		if strings.Contains(a.val, "{}") {
+			replace = "{}"
+		}
+	}
+	w.runWith(cmd, inputs, replace, c, "parallel", tree)
+}

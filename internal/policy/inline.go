@@ -1,0 +1,297 @@
+package policy
+
+import (
+	"strings"
+)
+
+// callKind is what an interpreter call does with its string arguments.
+type callKind int
+
+const (
+	callShell  callKind = iota // runs them as a shell command (os.system, system, execSync)
+	callArgv                   // runs them as a program and arguments, without a shell (execvp); judged the same
+	callDelete                 // deletes the path (shutil.rmtree, fs.rmSync, FileUtils.rm_rf)
+	callWrite                  // writes the path (open(p, 'w'), fs.writeFileSync)
+	callCode                   // runs them as code of the same language (exec, eval)
+)
+
+// inlineCall is a function or method whose arguments the detector judges.
+// strict calls are unambiguous: one with no string literal runs a command
+// built at run time, which fails closed.
+type inlineCall struct {
+	name   string
+	kind   callKind
+	strict bool
+}
+
+var inlineCalls = map[lang][]inlineCall{
+	langPython: {
+		{"os.system", callShell, true}, {"os.popen", callShell, true}, {"subprocess.run", callShell, true},
+		{"subprocess.call", callShell, true}, {"subprocess.check_call", callShell, true},
+		{"subprocess.check_output", callShell, true}, {"subprocess.Popen", callShell, true},
+		{"subprocess.getoutput", callShell, true}, {"subprocess.getstatusoutput", callShell, true},
+		{"commands.getoutput", callShell, true}, {"pty.spawn", callArgv, false},
+		{"check_output", callShell, false}, {"check_call", callShell, false}, {"Popen", callShell, false},
+		{"getoutput", callShell, false}, {"system", callShell, false}, {"popen", callShell, false},
+		{"run", callShell, false}, {"call", callShell, false},
+		{"execl", callArgv, false}, {"execlp", callArgv, false}, {"execv", callArgv, false}, {"execvp", callArgv, false},
+		{"execve", callArgv, false}, {"execvpe", callArgv, false}, {"spawnl", callArgv, false}, {"spawnlp", callArgv, false},
+		{"spawnv", callArgv, false}, {"spawnvp", callArgv, false},
+		{"rmtree", callDelete, false}, {"remove", callDelete, false}, {"unlink", callDelete, false},
+		{"rmdir", callDelete, false}, {"removedirs", callDelete, false},
+		{"open", callWrite, false}, {"write_text", callWrite, false}, {"write_bytes", callWrite, false},
+		{"exec", callCode, true}, {"eval", callCode, true}, {"compile", callCode, false},
+	},
+	langPerl: {
+		{"system", callShell, true}, {"exec", callShell, true}, {"readpipe", callShell, true}, {"open", callWrite, false},
+		{"unlink", callDelete, false}, {"rmtree", callDelete, false}, {"remove_tree", callDelete, false}, {"rmdir", callDelete, false},
+		{"eval", callCode, false},
+	},
+	langRuby: {
+		{"system", callShell, true}, {"exec", callShell, true}, {"spawn", callShell, true}, {"IO.popen", callShell, true},
+		{"Open3.capture2", callShell, true}, {"Open3.capture2e", callShell, true}, {"Open3.capture3", callShell, true},
+		{"Open3.popen2", callShell, true}, {"Open3.popen3", callShell, true},
+		{"rm_rf", callDelete, false}, {"rm_r", callDelete, false}, {"rm_f", callDelete, false}, {"rm", callDelete, false},
+		{"remove_dir", callDelete, false}, {"remove_entry", callDelete, false}, {"remove_entry_secure", callDelete, false},
+		{"File.delete", callDelete, false}, {"Dir.rmdir", callDelete, false},
+		{"File.write", callWrite, false}, {"File.open", callWrite, false}, {"IO.write", callWrite, false},
+		{"eval", callCode, true}, {"instance_eval", callCode, false}, {"class_eval", callCode, false},
+	},
+	langNode: {
+		{"execSync", callShell, true}, {"spawnSync", callArgv, true}, {"execFileSync", callArgv, true},
+		{"exec", callShell, false}, {"spawn", callArgv, false}, {"execFile", callArgv, false},
+		{"rmSync", callDelete, false}, {"rmdirSync", callDelete, false}, {"unlinkSync", callDelete, false},
+		{"rm", callDelete, false}, {"rmdir", callDelete, false}, {"unlink", callDelete, false},
+		{"removeSync", callDelete, false}, {"emptyDirSync", callDelete, false},
+		{"writeFileSync", callWrite, false}, {"appendFileSync", callWrite, false}, {"writeFile", callWrite, false},
+		{"appendFile", callWrite, false}, {"createWriteStream", callWrite, false},
+		{"eval", callCode, true}, {"Function", callCode, false}, {"runInNewContext", callCode, false}, {"runInThisContext", callCode, false},
+	},
+	langPHP: {
+		{"system", callShell, true}, {"exec", callShell, true}, {"shell_exec", callShell, true}, {"passthru", callShell, true},
+		{"popen", callShell, true}, {"proc_open", callShell, true}, {"pcntl_exec", callArgv, true},
+		{"unlink", callDelete, false}, {"rmdir", callDelete, false},
+		{"file_put_contents", callWrite, false}, {"fopen", callWrite, false},
+		{"eval", callCode, true}, {"assert", callCode, false},
+	},
+	langAwk: {
+		{"system", callShell, true},
+	},
+	langLua: {
+		{"os.execute", callShell, true}, {"io.popen", callShell, true}, {"os.remove", callDelete, false}, {"io.open", callWrite, false},
+		{"load", callCode, true}, {"loadstring", callCode, true},
+	},
+}
+
+// inline judges interpreter code in frame f: the shell commands its calls
+// run (with the whole detector), the paths it deletes or writes, and fork
+// loops. A call whose command matches a rule adds inline-code next to that
+// rule's own finding; inline-code is host-only exactly when every finding
+// under it is.
+func (w *walker) inline(l lang, f *frame) {
+	masked, lits := lexCode(l, f.src)
+	for _, lit := range lits {
+		if lit.shell {
+			w.inlineShell(f, []codeLit{lit}, span{lit.start, lit.end}, "backticks")
+		}
+	}
+	seen := make(map[int]bool) // argument regions already judged (os.system and system)
+	for _, call := range inlineCalls[l] {
+		for from := 0; ; {
+			at, region, ok := findCall(masked, call.name, from, l)
+			if !ok {
+				break
+			}
+			from = region.end
+			if seen[region.start] {
+				continue
+			}
+			seen[region.start] = true
+			in := litsIn(lits, region)
+			sp := span{at, region.end}
+			switch call.kind {
+			case callShell, callArgv, callCode:
+				if call.strict && (len(in) == 0 || dynamicArgs(masked, region, call.kind == callArgv)) {
+					w.d.add(f, ruleUnresolved, call.name+" runs a command built at run time", "", sp)
+				}
+				if len(in) == 0 {
+					continue
+				}
+				if call.kind == callCode {
+					w.inlineCode(l, f, in, sp, call.name)
+					continue
+				}
+				w.inlineShell(f, in, sp, call.name)
+			case callDelete, callWrite:
+				if pipe := perlPipe(l, call, in); pipe != nil {
+					w.inlineShell(f, pipe, sp, "open")
+					continue
+				}
+				if len(in) == 0 {
+					in = litBefore(lits, masked, at)
+				}
+				w.inlinePath(f, call, in, sp)
+			}
+		}
+	}
+	if l == langAwk {
+		w.awkPipes(f, masked, lits)
+	}
+	if forkLoop(masked) {
+		w.d.add(f, ruleForkBomb, "fork in a loop", "", span{0, len(f.src)})
+	}
+}
+
+// perlPipe returns the command of a perl pipe open: open(F, "cmd |"),
+// open(F, "-|", "cmd").
+func perlPipe(l lang, call inlineCall, in []codeLit) []codeLit {
+	if l != langPerl || call.name != "open" {
+		return nil
+	}
+	for i, lit := range in {
+		v := strings.TrimSpace(lit.val)
+		switch {
+		case v == "-|" || v == "|-":
+			return in[i+1:]
+		case strings.HasSuffix(v, "|") || strings.HasPrefix(v, "|"):
+			lit.val, lit.exact = strings.Trim(v, "| "), false
+			return []codeLit{lit}
+		}
+	}
+	return nil
+}
+
+// inlineShell judges the literals a call runs: each alone, and all joined
+// (an argv list, or a string built by concatenation).
+func (w *walker) inlineShell(f *frame, in []codeLit, sp span, name string) {
+	before := len(w.d.findings)
+	cands := make([]string, 0, len(in)+2)
+	for _, lit := range in {
+		cands = append(cands, lit.val)
+	}
+	if len(in) > 1 {
+		vals := make([]string, len(in))
+		for i, lit := range in {
+			vals[i] = lit.val
+		}
+		cands = append(cands, strings.Join(vals, " "), strings.Join(vals, ""))
+	}
+	for i, cand := range cands {
+		base, anchor := -1, in[0].body
+		if i < len(in) {
+			anchor = in[i].body
+			if in[i].exact {
+				base = in[i].body
+			}
+		}
+		w.d.script(f.child(cand, name, base, anchor), newEnv(), w.cond, stream{})
+	}
+	w.inlineHit(f, before, sp, name+" runs a dangerous command")
+}
+
+// inlineCode judges the literals an exec or eval call runs as code of the
+// same language.
+func (w *walker) inlineCode(l lang, f *frame, in []codeLit, sp span, name string) {
+	before := len(w.d.findings)
+	for _, lit := range in {
+		base := -1
+		if lit.exact {
+			base = lit.body
+		}
+		child := f.child(lit.val, name, base, lit.body)
+		if child.depth > maxNesting {
+			w.d.add(f, ruleUnparsable, "code nested too deeply", "", sp)
+			return
+		}
+		w.inline(l, child)
+	}
+	w.inlineHit(f, before, sp, name+" runs dangerous code")
+}
+
+// inlineHit adds inline-code for the findings made since before.
+func (w *walker) inlineHit(f *frame, before int, sp span, detail string) {
+	added := w.d.findings[before:]
+	if len(added) == 0 {
+		return
+	}
+	hostOnly := true
+	for _, x := range added {
+		hostOnly = hostOnly && x.hostOnly
+	}
+	w.d.addHost(f, ruleInlineCode, detail, "", sp, hostOnly)
+}
+
+// inlinePath judges a delete or write of the first path literal.
+func (w *walker) inlinePath(f *frame, call inlineCall, in []codeLit, sp span) {
+	if len(in) == 0 {
+		return
+	}
+	p := in[0].val
+	if call.kind == callWrite {
+		if call.name == "open" || call.name == "File.open" || call.name == "fopen" || call.name == "io.open" {
+			p = writeModePath(in)
+			if p == "" {
+				return
+			}
+		}
+		if isSystemFile(p) || isBlockDevice(p) || isHistoryFile(p) {
+			w.d.addHost(f, ruleInlineCode, call.name+" writes "+quoteDetail(p), "", sp, true)
+		}
+		return
+	}
+	if protectedRoot(p, true) || isSystemFile(p) || isHistoryFile(p) {
+		w.d.addHost(f, ruleInlineCode, call.name+" deletes "+quoteDetail(p), "", sp, true)
+	}
+}
+
+// writeModePath returns the path an open call opens for writing, or "":
+// open(p, "w"), File.open(p, "a"), fopen(p, "w+"), perl open(F, ">", p)
+// and open(F, ">p").
+func writeModePath(in []codeLit) string {
+	for i, lit := range in {
+		v := lit.val
+		switch {
+		case v == ">" || v == ">>" || v == "+<" || v == "+>":
+			if i+1 < len(in) {
+				return in[i+1].val
+			}
+		case strings.HasPrefix(v, ">") || strings.HasPrefix(v, "+<"):
+			return strings.TrimSpace(strings.TrimLeft(v, "+<>"))
+		}
+	}
+	if len(in) >= 2 && strings.ContainsAny(in[1].val, "wax+") {
+		return in[0].val
+	}
+	return ""
+}
+
+// forkLoop reports code that forks in an endless loop: perl's
+// `fork while fork`, python's `while True: os.fork()`.
+func forkLoop(masked string) bool {
+	return strings.Contains(masked, "fork") &&
+		(strings.Contains(masked, "while fork") || strings.Contains(masked, "while True") ||
+			strings.Contains(masked, "while 1") || strings.Contains(masked, "while(1)") ||
+			strings.Contains(masked, "while (1)") || strings.Contains(masked, "while true"))
+}
+
+// awkPipes judges awk's pipes: "cmd" | getline runs cmd, and print ... | "cmd"
+// runs cmd with the printed literals on its input (a shell runs them).
+func (w *walker) awkPipes(f *frame, masked string, lits []codeLit) {
+	for i, lit := range lits {
+		before := strings.TrimRight(masked[:lit.start], " \t")
+		after := strings.TrimLeft(masked[lit.end:], " \t")
+		switch {
+		case strings.HasPrefix(after, "|") && strings.HasPrefix(strings.TrimLeft(after[1:], " \t"), "getline"):
+			w.inlineShell(f, []codeLit{lit}, span{lit.start, lit.end}, "getline")
+		case strings.HasSuffix(before, "|") && !strings.HasSuffix(before, "||"):
+			w.inlineShell(f, []codeLit{lit}, span{lit.start, lit.end}, "print |")
+			if shells[strings.Fields(lit.val + " x")[0]] {
+				for _, data := range lits[:i] {
+					if strings.Contains(masked[data.end:lit.start], "print") || strings.Contains(masked[strings.LastIndex(masked[:data.start], ";")+1:data.start], "print") {
+						w.inlineShell(f, []codeLit{data}, span{data.start, lit.end}, "print | sh")
+					}
+				}
+			}
+		}
+	}
+}

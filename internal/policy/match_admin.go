@@ -1,0 +1,88 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// matchFirewall judges commands that turn the firewall off.
+func matchFirewall(c *command, h *hits) {
+	switch canonical(c.name) {
+	case "iptables":
+		for _, a := range c.args {
+			if a.lit && (a.val == "-F" || a.val == "--flush") {
+				h.add(ruleFirewallFlush, c.name+" --flush")
+				return
+			}
+		}
+	case "nft":
+		ops, _ := operands(c.args, optSpec{short: "fIT", long: []string{"file", "includepath"}})
+		if len(ops) == 1 && strings.Contains(ops[0].val, " ") { // nft 'flush ruleset'
+			fields := strings.Fields(ops[0].val)
+			ops = nil
+			for _, f := range fields {
+				ops = append(ops, arg{val: f, lit: true})
+			}
+		}
+		if len(ops) >= 2 && (ops[0].val == "flush" && slices.Contains([]string{"ruleset", "table", "chain"}, ops[1].val) ||
+			ops[0].val == "delete" && slices.Contains([]string{"table", "chain"}, ops[1].val)) {
+			h.add(ruleFirewallFlush, "nft "+ops[0].val+" "+ops[1].val)
+		}
+	case "ufw":
+		ops, _ := operands(c.args, optSpec{})
+		if len(ops) > 0 && (ops[0].val == "disable" || ops[0].val == "reset") {
+			h.add(ruleFirewallFlush, "ufw "+ops[0].val)
+		}
+	case "pfctl":
+		for i, a := range c.args {
+			if a.val == "-d" || a.val == "-F" && i+1 < len(c.args) && c.args[i+1].val == "all" {
+				h.add(ruleFirewallFlush, "pfctl "+a.val)
+				return
+			}
+		}
+	}
+}
+
+// removeVerbs are the package-manager subcommands that remove packages.
+var removeVerbs = map[string][]string{
+	"apt": {"remove", "purge", "autoremove", "autopurge"}, "apt-get": {"remove", "purge", "autoremove", "autopurge"},
+	"aptitude": {"remove", "purge"}, "yum": {"remove", "erase", "autoremove"}, "dnf": {"remove", "erase", "autoremove"},
+	"microdnf": {"remove"}, "tdnf": {"remove", "erase", "autoremove"}, "zypper": {"remove", "rm"},
+	"apk": {"del"}, "brew": {"uninstall", "remove", "rm"}, "snap": {"remove"},
+	"flatpak": {"uninstall", "remove"}, "port": {"uninstall"},
+}
+
+// matchPackages judges removal of system packages.
+func matchPackages(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{short: "octaDR", long: []string{"option", "config-file", "target-release", "root", "installroot", "repo", "releasever"}})
+	switch c.name {
+	case "dpkg":
+		if hasOpt(opts, "r", "P", "remove", "purge") {
+			h.add(rulePackageRemove, "dpkg --remove")
+		}
+		return
+	case "rpm":
+		for _, a := range c.args {
+			if a.lit && (a.val == "--erase" || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' &&
+				strings.Contains(a.val, "e") && !strings.Contains(a.val, "q")) {
+				h.add(rulePackageRemove, "rpm --erase")
+				return
+			}
+		}
+		return
+	case "pacman":
+		for _, a := range c.args {
+			if a.lit && (a.val == "--remove" || strings.HasPrefix(a.val, "-R")) {
+				h.add(rulePackageRemove, "pacman -R")
+				return
+			}
+		}
+		return
+	}
+	if hasOpt(opts, "s", "simulate", "dry-run", "just-print", "no-act", "recon") {
+		return
+	}
+	if len(ops) > 0 && ops[0].lit && slices.Contains(removeVerbs[c.name], ops[0].val) {
+		h.add(rulePackageRemove, c.name+" "+ops[0].val)
+	}
+}

@@ -1,0 +1,68 @@
+package policy
+
+import "slices"
+
+// matchMkfs judges programs that create or erase file systems and
+// partition tables. Their listing and printing modes do not fire.
+func matchMkfs(c *command, h *hits) {
+	name := canonical(c.name)
+	ops, opts := operands(c.args, optSpec{short: "obLtu", long: []string{"offset", "backup-file", "label", "type", "types", "usage-filter", "output", "sector-size", "unit", "align"}})
+	lists := func(names ...string) bool { return hasOpt(opts, names...) }
+	switch name {
+	case "wipefs":
+		if !lists("a", "all", "o", "offset") || lists("n", "no-act") {
+			return
+		}
+	case "fdisk", "gdisk", "cfdisk":
+		if lists("l", "list", "s", "getsz", "V", "version", "h", "help") {
+			return
+		}
+	case "sfdisk":
+		if lists("l", "list", "d", "dump", "s", "show-size", "J", "json", "V", "verify", "F", "list-free", "g", "show-geometry", "r", "no-act", "n", "version", "help") {
+			return
+		}
+	case "sgdisk":
+		if onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "P", "pretend", "h", "help", "V", "version") {
+			return
+		}
+	case "parted":
+		if lists("l", "list", "h", "help", "v", "version") {
+			return
+		}
+		if len(ops) > 1 && onlyWords(ops[1:], "print", "p", "unit", "s", "B", "MB", "GB", "MiB", "GiB", "%", "free", "all", "chs", "compact", "cyl") {
+			return
+		}
+	case "cryptsetup":
+		if len(ops) == 0 || !slices.Contains([]string{"luksFormat", "erase", "luksErase"}, ops[0].val) {
+			return
+		}
+	case "mkfs", "mke2fs", "mkswap", "blkdiscard":
+		if lists("V", "version", "h", "help") && len(ops) == 0 {
+			return
+		}
+	}
+	h.add(ruleMkfs, c.name)
+}
+
+// onlyOpts reports whether every option is one of names (and there is one).
+func onlyOpts(opts []option, names ...string) bool {
+	if len(opts) == 0 {
+		return false
+	}
+	for _, o := range opts {
+		if !slices.Contains(names, o.name) {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyWords reports whether every word is a literal among names.
+func onlyWords(words []arg, names ...string) bool {
+	for _, w := range words {
+		if !w.lit || !slices.Contains(names, w.val) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,125 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// matchKill judges kill: pid -1 (every process) or 1 (init) with any signal.
+// The first -WORD is the signal; after it, -1 is a pid.
+func matchKill(c *command, h *hits) {
+	args := c.args
+	i := 0
+loop:
+	for i < len(args) {
+		v := args[i].val
+		switch {
+		case !args[i].lit:
+			break loop
+		case v == "--":
+			i++
+			break loop
+		case v == "-s" || v == "-n":
+			i += 2
+		case v == "-l" || v == "-L" || v == "--list" || v == "--table":
+			return
+		case strings.HasPrefix(v, "-") && len(v) > 1 && i == 0:
+			i++
+		default:
+			break loop
+		}
+	}
+	for _, a := range args[min(i, len(args)):] {
+		if a.lit && (a.val == "-1" || a.val == "1") {
+			h.add(ruleKillAll, "kill "+a.val)
+			return
+		}
+	}
+}
+
+// matchAll are pkill/killall patterns that match every process.
+var matchAll = []string{"", ".", ".*", ".+", "^", "$", "^.*", ".*$", "^.*$", "[^]", "^.", "[a-z]*", "*"}
+
+// matchPkill judges pkill and killall with a match-everything pattern or
+// an inverted match.
+func matchPkill(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{short: "ugGPstFUo", long: []string{"signal", "euid", "uid", "group", "pgroup", "parent", "session", "terminal", "pidfile", "ns", "nslist", "older-than", "younger-than", "user"}})
+	if c.name == "pkill" && hasOpt(opts, "v", "inverse") {
+		h.add(ruleKillAll, "pkill -v")
+		return
+	}
+	for _, o := range ops {
+		if o.lit && slices.Contains(matchAll, o.val) {
+			h.add(ruleKillAll, c.name+" "+quoteDetail(o.val))
+			return
+		}
+	}
+}
+
+func matchKillall5(_ *command, h *hits) { h.add(ruleKillAll, "killall5") }
+
+// shutdownVerbs are the systemctl verbs that stop or restart the machine.
+var shutdownVerbs = []string{"poweroff", "reboot", "halt", "kexec", "soft-reboot"}
+
+// systemctlSpec lists systemctl's options that take a value.
+var systemctlSpec = optSpec{short: "tpsnoHM", long: []string{
+	"type", "property", "signal", "lines", "output", "host", "machine",
+	"state", "kill-whom", "kill-value", "root", "image", "job-mode", "what", "when", "message", "timestamp",
+	"preset-mode", "boot-loader-entry", "boot-loader-menu", "reboot-argument", "drop-in"}}
+
+// matchShutdown judges programs that power off or restart the machine.
+func matchShutdown(c *command, h *hits) {
+	switch c.name {
+	case "shutdown":
+		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "c", "help", "show") {
+			return
+		}
+		h.add(ruleShutdown, c.name)
+	case "reboot", "halt", "poweroff":
+		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "help") {
+			return
+		}
+		h.add(ruleShutdown, c.name)
+	case "init", "telinit":
+		rest, _ := skipOptions(c.args, optSpec{})
+		if len(rest) > 0 && rest[0].lit && (rest[0].val == "0" || rest[0].val == "6") {
+			h.add(ruleShutdown, c.name+" "+rest[0].val)
+		}
+	case "kexec":
+		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "e", "exec") {
+			h.add(ruleShutdown, "kexec -e")
+		}
+	case "systemctl":
+		ops, _ := operands(c.args, systemctlSpec)
+		if len(ops) > 0 && ops[0].lit && slices.Contains(shutdownVerbs, ops[0].val) {
+			h.add(ruleShutdown, "systemctl "+ops[0].val)
+		}
+	}
+}
+
+// stopVerbs are the service-manager verbs that stop or disable a service.
+var stopVerbs = map[string][]string{
+	"systemctl":  {"stop", "disable", "mask", "kill", "isolate"},
+	"service":    {"stop", "force-stop"},
+	"rc-service": {"stop", "zap"},
+	"launchctl":  {"unload", "bootout", "disable", "remove", "stop"},
+}
+
+// matchServiceStop judges stopping or disabling system services.
+func matchServiceStop(c *command, h *hits) {
+	ops, _ := operands(c.args, systemctlSpec)
+	i := 0
+	if c.name == "service" || c.name == "rc-service" {
+		i = 1 // service NAME stop
+	}
+	if len(ops) > i && ops[i].lit && slices.Contains(stopVerbs[c.name], ops[i].val) {
+		h.add(ruleServiceStop, c.name+" "+ops[i].val)
+	}
+}
+
+// matchInitScript judges /etc/init.d/NAME stop.
+func matchInitScript(c *command, h *hits) {
+	if len(c.args) > 0 && c.args[0].lit && (c.args[0].val == "stop" || c.args[0].val == "force-stop") {
+		h.add(ruleServiceStop, c.prog+" stop")
+	}
+}

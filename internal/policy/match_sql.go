@@ -1,0 +1,241 @@
+package policy
+
+import (
+	"strings"
+)
+
+// sqlArgs extracts the SQL a database client is given on its command line.
+// stdin reports whether it reads SQL from standard input instead.
+type sqlArgs func(args []arg) (sql []arg, stdin bool)
+
+// sqlClients are the database clients whose SQL the detector reads.
+var sqlClients = map[string]sqlArgs{
+	"psql":              optionSQL(optSpec{short: "cdfhpUvLoTFRPS", long: []string{"command", "dbname", "file", "host", "port", "username", "set", "variable", "log-file", "output", "table-attr", "field-separator", "record-separator", "pset"}}, "c", "command", "f", "file"),
+	"mysql":             optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
+	"mariadb":           optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
+	"clickhouse-client": optionSQL(optSpec{short: "qhdu", long: []string{"query", "host", "port", "user", "password", "database", "format"}}, "q", "query", "", ""),
+	"sqlite3":           positionalSQL,
+	"duckdb":            positionalSQL,
+}
+
+// optionSQL reads SQL from options (psql -c, mysql -e); a file option
+// (psql -f) means the SQL is in a file; otherwise it is read from stdin.
+func optionSQL(spec optSpec, short, long, extra, fileShort string) sqlArgs {
+	return func(args []arg) ([]arg, bool) {
+		_, opts := operands(args, spec)
+		var sql []arg
+		file := false
+		for _, o := range opts {
+			switch o.name {
+			case short, long, extra:
+				if o.name != "" {
+					sql = append(sql, o.value)
+				}
+			case fileShort, "file":
+				file = o.name != ""
+			}
+		}
+		return sql, len(sql) == 0 && !file
+	}
+}
+
+// positionalSQL reads sqlite3/duckdb's SQL: -cmd/-c values and the operands
+// after the database file; with none, stdin.
+func positionalSQL(args []arg) ([]arg, bool) {
+	var sql, ops []arg
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.lit || !strings.HasPrefix(a.val, "-") || a.val == "-":
+			ops = append(ops, a)
+		case a.val == "-cmd" || a.val == "-c" || a.val == "-s":
+			if i+1 < len(args) {
+				sql = append(sql, args[i+1])
+				i++
+			}
+		case a.val == "-init" || a.val == "-separator" || a.val == "-nullvalue" || a.val == "-newline" ||
+			a.val == "-mmap" || a.val == "-vfs" || a.val == "-maxsize" || a.val == "-escape" || a.val == "-f":
+			i++
+		}
+	}
+	if len(ops) > 1 {
+		sql = append(sql, ops[1:]...)
+	}
+	return sql, len(sql) == 0
+}
+
+// sqlClient judges the SQL a database client runs.
+func (w *walker) sqlClient(c *command) {
+	sql, stdin := sqlClients[c.name](c.args)
+	for _, s := range sql {
+		w.runCode(c, langSQL, argCode(s), c.name, c.sp, nil, false)
+	}
+	if stdin {
+		w.stdinCode(c, langSQL, nil)
+	}
+}
+
+// matchDropDB judges dropdb and mysqladmin drop.
+func matchDropDB(c *command, h *hits) {
+	if c.name == "dropdb" {
+		h.add(ruleSQLDestructive, "dropdb")
+		return
+	}
+	for _, a := range c.args {
+		if a.lit && strings.EqualFold(a.val, "drop") {
+			h.add(ruleSQLDestructive, "mysqladmin drop")
+			return
+		}
+	}
+}
+
+// sql judges a SQL script: each destructive statement is a finding, and
+// each client command that runs a shell (psql and mysql \!, mysql system,
+// sqlite3 .shell and .system) is walked as a script.
+func (w *walker) sql(f *frame) {
+	for _, st := range sqlStatements(f.src) {
+		if detail, ok := destructiveStatement(st.words); ok {
+			w.d.add(f, ruleSQLDestructive, detail, "", st.sp)
+		}
+	}
+	off := 0
+	for _, line := range strings.SplitAfter(f.src, "\n") {
+		trimmed := strings.TrimLeft(line, " \t")
+		for _, prefix := range []string{`\!`, ".shell ", ".system ", "system "} {
+			if rest, ok := strings.CutPrefix(trimmed, prefix); ok {
+				start := off + len(line) - len(rest)
+				w.d.script(f.child(strings.TrimRight(rest, "\r\n;"), strings.TrimSpace(prefix), start, start), newEnv(), w.cond, stream{})
+				break
+			}
+		}
+		off += len(line)
+	}
+}
+
+// sqlStatement is one statement: its upper-cased words (keywords and
+// identifiers; string literals and comments dropped) and its span.
+type sqlStatement struct {
+	words []string
+	sp    span
+}
+
+// sqlStatements splits SQL on semicolons outside quotes and comments.
+func sqlStatements(src string) []sqlStatement {
+	var out []sqlStatement
+	cur := sqlStatement{sp: span{-1, 0}}
+	flush := func(end int) {
+		if len(cur.words) > 0 {
+			cur.sp.end = end
+			out = append(out, cur)
+		}
+		cur = sqlStatement{sp: span{-1, 0}}
+	}
+	for i := 0; i < len(src); {
+		ch := src[i]
+		switch {
+		case ch == ';':
+			flush(i)
+			i++
+		case ch == '\'' || ch == '"' || ch == '`':
+			j := i + 1
+			for j < len(src) {
+				if src[j] == '\\' && ch == '\'' {
+					j += 2
+					continue
+				}
+				if src[j] == ch {
+					if j+1 < len(src) && src[j+1] == ch {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			if ch != '\'' && cur.sp.start >= 0 { // a quoted identifier
+				cur.words = append(cur.words, "IDENT")
+			}
+			i = min(j+1, len(src))
+		case ch == '-' && strings.HasPrefix(src[i:], "--") || ch == '#':
+			j := strings.IndexByte(src[i:], '\n')
+			if j < 0 {
+				j = len(src) - i
+			}
+			i += j
+		case ch == '/' && strings.HasPrefix(src[i:], "/*"):
+			j := strings.Index(src[i+2:], "*/")
+			if j < 0 {
+				i = len(src)
+			} else {
+				i += j + 4
+			}
+		case ch == '$':
+			i = skipDollarQuote(src, i)
+		case isIdentByte(ch):
+			j := i
+			for j < len(src) && isIdentByte(src[j]) {
+				j++
+			}
+			if cur.sp.start < 0 {
+				cur.sp.start = i
+			}
+			cur.words = append(cur.words, strings.ToUpper(src[i:j]))
+			i = j
+		default:
+			i++
+		}
+	}
+	flush(len(src))
+	return out
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// destructiveStatement reports DROP TABLE|DATABASE|SCHEMA, TRUNCATE, and
+// DELETE FROM without WHERE.
+func destructiveStatement(words []string) (string, bool) {
+	for i, w := range words {
+		switch w {
+		case "DROP":
+			for _, next := range words[i+1 : min(i+3, len(words))] {
+				if next == "TABLE" || next == "DATABASE" || next == "SCHEMA" {
+					return "DROP " + next, true
+				}
+			}
+		case "TRUNCATE":
+			if i == 0 || words[i-1] != "ON" { // not a trigger event
+				return "TRUNCATE", true
+			}
+		case "DELETE":
+			if i+1 < len(words) && words[i+1] == "FROM" {
+				for _, later := range words[i+2:] {
+					if later == "WHERE" {
+						return "", false
+					}
+				}
+				return "DELETE FROM without WHERE", true
+			}
+		}
+	}
+	return "", false
+}
+
+// skipDollarQuote skips a PostgreSQL $$...$$ or $tag$...$tag$ string at i,
+// or just the $ when there is none.
+func skipDollarQuote(src string, i int) int {
+	j := i + 1
+	for j < len(src) && (src[j] == '_' || src[j] >= 'a' && src[j] <= 'z' || src[j] >= 'A' && src[j] <= 'Z') {
+		j++
+	}
+	if j >= len(src) || src[j] != '$' {
+		return i + 1
+	}
+	tag := src[i : j+1]
+	k := strings.Index(src[j+1:], tag)
+	if k < 0 {
+		return len(src)
+	}
+	return j + 1 + k + len(tag)
+}

@@ -1,0 +1,346 @@
+package policy
+
+import (
+	"path"
+	"strings"
+)
+
+// writeKind says how a command writes a file.
+type writeKind int
+
+const (
+	writeTruncate writeKind = iota // replaces the content (>, cp, tee)
+	writeModify                    // appends or edits (>>, sed -i, touch)
+)
+
+// writeHits classifies writing path p: a block device is dd-device,
+// /proc/sysrq-trigger is shutdown, truncating a history file is
+// history-wipe, a system or startup file is write-system. label prefixes
+// the quoted path in the detail ("dd of=", "redirection to ").
+func writeHits(t target, kind writeKind, label string, h *hits) {
+	p := t.path
+	c, ok := cleanAbs(p)
+	switch {
+	case isBlockDevice(p):
+		h.add(ruleDDDevice, label+t.show)
+	case ok && c == "/proc/sysrq-trigger":
+		h.add(ruleShutdown, label+t.show)
+	case isHistoryFile(p):
+		if kind == writeTruncate {
+			h.add(ruleHistoryWipe, label+t.show)
+		}
+	case isSystemFile(p):
+		h.add(ruleWriteSystem, label+t.show)
+	}
+}
+
+// into is the file a copy or move of src into directory d creates.
+func into(d target, src string) target {
+	p := joinPath(d.path, path.Base(src))
+	if d.show == quoteDetail(d.path) {
+		return target{path: p, show: quoteDetail(p)}
+	}
+	return target{path: p, show: d.show}
+}
+
+// matchCopy judges cp, install and rsync by their destination (also as a
+// directory receiving each source).
+func matchCopy(c *command, h *hits) {
+	spec := optSpec{short: "tSmogeB", long: []string{"target-directory", "suffix", "mode", "owner", "group", "rsh", "exclude", "include", "filter"}}
+	ops, opts := operands(c.args, spec)
+	var dests []arg
+	for _, o := range opts {
+		if o.name == "t" || o.name == "target-directory" {
+			dests = append(dests, o.value)
+		}
+	}
+	if c.name == "install" && hasOpt(opts, "d", "directory") {
+		dests, ops = ops, nil
+	}
+	if len(dests) == 0 && len(ops) > 1 {
+		dests, ops = ops[len(ops)-1:], ops[:len(ops)-1]
+	}
+	for _, d := range dests {
+		for _, dt := range c.targets(d) {
+			writeHits(dt, writeTruncate, c.name+" to ", h)
+			for _, src := range ops {
+				if src.lit {
+					writeHits(into(dt, src.val), writeTruncate, c.name+" to ", h)
+				}
+			}
+		}
+	}
+}
+
+// matchLn judges ln by the link it creates or replaces.
+func matchLn(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{short: "tS", long: []string{"target-directory", "suffix"}})
+	for _, o := range opts {
+		if o.name == "t" || o.name == "target-directory" {
+			for _, t := range c.targets(o.value) {
+				writeHits(t, writeTruncate, "ln to ", h)
+			}
+		}
+	}
+	if len(ops) >= 2 {
+		for _, t := range c.targets(ops[len(ops)-1]) {
+			writeHits(t, writeTruncate, "ln to ", h)
+		}
+	}
+}
+
+// matchTee judges tee by the files it writes.
+func matchTee(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{long: []string{"output-error"}})
+	kind := writeTruncate
+	if hasOpt(opts, "a", "append") {
+		kind = writeModify
+	}
+	for _, o := range ops {
+		for _, t := range c.targets(o) {
+			writeHits(t, kind, "tee ", h)
+		}
+	}
+}
+
+// matchDD judges dd by its of= operand.
+func matchDD(c *command, h *hits) {
+	kind := writeTruncate
+	for _, a := range c.args {
+		if strings.HasPrefix(a.val, "conv=") && strings.Contains(a.val, "notrunc") {
+			kind = writeModify
+		}
+	}
+	for _, a := range c.args {
+		dst, ok := strings.CutPrefix(a.val, "of=")
+		if !ok || !a.lit {
+			continue
+		}
+		for _, t := range c.targets(arg{val: dst, lit: true}) {
+			writeHits(t, kind, "dd of=", h)
+		}
+	}
+}
+
+// matchInPlace judges sed -i and perl -i by the files they edit.
+func matchInPlace(c *command, h *hits) {
+	var files []arg
+	if c.name == "sed" {
+		ops, opts := operands(c.args, optSpec{short: "efl", long: []string{"expression", "file", "line-length"}})
+		inPlace := hasOpt(opts, "i", "in-place")
+		for _, a := range c.args {
+			inPlace = inPlace || a.lit && strings.HasPrefix(a.val, "--in-place")
+		}
+		if !inPlace {
+			return
+		}
+		if !hasOpt(opts, "e", "f", "expression", "file") && len(ops) > 0 {
+			ops = ops[1:] // the script
+		}
+		files = ops
+	} else {
+		files = perlInPlaceFiles(c.args)
+	}
+	for _, f := range files {
+		for _, t := range c.targets(f) {
+			writeHits(t, writeModify, c.name+" -i on ", h)
+		}
+	}
+}
+
+// perlInPlaceFiles returns the files perl -i edits, or nil without -i.
+func perlInPlaceFiles(args []arg) []arg {
+	inPlace, hasCode := false, false
+	i := 0
+loop:
+	for ; i < len(args); i++ {
+		v := args[i].val
+		switch {
+		case !args[i].lit || len(v) < 2 || v[0] != '-':
+			break loop
+		case v == "--":
+			i++
+			break loop
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case 'e', 'E':
+				hasCode = true
+				if j+1 == len(v) {
+					i++
+				}
+				break cluster
+			case 'i':
+				inPlace = true
+				break cluster
+			case 'I', 'M', 'm', 'x', 'l', '0', 'C', 'd', 'D':
+				break cluster
+			}
+		}
+	}
+	if !inPlace {
+		return nil
+	}
+	ops := args[min(i, len(args)):]
+	if !hasCode && len(ops) > 0 {
+		ops = ops[1:]
+	}
+	return ops
+}
+
+// matchTouch judges touch and truncate by their files.
+func matchTouch(c *command, h *hits) {
+	ops, _ := operands(c.args, optSpec{short: "sdrtoA", long: []string{"size", "reference", "date", "time", "io-blocks"}})
+	kind := writeModify
+	if c.name == "truncate" {
+		kind = writeTruncate
+	}
+	for _, o := range ops {
+		for _, t := range c.targets(o) {
+			writeHits(t, kind, c.name+" ", h)
+		}
+	}
+}
+
+// matchTar judges tar extracting into a directory given with -C.
+func matchTar(c *command, h *hits) {
+	extract := false
+	var dirs []arg
+	for i, a := range c.args {
+		v := a.val
+		switch {
+		case !a.lit:
+		case v == "--extract" || v == "--get":
+			extract = true
+		case strings.HasPrefix(v, "--directory="):
+			dirs = append(dirs, arg{val: v[len("--directory="):], lit: true})
+		case v == "--directory" || v == "-C":
+			if i+1 < len(c.args) {
+				dirs = append(dirs, c.args[i+1])
+			}
+		case strings.HasPrefix(v, "--"):
+		case strings.HasPrefix(v, "-") || i == 0: // -xzf, or old style xzf
+			if strings.HasPrefix(v, "-C") && len(v) > 2 {
+				dirs = append(dirs, arg{val: v[2:], lit: true})
+				continue
+			}
+			extract = extract || strings.ContainsRune(strings.TrimPrefix(v, "-"), 'x')
+			if strings.HasSuffix(v, "C") && i+1 < len(c.args) {
+				dirs = append(dirs, c.args[i+1])
+			}
+		}
+	}
+	if !extract {
+		return
+	}
+	for _, d := range dirs {
+		for _, t := range c.targets(d) {
+			writeHits(t, writeModify, "tar -x into ", h)
+		}
+	}
+}
+
+// matchDownloadOutput judges curl -o FILE and wget -O FILE / -P DIR.
+func matchDownloadOutput(c *command, h *hits) {
+	for _, out := range outputOptions(c) {
+		for _, t := range c.targets(out) {
+			writeHits(t, writeTruncate, c.name+" output to ", h)
+		}
+	}
+}
+
+// outputOptions returns the values of curl's -o/--output and wget's
+// -O/--output-document/-P/--directory-prefix (not "-", standard output).
+func outputOptions(c *command) []arg {
+	short, long := "o", "output"
+	if c.name == "wget" {
+		short, long = "OP", "output-document"
+	}
+	var outs []arg
+	for i, a := range c.args {
+		v := a.val
+		var out arg
+		switch {
+		case !a.lit:
+			continue
+		case v == "--"+long || c.name == "wget" && v == "--directory-prefix":
+			if i+1 < len(c.args) {
+				out = c.args[i+1]
+			}
+		case strings.HasPrefix(v, "--"+long+"=") || c.name == "wget" && strings.HasPrefix(v, "--directory-prefix="):
+			_, val, _ := strings.Cut(v, "=")
+			out = arg{val: val, lit: true, pos: a.pos, end: a.end, exact: -1}
+		case len(v) > 1 && v[0] == '-' && v[1] != '-':
+			j := strings.IndexAny(v[1:], short)
+			if j < 0 {
+				continue
+			}
+			if rest := v[j+2:]; rest != "" {
+				out = arg{val: rest, lit: true, pos: a.pos, end: a.end, exact: -1}
+			} else if i+1 < len(c.args) {
+				out = c.args[i+1]
+			}
+		default:
+			continue
+		}
+		if out.val != "-" && out.val != "" {
+			outs = append(outs, out)
+		}
+	}
+	return outs
+}
+
+// matchCrontab judges crontab: anything but listing replaces or removes the
+// user's crontab.
+func matchCrontab(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{short: "uc"})
+	switch {
+	case hasOpt(opts, "r"):
+		h.add(ruleWriteSystem, "crontab -r removes the crontab")
+	case hasOpt(opts, "e"):
+		h.add(ruleWriteSystem, "crontab -e edits the crontab")
+	case hasOpt(opts, "l", "V", "h", "help", "version", "T"):
+	case len(ops) > 0 && ops[0].val != "-":
+		h.add(ruleWriteSystem, "crontab FILE replaces the crontab")
+	default:
+		h.add(ruleWriteSystem, "crontab - replaces the crontab from stdin")
+	}
+}
+
+// matchSysctl judges sysctl writes (-w, NAME=VALUE, -p/--load/--system).
+func matchSysctl(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{})
+	if hasOpt(opts, "w", "write", "p", "load", "system") {
+		h.add(ruleWriteSystem, "sysctl changes kernel parameters")
+		return
+	}
+	for _, o := range ops {
+		if strings.Contains(o.val, "=") {
+			h.add(ruleWriteSystem, "sysctl changes kernel parameters")
+			return
+		}
+	}
+}
+
+// matchSudoedit judges sudoedit: a privileged edit of its files.
+func matchSudoedit(c *command, h *hits) {
+	h.add(rulePrivilege, "sudoedit")
+	ops, _ := operands(c.args, optSpec{short: "ugCDhpRrT"})
+	for _, o := range ops {
+		for _, t := range c.targets(o) {
+			writeHits(t, writeModify, "sudoedit ", h)
+		}
+	}
+}
+
+// matchAccounts judges programs that change users, groups or passwords
+// (/etc/passwd, /etc/shadow, /etc/group, /etc/sudoers).
+func matchAccounts(c *command, h *hits) {
+	if c.name == "passwd" {
+		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "S", "status") {
+			return
+		}
+	}
+	h.add(ruleWriteSystem, c.name+" changes system accounts")
+}

@@ -1,0 +1,333 @@
+package policy
+
+import (
+	"strings"
+)
+
+// lang is the language of code a command runs.
+type lang int
+
+const (
+	langShell lang = iota
+	langSQL
+	langPython
+	langPerl
+	langRuby
+	langNode
+	langPHP
+	langLua
+	langAwk
+)
+
+// shells are the programs that run shell code (-c STRING, a script, stdin).
+var shells = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
+	"ash": true, "yash": true, "posh": true, "rbash": true, "fish": true, "csh": true, "tcsh": true,
+}
+
+// code is a script a command hands to a shell, an interpreter or a
+// database client.
+type code struct {
+	text   string
+	alt    string // a second reading of text, or ""
+	known  bool
+	taint  taint  // where unknown code comes from
+	file   bool   // read from a file the detector does not read
+	base   int    // offset where text appears verbatim in the source of f, or -1
+	anchor int    // offset of the word that holds it
+	f      *frame // the frame base and anchor refer to; nil for the current one
+	// fromStdin says the code is what the command reads on stdin.
+	fromStdin bool
+}
+
+// argCode is a word used as code.
+func argCode(a arg) code {
+	return code{text: strings.ReplaceAll(a.val, homeMarker, "$HOME"), known: a.lit, taint: a.taint, base: a.exact, anchor: a.pos}
+}
+
+// nest walks what c runs besides itself: scripts (sh -c, eval, heredocs
+// into shells), the commands of xargs, find -exec and parallel, inline
+// interpreter code, and the body of a function the script defined.
+func (w *walker) nest(c *command) {
+	switch c.name {
+	case "eval":
+		w.eval(c)
+	case "su", "runuser", "flock":
+		w.optionScript(c, optSpec{short: "cCgGswEu", long: []string{"command", "session-command", "shell", "group",
+			"supp-group", "whitelist-environment", "timeout", "conflict-exit-code", "user"}}, "c", "command", "session-command")
+	case "script":
+		w.optionScript(c, optSpec{short: "cEIOBT", long: []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing"}}, "c", "command")
+	case "trap":
+		if rest, _ := skipOptions(c.args, optSpec{}); len(rest) >= 2 && rest[0].val != "-" {
+			w.runCode(c, langShell, argCode(rest[0]), "trap", c.sp, nil, false)
+		}
+	case "alias":
+		w.alias(c)
+	case "watch":
+		rest, opts := skipOptions(c.args, optSpec{short: "nq", long: []string{"interval", "equexit", "differences"}})
+		if len(rest) > 0 && !hasOpt(opts, "x", "exec") {
+			w.runCode(c, langShell, joinCode(rest), "watch", c.sp, nil, false)
+		} else if len(rest) > 0 {
+			w.run(rest, stream{}, c.sp, joinVia(c.via, "watch"), false)
+		}
+	case "ssh":
+		w.ssh(c)
+	case "source", ".":
+		if len(c.args) > 0 {
+			w.scriptOperand(c, langShell, c.args[0], positional(c.args[0].val, c.args[1:]))
+		}
+	case "at", "batch":
+		if _, opts := skipOptions(c.args, optSpec{short: "qfmMt"}); !hasOpt(opts, "f", "l", "d", "r", "c") {
+			w.stdinCode(c, langShell, nil)
+		}
+	case "xargs":
+		w.xargs(c)
+	case "find":
+		w.findExec(c)
+	case "parallel":
+		w.parallel(c)
+	default:
+		switch {
+		case shells[c.name]:
+			w.shell(c)
+		case interpreterLang(c.name) != langShell:
+			w.interpreter(c, interpreterLang(c.name))
+		case sqlClients[c.name] != nil:
+			w.sqlClient(c)
+		case strings.Contains(c.prog, "/"):
+			if file, ok := w.writtenScript(arg{val: c.prog, lit: true}); ok {
+				w.runCode(c, langShell, file.s.code(), c.prog, c.sp, positional(c.prog, c.args), false)
+			}
+		default:
+			w.callFunc(c)
+		}
+	}
+}
+
+func joinVia(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " > " + b
+}
+
+// joinCode joins words into one script, as watch and ssh do.
+func joinCode(words []arg) code {
+	if len(words) == 1 {
+		return argCode(words[0])
+	}
+	out := code{known: true, base: -1, anchor: words[0].pos}
+	parts := make([]string, len(words))
+	for i, a := range words {
+		parts[i] = strings.ReplaceAll(a.val, homeMarker, "$HOME")
+		out.taint |= a.taint
+		if !a.lit {
+			out.known, out.taint = false, out.taint|taintUnknown
+		}
+	}
+	out.text = strings.Join(parts, " ")
+	return out
+}
+
+// runCode judges code that c hands to a shell, an interpreter or a database
+// client. Code the detector cannot see is judged by where it comes from: a
+// download or a decoder (their own rules), a file (not judged, like running
+// a script file), anything else built at run time (unresolved-command).
+func (w *walker) runCode(c *command, l lang, src code, via string, sp span, params []arg, shared bool) {
+	via = joinVia(c.via, via)
+	if !src.known {
+		switch {
+		case src.taint&taintDownload != 0:
+			w.d.add(w.f, rulePipeToShell, "runs code downloaded from the network", via, sp)
+		case src.taint&taintDecoded != 0:
+			w.d.add(w.f, ruleDecodedExec, "runs a decoded payload", via, sp)
+		case src.file || l == langSQL:
+		default:
+			w.d.add(w.f, ruleUnresolved, "runs a script built at run time", via, sp)
+		}
+		return
+	}
+	if src.taint&taintDecoded != 0 {
+		w.d.add(w.f, ruleDecodedExec, "runs a decoded payload", via, sp)
+	}
+	texts := []string{src.text}
+	if src.alt != "" {
+		texts = append(texts, src.alt)
+	}
+	for i, text := range texts {
+		base := src.base
+		if i > 0 {
+			base = -1
+		}
+		parent := w.f
+		if src.f != nil {
+			parent = src.f
+		}
+		f := parent.child(text, via, base, src.anchor)
+		switch l {
+		case langShell:
+			e := w.env
+			if !shared {
+				e = e.clone()
+				if params != nil {
+					e.setArgs(params)
+				}
+			}
+			w.d.script(f, e, w.cond, w.inherited(c, src))
+		case langSQL:
+			w.sql(f)
+		default:
+			w.inline(l, f)
+		}
+	}
+}
+
+// eval runs its arguments, joined, as a script in the same shell.
+func (w *walker) eval(c *command) {
+	if len(c.args) == 0 {
+		return
+	}
+	w.runCode(c, langShell, joinCode(c.args), "eval", c.sp, nil, true)
+}
+
+// optionScript runs the value of a -c style option as a script.
+func (w *walker) optionScript(c *command, spec optSpec, names ...string) {
+	_, opts := operands(c.args, spec)
+	for _, o := range opts {
+		if hasOpt([]option{o}, names...) {
+			w.runCode(c, langShell, argCode(o.value), c.name+" -c", c.sp, nil, false)
+		}
+	}
+}
+
+// alias NAME=VALUE: the value is code the shell may run.
+func (w *walker) alias(c *command) {
+	for _, a := range c.args {
+		name, val, ok := strings.Cut(a.val, "=")
+		if !ok || !a.lit && !strings.HasPrefix(a.val, name+"=") {
+			continue
+		}
+		src := argCode(a)
+		src.text = strings.ReplaceAll(val, homeMarker, "$HOME")
+		if src.base >= 0 {
+			src.base += len(name) + 1
+		}
+		w.runCode(c, langShell, src, "alias", c.sp, nil, false)
+	}
+}
+
+// shell judges what a shell runs: its -c string, a script from stdin, or
+// a script operand that is generated content (<(...)).
+func (w *walker) shell(c *command) {
+	hasC, stdin := false, false
+	i := 0
+loop:
+	for ; i < len(c.args); i++ {
+		a := c.args[i]
+		switch v := a.val; {
+		case !a.lit:
+			break loop
+		case v == "--" || v == "-":
+			stdin = stdin || v == "-"
+			i++
+			break loop
+		case v == "-o" || v == "+o" || v == "-O" || v == "+O" || v == "--rcfile" || v == "--init-file":
+			i++
+		case strings.HasPrefix(v, "--"):
+		case len(v) > 1 && v[0] == '-':
+			hasC = hasC || strings.Contains(v[1:], "c")
+			stdin = stdin || strings.Contains(v[1:], "s")
+		case len(v) > 1 && v[0] == '+':
+		default:
+			break loop
+		}
+	}
+	ops := c.args[min(i, len(c.args)):]
+	switch {
+	case hasC:
+		if len(ops) > 0 {
+			params := ops[1:] // sh -c SCRIPT ARG0 ARG1...: $0 is ARG0
+			if len(params) == 0 {
+				params = positional(c.name, nil)
+			}
+			w.runCode(c, langShell, argCode(ops[0]), c.name+" -c", c.sp, params, false)
+		}
+	case len(ops) > 0 && !stdin:
+		w.scriptOperand(c, langShell, ops[0], positional(ops[0].val, ops[1:]))
+	default:
+		w.stdinCode(c, langShell, positional(c.name, ops))
+	}
+}
+
+// positional returns the parameters $0, $1, ... of a script: zero is $0
+// unless args supplies it (sh -c SCRIPT ARG0 ARG1...).
+func positional(zero string, args []arg) []arg {
+	return append([]arg{{val: zero, lit: true, exact: -1}}, args...)
+}
+
+// scriptOperand judges the script file operand of a shell or interpreter:
+// stdin when it is - or /dev/stdin, generated content when it is <(...).
+func (w *walker) scriptOperand(c *command, l lang, op arg, params []arg) {
+	if file, ok := w.writtenScript(op); ok {
+		w.runCode(c, l, file.s.code(), c.name+" "+op.val, c.sp, params, false)
+		return
+	}
+	switch {
+	case op.lit && (op.val == "-" || op.val == "/dev/stdin" || op.val == "/dev/fd/0"):
+		w.stdinCode(c, l, params)
+	case op.taint&taintProc != 0:
+		w.runCode(c, l, code{taint: op.taint &^ taintProc, base: -1, anchor: op.pos}, c.name+" <(...)", c.sp, params, false)
+	}
+}
+
+// stdinCode judges the script a shell or interpreter reads on stdin.
+func (w *walker) stdinCode(c *command, l lang, params []arg) {
+	in := c.stdin
+	if !in.present {
+		return
+	}
+	sp := c.sp
+	if in.start >= 0 && in.start < sp.start {
+		sp.start = in.start
+	}
+	via := "| " + c.name
+	switch in.via {
+	case "heredoc":
+		via = c.name + " <<"
+	case "here-string":
+		via = c.name + " <<<"
+	case "<(...)":
+		via = c.name + " < <(...)"
+	}
+	src := in.code()
+	src.fromStdin = true
+	w.runCode(c, l, src, via, sp, params, false)
+}
+
+// ssh HOST COMMAND... runs the joined command on the remote host; without
+// one, the remote shell reads stdin.
+func (w *walker) ssh(c *command) {
+	rest, _ := skipOptions(c.args, optSpec{short: "BbcDEeFIiJLlmOoPpQRSWw"})
+	if len(rest) == 0 {
+		return
+	}
+	if len(rest) == 1 {
+		w.stdinCode(c, langShell, nil)
+		return
+	}
+	w.runCode(c, langShell, joinCode(rest[1:]), "ssh", c.sp, nil, false)
+}
+
+// inherited is the standard input a nested script shares with c: c's own,
+// unless the script is itself what c reads on stdin.
+func (w *walker) inherited(c *command, src code) stream {
+	in := c.stdin
+	if !in.present || src.fromStdin {
+		return stream{}
+	}
+	in.start = -1
+	if in.f == nil {
+		in.f = w.f
+	}
+	return in
+}

@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// downloaders are programs whose output comes from the network.
+var downloaders = map[string]bool{
+	"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "xh": true,
+	"aria2c": true, "lynx": true, "links": true, "w3m": true, "elinks": true,
+	"nc": true, "ncat": true, "netcat": true, "socat": true, "tftp": true,
+}
+
+// produce returns what command c writes to its standard output, as far as
+// the detector can tell: literal text for echo and printf, the input for
+// cat and tee, decoded text for decoders of known input, a taint for
+// downloads and decoders, listed trees for find and ls.
+func produce(c *command) stream {
+	switch c.name {
+	case "echo":
+		return echoOutput(c)
+	case "printf":
+		return printfOutput(c)
+	case "cat", "tee":
+		files, _ := operands(c.args, optSpec{})
+		files = slices.DeleteFunc(files, func(a arg) bool { return a.lit && a.val == "-" })
+		if c.name == "tee" || len(files) == 0 {
+			out := c.stdin
+			out.present = true
+			return out
+		}
+		return stream{present: true, file: true, start: -1, base: -1, anchor: c.sp.start}
+	case "true", ":", "false":
+		return stream{present: true, known: true, start: -1, base: -1}
+	case "find":
+		roots, _ := findParts(c.args)
+		out := generated()
+		out.paths = roots
+		return out
+	case "ls":
+		ops, _ := operands(c.args, optSpec{short: "IwT", long: []string{"ignore", "width", "tabsize", "hide", "sort", "format", "time", "color", "quoting-style", "indicator-style", "block-size"}})
+		out := generated()
+		out.paths = ops
+		return out
+	}
+	if downloaders[c.name] {
+		out := generated()
+		out.taint |= taintDownload | c.stdin.taint&taintDownload
+		return out
+	}
+	if decode, ok := decoder(c); ok {
+		out := generated()
+		out.taint |= taintDecoded | c.stdin.taint
+		if c.stdin.known {
+			if text, ok := decode(c.stdin.text); ok {
+				out.known, out.text, out.taint = true, text, taintDecoded
+				out.anchor, out.base = c.stdin.anchor, -1
+			}
+		}
+		return out
+	}
+	out := generated()
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded)
+	return out
+}
+
+// echoOutput is echo's output; alt holds the reading with escapes
+// interpreted, since sh's echo interprets them and bash's does not.
+func echoOutput(c *command) stream {
+	args := c.args
+	newline := true
+	for len(args) > 0 && args[0].lit && len(args[0].val) > 1 && args[0].val[0] == '-' &&
+		strings.Trim(args[0].val[1:], "neE") == "" {
+		if strings.Contains(args[0].val, "n") {
+			newline = false
+		}
+		args = args[1:]
+	}
+	text, ok := joinLiterals(args)
+	if !ok {
+		return taintedBy(args)
+	}
+	if newline {
+		text += "\n"
+	}
+	out := stream{present: true, known: true, text: text, via: "pipe", start: -1, base: -1, anchor: c.sp.start}
+	if len(args) == 1 {
+		out.base, out.anchor = args[0].exact, args[0].pos
+	} else if len(args) > 0 {
+		out.anchor = args[0].pos
+	}
+	if alt := interpretEscapes(text, true); alt != text {
+		out.alt = alt
+	}
+	return out
+}
+
+// printfOutput is printf's output; printf -v writes to a variable.
+func printfOutput(c *command) stream {
+	args := c.args
+	if len(args) > 0 && args[0].val == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 || args[0].val == "-v" {
+		return stream{present: true, known: true, start: -1, base: -1}
+	}
+	if _, ok := joinLiterals(args); !ok {
+		return taintedBy(args)
+	}
+	vals := make([]string, len(args)-1)
+	for i, a := range args[1:] {
+		vals[i] = a.val
+	}
+	return stream{present: true, known: true, text: printfText(args[0].val, vals), via: "pipe",
+		start: -1, base: -1, anchor: args[0].pos}
+}
+
+func joinLiterals(args []arg) (string, bool) {
+	vals := make([]string, len(args))
+	for i, a := range args {
+		if !a.lit {
+			return "", false
+		}
+		vals[i] = a.val
+	}
+	return strings.ReplaceAll(strings.Join(vals, " "), homeMarker, "$HOME"), true
+}
+
+// taintedBy is the output of a command that prints words it cannot resolve.
+func taintedBy(args []arg) stream {
+	out := generated()
+	for _, a := range args {
+		out.taint |= a.taint &^ taintProc
+	}
+	return out
+}
+
+// findParts splits find's arguments into its roots and its expression.
+func findParts(args []arg) (roots, expr []arg) {
+	i := 0
+	for i < len(args) && args[i].lit && (args[i].val == "-H" || args[i].val == "-L" || args[i].val == "-P" ||
+		strings.HasPrefix(args[i].val, "-O") || args[i].val == "-D") {
+		if args[i].val == "-D" {
+			i++
+		}
+		i++
+	}
+	args = args[min(i, len(args)):]
+	for i = 0; i < len(args); i++ {
+		v := args[i].val
+		if args[i].lit && (strings.HasPrefix(v, "-") || v == "(" || v == "!" || v == ",") {
+			break
+		}
+	}
+	roots, expr = args[:i], args[i:]
+	if len(roots) == 0 {
+		roots = []arg{{val: ".", lit: true, exact: -1}}
+	}
+	return roots, expr
+}

@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxCalls bounds how many times function bodies are walked again at a call
+// (with the caller's arguments as $1, $2, ...).
+const maxCalls = 16
+
+// hit is one rule firing on the command a matcher looks at.
+type hit struct{ rule, detail string }
+
+type hits []hit
+
+func (h *hits) add(rule, detail string) { *h = append(*h, hit{rule, detail}) }
+
+// run judges one expanded command line: wrappers stripped, matchers run,
+// nested scripts walked. It returns what the command writes to its output.
+func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) stream {
+	c, name, st := unwrap(words)
+	switch st {
+	case runsNothing:
+		return generated()
+	case runsUnresolved:
+		w.unresolved(name, sp, via)
+		return generated()
+	}
+	if name.taint&taintDecoded != 0 {
+		w.d.add(w.f, ruleDecodedExec, "program name comes from a decoded payload", via, sp)
+	}
+	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
+	w.sideEffects(&c)
+	w.recordCommandWrites(&c)
+	w.judge(&c)
+	return produce(&c)
+}
+
+// unresolved reports a command whose program name is not known.
+func (w *walker) unresolved(name arg, sp span, via string) {
+	switch {
+	case name.taint&taintDownload != 0:
+		w.d.add(w.f, rulePipeToShell, "program name comes from a download", via, sp)
+	case name.taint&taintDecoded != 0:
+		w.d.add(w.f, ruleDecodedExec, "program name comes from a decoded payload", via, sp)
+	}
+	w.d.add(w.f, ruleUnresolved, "program name is not a literal the detector can resolve", via, sp)
+}
+
+// judge runs the matchers on c and walks what it runs.
+func (w *walker) judge(c *command) {
+	var h hits
+	if c.priv != "" {
+		h.add(rulePrivilege, c.priv)
+	}
+	for _, m := range matchersFor(c) {
+		m(c, &h)
+	}
+	for _, x := range h {
+		w.d.add(w.f, x.rule, x.detail, c.via, c.sp)
+	}
+	w.nest(c)
+}
+
+// redirects judges a statement's output redirections (writes onto devices,
+// system files, history) and returns the input its redirections give it.
+func (w *walker) redirects(s *syntax.Stmt, in stream, sp span) stream {
+	for _, r := range s.Redirs {
+		w.subst(r.Word)
+		if r.Hdoc != nil {
+			w.subst(r.Hdoc)
+		}
+		kind, ok := outputKind(r)
+		if !ok {
+			continue
+		}
+		c := command{cwd: w.env.cwd}
+		var h hits
+		for _, a := range w.value(r.Word) {
+			for _, t := range c.targets(a) {
+				writeHits(t, kind, "redirection to ", &h)
+			}
+		}
+		for _, x := range h {
+			w.d.add(w.f, x.rule, x.detail, "", sp)
+		}
+	}
+	return w.inputRedirects(s, in)
+}
+
+// outputKind says how a redirection writes its target, if it does.
+func outputKind(r *syntax.Redirect) (writeKind, bool) {
+	switch r.Op {
+	case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll, syntax.RdrAllClob:
+		return writeTruncate, true
+	case syntax.AppOut, syntax.AppClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		return writeModify, true
+	case syntax.DplOut:
+		lit := r.Word.Lit()
+		if lit == "-" || lit != "" && strings.Trim(lit, "0123456789") == "" {
+			return 0, false // >&2, >&-
+		}
+		return writeTruncate, true
+	}
+	return 0, false
+}
+
+// funcDecl records a function and walks its body once with unknown
+// arguments; calls walk it again with their arguments (callFunc).
+func (w *walker) funcDecl(fn *syntax.FuncDecl, sp span) {
+	if detail, ok := matchForkBomb(fn, w.literal); ok {
+		w.d.add(w.f, ruleForkBomb, detail, "", sp)
+	}
+	if fn.Name == nil || fn.Body == nil {
+		return
+	}
+	if w.env.funcs == nil {
+		w.env.funcs = make(map[string]funcDef)
+	}
+	w.env.funcs[fn.Name.Value] = funcDef{decl: fn, f: w.f}
+	args, argsKnown := w.env.args, w.env.argsKnown
+	w.env.args, w.env.argsKnown = nil, false
+	w.cond++
+	w.stmt(fn.Body, stream{})
+	w.cond--
+	w.env.args, w.env.argsKnown = args, argsKnown
+}
+
+// funcDef is a function defined in some frame of the command.
+type funcDef struct {
+	decl *syntax.FuncDecl
+	f    *frame
+}
+
+// callFunc walks the body of a function the script defined, with the
+// call's arguments as positional parameters.
+func (w *walker) callFunc(c *command) {
+	def, ok := w.env.funcs[c.name]
+	if !ok || slices.Contains(w.stack, c.name) || w.d.calls >= maxCalls {
+		return
+	}
+	w.d.calls++
+	args, argsKnown := w.env.args, w.env.argsKnown
+	w.env.setArgs(positional(c.name, c.args))
+	fw := &walker{d: w.d, f: def.f, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), c.name)}
+	fw.stmt(def.decl.Body, c.stdin)
+	w.env.args, w.env.argsKnown = args, argsKnown
+}
+
+// literal returns the value of a word that is one known field.
+func (w *walker) literal(word *syntax.Word) (string, bool) {
+	alts := w.fields(word)
+	if len(alts) != 1 || len(alts[0]) != 1 || !alts[0][0].lit {
+		return "", false
+	}
+	return alts[0][0].val, true
+}

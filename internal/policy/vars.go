@@ -1,0 +1,168 @@
+package policy
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Bounds on what the detector tracks about variables. Past them a value
+// becomes unknown, which fails closed where it matters (a command name).
+const (
+	maxValues   = 8    // distinct values one variable may hold
+	maxValueLen = 4096 // bytes of one value
+)
+
+// value is what the detector knows a variable may hold: any of vals, and
+// possibly something it cannot know (set by the environment, read from
+// input, computed at run time).
+type value struct {
+	vals    []string
+	unknown bool
+}
+
+func known(vals ...string) value { return value{vals: vals} }
+
+var unknownValue = value{unknown: true}
+
+// union returns the values either a or b may hold.
+func union(a, b value) value {
+	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown}
+	for _, v := range b.vals {
+		if !slices.Contains(out.vals, v) {
+			out.vals = append(out.vals, v)
+		}
+	}
+	return out.bounded()
+}
+
+// bounded turns a value that grew past the limits into a partly unknown one.
+func (v value) bounded() value {
+	if len(v.vals) > maxValues {
+		v.vals, v.unknown = v.vals[:maxValues], true
+	}
+	for i := 0; i < len(v.vals); i++ {
+		if len(v.vals[i]) > maxValueLen {
+			v.vals = slices.Delete(slices.Clone(v.vals), i, i+1)
+			v.unknown = true
+			i--
+		}
+	}
+	return v
+}
+
+// env is the shell state the detector tracks while it walks a script in
+// source order: literal variable assignments, the working directory and the
+// positional parameters. It is flow-insensitive where it has to be: an
+// assignment in a branch, loop, subshell or function body adds its value to
+// the ones the variable may already hold instead of replacing them.
+type env struct {
+	vars      map[string]value
+	cwd       value
+	args      []string // $0, $1, $2, ... when argsKnown
+	argsKnown bool
+	funcs     map[string]funcDef // functions defined so far
+	files     map[string]written // files the script wrote, by fileKey
+}
+
+func newEnv() *env { return &env{cwd: unknownValue} }
+
+// clone returns an independent copy, for a script run by another shell
+// process (sh -c) or a function call.
+func (e *env) clone() *env {
+	c := *e
+	if e.vars != nil {
+		c.vars = make(map[string]value, len(e.vars))
+		for k, v := range e.vars {
+			c.vars[k] = v
+		}
+	}
+	if e.files != nil {
+		c.files = make(map[string]written, len(e.files))
+		for k, v := range e.files {
+			c.files[k] = v
+		}
+	}
+	if e.funcs != nil {
+		c.funcs = make(map[string]funcDef, len(e.funcs))
+		for k, v := range e.funcs {
+			c.funcs[k] = v
+		}
+	}
+	return &c
+}
+
+// get returns what the parameter name may hold. A name the script never
+// assigned comes from the environment and is unknown, except HOME, whose
+// value is the home directory (homeMarker), and PWD, the working directory.
+func (e *env) get(name string) value {
+	if v, ok := e.vars[name]; ok {
+		return v
+	}
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+		switch {
+		case !e.argsKnown:
+			return unknownValue
+		case n < len(e.args):
+			return known(e.args[n])
+		}
+		return known("")
+	}
+	switch name {
+	case "HOME":
+		return known(homeMarker)
+	case "PWD":
+		return e.cwd
+	}
+	return unknownValue
+}
+
+// set records an assignment; cond says it may not happen (or may happen in
+// another process), so the old values stay possible.
+func (e *env) set(name string, v value, cond bool) {
+	if cond {
+		v = union(e.get(name), v)
+	}
+	if e.vars == nil {
+		e.vars = make(map[string]value)
+	}
+	e.vars[name] = v.bounded()
+}
+
+// setCwd records a cd, like set.
+func (e *env) setCwd(v value, cond bool) {
+	if cond {
+		v = union(e.cwd, v)
+	}
+	e.cwd = v.bounded()
+}
+
+// setArgs sets the positional parameters $0, $1, ... of a nested script or
+// function call.
+func (e *env) setArgs(args []arg) {
+	e.args, e.argsKnown = make([]string, 0, len(args)), true
+	for _, a := range args {
+		if !a.lit {
+			e.args, e.argsKnown = nil, false
+			return
+		}
+		e.args = append(e.args, a.val)
+	}
+}
+
+// ifs returns the characters that split unquoted expansions: every
+// character any known IFS value holds (splitting more fails closed), the
+// default white space when IFS may be unset or unknown.
+func (e *env) ifs() string {
+	v, ok := e.vars["IFS"]
+	if !ok {
+		return " \t\n"
+	}
+	out := ""
+	if v.unknown {
+		out = " \t\n"
+	}
+	for _, s := range v.vals {
+		out += s
+	}
+	return out
+}

@@ -1,0 +1,256 @@
+package policy
+
+import (
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// walker walks one script in source order, tracking variables, and judges
+// every command that would run: simple commands in lists, pipelines,
+// subshells, blocks, if/while/for/case bodies, functions, $(...), `...` and
+// <(...), with the input each one reads.
+type walker struct {
+	d     *detector
+	f     *frame
+	env   *env
+	cond  int      // >0: what runs here may not run, or runs in a subshell
+	stack []string // functions being walked at a call, against recursion
+}
+
+func (w *walker) stmts(list []*syntax.Stmt, in stream) {
+	for _, s := range list {
+		w.stmt(s, in)
+	}
+}
+
+// stmtSpan is the text of a statement without its terminator (; or &).
+func stmtSpan(s *syntax.Stmt) span {
+	end := s.Position.Offset()
+	if s.Cmd != nil {
+		end = max(end, s.Cmd.End().Offset())
+	}
+	for _, r := range s.Redirs {
+		if r.Word != nil {
+			end = max(end, r.Word.End().Offset())
+		}
+	}
+	return span{int(s.Position.Offset()), int(end)}
+}
+
+// stmt walks one statement reading in as its standard input and returns
+// what it writes to its standard output, as far as the detector can tell.
+func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
+	if s.Background || s.Coprocess {
+		w.cond++
+		defer func() { w.cond-- }()
+	}
+	sp := stmtSpan(s)
+	in = w.redirects(s, in, sp)
+	switch c := s.Cmd.(type) {
+	case nil:
+		return stream{}
+	case *syntax.CallExpr:
+		out := w.call(c, in, sp)
+		w.recordRedirects(s, out)
+		return out
+	case *syntax.BinaryCmd:
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			return w.pipeline(s, in)
+		}
+		out := w.stmt(c.X, in)
+		w.cond++
+		out = out.merge(w.stmt(c.Y, stream{}))
+		w.cond--
+		return out
+	case *syntax.Subshell:
+		w.cond++
+		defer func() { w.cond-- }()
+		return w.list(c.Stmts, in)
+	case *syntax.Block:
+		return w.list(c.Stmts, in)
+	case *syntax.IfClause:
+		w.ifClause(c, false)
+	case *syntax.WhileClause:
+		w.cond++
+		w.stmts(c.Cond, stream{})
+		w.stmts(c.Do, stream{})
+		w.cond--
+	case *syntax.ForClause:
+		w.forClause(c)
+	case *syntax.CaseClause:
+		w.subst(c.Word)
+		w.cond++
+		for _, item := range c.Items {
+			for _, p := range item.Patterns {
+				w.subst(p)
+			}
+			w.stmts(item.Stmts, stream{})
+		}
+		w.cond--
+	case *syntax.FuncDecl:
+		w.funcDecl(c, sp)
+	case *syntax.DeclClause:
+		w.decl(c, sp)
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			return w.stmt(c.Stmt, in)
+		}
+	case *syntax.CoprocClause:
+		w.cond++
+		w.stmt(c.Stmt, in)
+		w.cond--
+	default: // (( )), [[ ]], let, bats tests: only their substitutions run commands
+		w.subst(c)
+	}
+	return generated()
+}
+
+// list walks statements that share one input and one output.
+func (w *walker) list(list []*syntax.Stmt, in stream) stream {
+	var out stream
+	for _, s := range list {
+		out = out.merge(w.stmt(s, in))
+	}
+	return out
+}
+
+func (w *walker) ifClause(c *syntax.IfClause, nested bool) {
+	if nested {
+		w.cond++
+		defer func() { w.cond-- }()
+	}
+	w.stmts(c.Cond, stream{})
+	w.cond++
+	w.stmts(c.Then, stream{})
+	w.cond--
+	if c.Else != nil {
+		w.ifClause(c.Else, true)
+	}
+}
+
+func (w *walker) forClause(c *syntax.ForClause) {
+	w.cond++
+	defer func() { w.cond-- }()
+	switch loop := c.Loop.(type) {
+	case *syntax.WordIter:
+		v := value{}
+		for _, item := range loop.Items {
+			w.subst(item)
+			for _, alt := range w.fields(item) {
+				for _, a := range alt {
+					if a.lit {
+						v.vals = append(v.vals, a.val)
+					} else {
+						v.unknown = true
+					}
+				}
+			}
+		}
+		if len(loop.Items) == 0 { // for x; do: the positional parameters
+			v = unknownValue
+		}
+		w.env.set(loop.Name.Value, v.bounded(), true)
+	default:
+		w.subst(loop)
+	}
+	w.stmts(c.Do, stream{})
+}
+
+// pipeline walks a | b | c left to right, the first stage reading in and
+// each other stage what the previous one writes.
+func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
+	stages := flattenPipe(s, nil)
+	w.cond++ // every stage runs in a subshell
+	defer func() { w.cond-- }()
+	start := int(s.Position.Offset())
+	for _, st := range stages {
+		out := w.stmt(st, in)
+		out.start = start
+		in = out
+	}
+	return in
+}
+
+func flattenPipe(s *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
+	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) &&
+		len(s.Redirs) == 0 && !s.Negated {
+		return flattenPipe(b.Y, flattenPipe(b.X, out))
+	}
+	return append(out, s)
+}
+
+// subst walks the commands that substitutions inside node run: $(...),
+// `...` and <(...). They run in subshells.
+func (w *walker) subst(node syntax.Node) {
+	if node == nil {
+		return
+	}
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			w.cond++
+			w.stmts(n.Stmts, stream{})
+			w.cond--
+			return false
+		case *syntax.ProcSubst:
+			w.cond++
+			w.stmts(n.Stmts, stream{})
+			w.cond--
+			return false
+		}
+		return true
+	})
+}
+
+// call walks a simple command: the substitutions in its words first, then
+// the assignments (when it has no command), then every alternative
+// expansion of its words as a command.
+func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
+	for _, a := range ce.Assigns {
+		w.subst(a)
+	}
+	for _, word := range ce.Args {
+		w.subst(word)
+	}
+	if len(ce.Args) == 0 {
+		for _, a := range ce.Assigns {
+			w.assign(a, false, sp)
+		}
+		return stream{}
+	}
+	var out stream
+	for i, words := range w.argLists(ce.Args) {
+		o := w.run(words, in, sp, "", false)
+		if i == 0 {
+			out = o
+		} else {
+			out = out.merge(o)
+		}
+	}
+	return out
+}
+
+// argLists expands the words of a command into up to maxCombos alternative
+// argument lists.
+func (w *walker) argLists(words []*syntax.Word) [][]arg {
+	lists := [][]arg{make([]arg, 0, len(words))}
+	for _, word := range words {
+		alts := w.fields(word)
+		if len(alts) == 1 {
+			for i := range lists {
+				lists[i] = append(lists[i], alts[0]...)
+			}
+			continue
+		}
+		next := make([][]arg, 0, len(lists)*len(alts))
+		for _, l := range lists {
+			for _, alt := range alts {
+				if len(next) == maxCombos {
+					break
+				}
+				next = append(next, append(append([]arg(nil), l...), alt...))
+			}
+		}
+		lists = next
+	}
+	return lists
+}
