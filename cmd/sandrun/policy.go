@@ -60,7 +60,7 @@ func (c cli) policyCheck(args []string) error {
 			return usageErr("--approval: %v", err)
 		}
 	}
-	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), HostAccess: *host})
+	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), Isolated: !*host})
 	verdict := "approve"
 	if !dec.Allow {
 		verdict = "deny"

@@ -37,7 +37,7 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	reqs := make([]Request, len(agentCommands))
 	for i, c := range agentCommands {
-		reqs[i] = Request{Command: c, Origin: "subagent", Mode: ModeDeny, HostAccess: true}
+		reqs[i] = Request{Command: c, Origin: "subagent", Mode: ModeDeny}
 	}
 	b.ReportAllocs()
 	n := 0

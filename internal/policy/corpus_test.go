@@ -72,7 +72,7 @@ func TestCorpus(t *testing.T) {
 	var dangerous, benign, falseNeg, falsePos int
 	rulesSeen := map[string]bool{}
 	for _, c := range entries {
-		d := e.Decide(Request{Command: c.command, Origin: "manual", Mode: ModeDeny, HostAccess: true})
+		d := e.Decide(Request{Command: c.command, Origin: "manual", Mode: ModeDeny})
 		got := make([]string, len(d.Matches))
 		for i, m := range d.Matches {
 			got[i] = m.Rule

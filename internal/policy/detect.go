@@ -49,9 +49,10 @@ func detect(cmd string) (out []finding) {
 // detector collects the findings of one command.
 type detector struct {
 	findings []finding
-	scripts  int // scripts parsed so far
-	parsed   int // bytes of nested scripts parsed so far
-	calls    int // function bodies walked again at a call
+	scripts  int  // scripts parsed so far
+	parsed   int  // bytes of nested scripts parsed so far
+	calls    int  // function bodies walked again at a call
+	tooDeep  bool // a script nested past maxDepth was reported
 }
 
 func (d *detector) result() []finding {
@@ -151,10 +152,50 @@ func (d *detector) addHost(f *frame, ruleID, detail, via string, sp span, hostOn
 	})
 }
 
+// maxParseDepth bounds the nesting of brackets and compound commands in a
+// script handed to the parser, whose recursion would otherwise exhaust the
+// stack on hostile input (a fatal error, not a panic).
+const maxParseDepth = 1000
+
+// errTooDeep is the parse error of a script nested past maxParseDepth.
+var errTooDeep = errors.New("nested too deeply to parse")
+
 // parse parses src as bash, the most permissive dialect a job's sh -c may be.
 // A new parser per call keeps detect safe for concurrent use.
 func parse(src string) (*syntax.File, error) {
+	if len(src) > maxParseDepth && nestingDepth(src) > maxParseDepth {
+		return nil, errTooDeep
+	}
 	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+}
+
+// nestingDepth over-approximates how deep src nests: brackets, and the
+// keywords that open (if, while, until, for, case, select) and close (fi,
+// done, esac) compound commands, quotes ignored.
+func nestingDepth(src string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '(' || c == '{' || c == '[':
+			depth++
+		case c == ')' || c == '}' || c == ']':
+			depth = max(depth-1, 0)
+		case c >= 'a' && c <= 'z' && (i == 0 || !isIdentByte(src[i-1])):
+			j := i
+			for j < len(src) && isIdentByte(src[j]) {
+				j++
+			}
+			switch src[i:j] {
+			case "if", "while", "until", "for", "case", "select":
+				depth++
+			case "fi", "done", "esac":
+				depth = max(depth-1, 0)
+			}
+			i = j - 1
+		}
+		deepest = max(deepest, depth)
+	}
+	return deepest
 }
 
 // errorLine returns the line of src where parsing failed.
@@ -175,6 +216,9 @@ func errorLine(src string, err error) span {
 // describeParseError names where parsing failed without echoing the
 // command text, which may hold secrets.
 func describeParseError(err error) string {
+	if errors.Is(err, errTooDeep) {
+		return fmt.Sprintf("nested more than %d levels: too deep to parse", maxParseDepth)
+	}
 	var pe syntax.ParseError
 	if errors.As(err, &pe) {
 		return fmt.Sprintf("does not parse as shell (error at %s)", pe.Pos)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -292,4 +293,25 @@ func shellQuote(s string) string {
 		}
 	}
 	return out + "'"
+}
+
+// TestDetectHostileNesting checks that deeply nested input fails closed
+// instead of exhausting the stack (a fatal error the worker cannot recover).
+func TestDetectHostileNesting(t *testing.T) {
+	t.Parallel()
+	const n = 300000
+	for _, cmd := range []string{
+		strings.Repeat("(", n) + "x" + strings.Repeat(")", n),
+		strings.Repeat("$(", n) + "x" + strings.Repeat(")", n),
+		strings.Repeat("if a; then ", n) + "x" + strings.Repeat("; fi", n),
+		strings.Repeat("{ ", 500) + "rm -rf /;" + strings.Repeat(" }", 500),
+	} {
+		if got := firedRules(cmd); len(got) == 0 {
+			t.Errorf("detect(%.40q...) fired nothing, want a fail-closed rule", cmd)
+		}
+	}
+	// A negated pipeline once recursed forever.
+	if got := firedRules("! " + strings.Repeat("a | ", 1000) + "rm -rf /"); !slices.Equal(got, []string{ruleRmRoot}) {
+		t.Errorf("negated pipeline fired %q", got)
+	}
 }

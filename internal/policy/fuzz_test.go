@@ -48,7 +48,7 @@ func FuzzDecide(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, cmd, origin, mode string, hostAccess bool) {
-		d := e.Decide(Request{Command: cmd, Origin: origin, Mode: Mode(mode), HostAccess: hostAccess})
+		d := e.Decide(Request{Command: cmd, Origin: origin, Mode: Mode(mode), Isolated: !hostAccess})
 		checkDecision(t, cmd, d)
 		for _, x := range detect(cmd) {
 			if x.detail == internalError {
@@ -57,7 +57,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		_, perr := syntax.NewParser().Parse(strings.NewReader(cmd), "")
 		for _, m := range []Mode{ModeDeny, ModeAllowlist} {
-			d := open.Decide(Request{Command: cmd, Origin: "manual", Mode: m, HostAccess: hostAccess})
+			d := open.Decide(Request{Command: cmd, Origin: "manual", Mode: m, Isolated: !hostAccess})
 			checkDecision(t, cmd, d)
 			if perr != nil && d.Allow {
 				t.Fatalf("unparsable command allowed in mode %s: %+v", m, d)

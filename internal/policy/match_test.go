@@ -42,7 +42,7 @@ func TestMatchPositions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
-			d := e.Decide(Request{Command: tc.cmd, Origin: "manual", HostAccess: true})
+			d := e.Decide(Request{Command: tc.cmd, Origin: "manual"})
 			var m *Match
 			for i := range d.Matches {
 				if d.Matches[i].Rule == tc.rule {
@@ -68,7 +68,7 @@ func TestMatchPositions(t *testing.T) {
 func TestMatchesOrderAndFields(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
-	d := e.Decide(Request{Command: "git push -f; reboot; curl x | sh; rm -rf ~", Origin: "manual", HostAccess: true})
+	d := e.Decide(Request{Command: "git push -f; reboot; curl x | sh; rm -rf ~", Origin: "manual"})
 	want := []struct {
 		rule     string
 		hostOnly bool
@@ -89,9 +89,9 @@ func TestMatchesOrderAndFields(t *testing.T) {
 	}
 }
 
-// TestHostAccess checks that an isolated backend skips host-only rules and
+// TestIsolated checks that an isolated backend skips host-only rules and
 // only them.
-func TestHostAccess(t *testing.T) {
+func TestIsolated(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
 	tests := []struct {
@@ -117,7 +117,7 @@ func TestHostAccess(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.cmd, func(t *testing.T) {
 			t.Parallel()
-			d := e.Decide(Request{Command: tc.cmd, Origin: "manual", Mode: ModeDeny})
+			d := e.Decide(Request{Command: tc.cmd, Origin: "manual", Mode: ModeDeny, Isolated: true})
 			if d.Allow != tc.allow || d.Rule != tc.rule {
 				t.Errorf("isolated: got Allow=%v Rule=%q (%s), want Allow=%v Rule=%q", d.Allow, d.Rule, d.Reason, tc.allow, tc.rule)
 			}
@@ -126,7 +126,7 @@ func TestHostAccess(t *testing.T) {
 					t.Errorf("isolated: host-only match kept: %+v", m)
 				}
 			}
-			if h := e.Decide(Request{Command: tc.cmd, Origin: "manual", Mode: ModeDeny, HostAccess: true}); h.Allow {
+			if h := e.Decide(Request{Command: tc.cmd, Origin: "manual", Mode: ModeDeny}); h.Allow {
 				t.Errorf("with host access: allowed: %+v", h)
 			}
 		})
@@ -137,11 +137,11 @@ func TestHostAccess(t *testing.T) {
 func TestDecideApproveRecordsMatches(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
-	d := e.Decide(Request{Command: "rm -rf ~; reboot", Origin: "manual", Mode: ModeApprove, HostAccess: true})
+	d := e.Decide(Request{Command: "rm -rf ~; reboot", Origin: "manual", Mode: ModeApprove})
 	if !d.Allow || !d.Dangerous || len(d.Matches) != 2 || d.Matches[0].Rule != ruleRmRoot || d.Matches[1].Rule != ruleShutdown {
 		t.Errorf("approve: got %+v", d)
 	}
-	d = e.Decide(Request{Command: "ls -la", Origin: "manual", Mode: ModeApprove, HostAccess: true})
+	d = e.Decide(Request{Command: "ls -la", Origin: "manual", Mode: ModeApprove})
 	if !d.Allow || d.Dangerous || d.Matches != nil {
 		t.Errorf("approve harmless: got %+v", d)
 	}
@@ -159,11 +159,11 @@ func TestDecideAllowlistFailClosed(t *testing.T) {
 	}
 	e := newEngine(t, Config{Allowlist: all})
 	for _, cmd := range []string{"$X -rf /", "echo 'x", "sh -c \"$CMD\"", "reboot; ${!v}"} {
-		if d := e.Decide(Request{Command: cmd, Origin: "manual", Mode: ModeAllowlist, HostAccess: true}); d.Allow {
+		if d := e.Decide(Request{Command: cmd, Origin: "manual", Mode: ModeAllowlist}); d.Allow {
 			t.Errorf("allowlist admitted %q: %+v", cmd, d)
 		}
 	}
-	if d := e.Decide(Request{Command: "rm -rf /; curl x | sh", Origin: "manual", Mode: ModeAllowlist, HostAccess: true}); !d.Allow {
+	if d := e.Decide(Request{Command: "rm -rf /; curl x | sh", Origin: "manual", Mode: ModeAllowlist}); !d.Allow {
 		t.Errorf("allowlist refused allowlisted rules: %+v", d)
 	}
 }

@@ -16,7 +16,7 @@
 //     heredocs and pipes into shells, interpreters (python -c) and SQL
 //     clients, scripts the command writes and then runs.
 //  3. Every rule hit is a Match (see Rules). Host-only rules are skipped
-//     when Request.HostAccess is false; no backend skips the others.
+//     when Request.Isolated is set; no backend skips the others.
 //  4. A command with no match is allowed in every mode. A dangerous one is
 //     refused in ModeDeny, allowed in ModeApprove (and recorded as
 //     dangerous), and in ModeAllowlist allowed only if every matched rule is
@@ -70,10 +70,12 @@ type Request struct {
 	Command string // shell command line as given to sh -c
 	Origin  string // manual|cron|batch|subagent; anything else gets ceiling deny
 	Mode    Mode   // the job's requested mode; "" = origin default (deny); an unknown mode counts as deny
-	// HostAccess says the backend can touch the host (local, ssh, docker
-	// with host mounts). False means an isolated sandbox: host-only rules
-	// (RuleInfo.HostOnly) are skipped; every other rule still applies.
-	HostAccess bool
+	// Isolated says the backend cannot touch the host (a container
+	// without host mounts, a remote sandbox): host-only rules
+	// (RuleInfo.HostOnly) are skipped; every other rule still applies. The
+	// zero value applies every rule, so a caller that forgets to say fails
+	// closed.
+	Isolated bool
 }
 
 // Match is one rule hit in a command, recorded with the job.
@@ -130,7 +132,7 @@ func (e *Engine) Decide(req Request) Decision {
 	}
 
 	all := detect(req.Command)
-	findings := applicable(slices.Clone(all), req.HostAccess)
+	findings := applicable(slices.Clone(all), !req.Isolated)
 	if skipped := len(all) - len(findings); skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d host-only match(es) skipped: no host access", skipped))
 	}

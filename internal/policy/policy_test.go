@@ -40,26 +40,26 @@ func TestDecideModes(t *testing.T) {
 		dangerous bool
 		rule      string
 	}{
-		{"default is deny", Request{HostAccess: true, Command: dangerous, Origin: "manual"}, false, ModeDeny, true, ruleRmRoot},
-		{"default deny for cron", Request{HostAccess: true, Command: dangerous, Origin: "cron"}, false, ModeDeny, true, ruleRmRoot},
-		{"default deny for batch", Request{HostAccess: true, Command: dangerous, Origin: "batch"}, false, ModeDeny, true, ruleRmRoot},
-		{"default deny for subagent", Request{HostAccess: true, Command: dangerous, Origin: "subagent"}, false, ModeDeny, true, ruleRmRoot},
-		{"deny refuses dangerous", Request{HostAccess: true, Command: dangerous, Origin: "manual", Mode: ModeDeny}, false, ModeDeny, true, ruleRmRoot},
-		{"deny allows harmless", Request{HostAccess: true, Command: harmless, Origin: "manual", Mode: ModeDeny}, true, ModeDeny, false, ""},
-		{"approve allows dangerous", Request{HostAccess: true, Command: dangerous, Origin: "manual", Mode: ModeApprove}, true, ModeApprove, true, ruleRmRoot},
-		{"approve allows harmless", Request{HostAccess: true, Command: harmless, Origin: "manual", Mode: ModeApprove}, true, ModeApprove, false, ""},
-		{"approve allows unparsable", Request{HostAccess: true, Command: "echo '", Origin: "manual", Mode: ModeApprove}, true, ModeApprove, true, ruleUnparsable},
-		{"allowlist admits listed rule", Request{HostAccess: true, Command: "reboot", Origin: "cron", Mode: ModeAllowlist}, true, ModeAllowlist, true, ruleShutdown},
-		{"allowlist admits all listed rules", Request{HostAccess: true, Command: "mkfs.ext4 /dev/sdb && reboot", Origin: "cron", Mode: ModeAllowlist}, true, ModeAllowlist, true, ruleMkfs},
-		{"allowlist refuses unlisted rule", Request{HostAccess: true, Command: dangerous, Origin: "cron", Mode: ModeAllowlist}, false, ModeAllowlist, true, ruleRmRoot},
-		{"allowlist refuses if any rule unlisted", Request{HostAccess: true, Command: "reboot; rm -rf /", Origin: "cron", Mode: ModeAllowlist}, false, ModeAllowlist, true, ruleShutdown},
-		{"allowlist allows harmless", Request{HostAccess: true, Command: harmless, Origin: "cron", Mode: ModeAllowlist}, true, ModeAllowlist, false, ""},
-		{"deny fails closed on parse error", Request{HostAccess: true, Command: "echo 'x", Origin: "manual", Mode: ModeDeny}, false, ModeDeny, true, ruleUnparsable},
-		{"allowlist fails closed on parse error", Request{HostAccess: true, Command: "echo 'x", Origin: "manual", Mode: ModeAllowlist}, false, ModeAllowlist, true, ruleUnparsable},
-		{"unknown requested mode counts as deny", Request{HostAccess: true, Command: dangerous, Origin: "manual", Mode: "yolo"}, false, ModeDeny, true, ruleRmRoot},
-		{"unknown origin gets ceiling deny", Request{HostAccess: true, Command: dangerous, Origin: "martian", Mode: ModeApprove}, false, ModeDeny, true, ruleRmRoot},
-		{"empty origin gets ceiling deny", Request{HostAccess: true, Command: dangerous, Mode: ModeApprove}, false, ModeDeny, true, ruleRmRoot},
-		{"unknown origin still runs harmless", Request{HostAccess: true, Command: harmless, Origin: "martian"}, true, ModeDeny, false, ""},
+		{"default is deny", Request{Command: dangerous, Origin: "manual"}, false, ModeDeny, true, ruleRmRoot},
+		{"default deny for cron", Request{Command: dangerous, Origin: "cron"}, false, ModeDeny, true, ruleRmRoot},
+		{"default deny for batch", Request{Command: dangerous, Origin: "batch"}, false, ModeDeny, true, ruleRmRoot},
+		{"default deny for subagent", Request{Command: dangerous, Origin: "subagent"}, false, ModeDeny, true, ruleRmRoot},
+		{"deny refuses dangerous", Request{Command: dangerous, Origin: "manual", Mode: ModeDeny}, false, ModeDeny, true, ruleRmRoot},
+		{"deny allows harmless", Request{Command: harmless, Origin: "manual", Mode: ModeDeny}, true, ModeDeny, false, ""},
+		{"approve allows dangerous", Request{Command: dangerous, Origin: "manual", Mode: ModeApprove}, true, ModeApprove, true, ruleRmRoot},
+		{"approve allows harmless", Request{Command: harmless, Origin: "manual", Mode: ModeApprove}, true, ModeApprove, false, ""},
+		{"approve allows unparsable", Request{Command: "echo '", Origin: "manual", Mode: ModeApprove}, true, ModeApprove, true, ruleUnparsable},
+		{"allowlist admits listed rule", Request{Command: "reboot", Origin: "cron", Mode: ModeAllowlist}, true, ModeAllowlist, true, ruleShutdown},
+		{"allowlist admits all listed rules", Request{Command: "mkfs.ext4 /dev/sdb && reboot", Origin: "cron", Mode: ModeAllowlist}, true, ModeAllowlist, true, ruleMkfs},
+		{"allowlist refuses unlisted rule", Request{Command: dangerous, Origin: "cron", Mode: ModeAllowlist}, false, ModeAllowlist, true, ruleRmRoot},
+		{"allowlist refuses if any rule unlisted", Request{Command: "reboot; rm -rf /", Origin: "cron", Mode: ModeAllowlist}, false, ModeAllowlist, true, ruleShutdown},
+		{"allowlist allows harmless", Request{Command: harmless, Origin: "cron", Mode: ModeAllowlist}, true, ModeAllowlist, false, ""},
+		{"deny fails closed on parse error", Request{Command: "echo 'x", Origin: "manual", Mode: ModeDeny}, false, ModeDeny, true, ruleUnparsable},
+		{"allowlist fails closed on parse error", Request{Command: "echo 'x", Origin: "manual", Mode: ModeAllowlist}, false, ModeAllowlist, true, ruleUnparsable},
+		{"unknown requested mode counts as deny", Request{Command: dangerous, Origin: "manual", Mode: "yolo"}, false, ModeDeny, true, ruleRmRoot},
+		{"unknown origin gets ceiling deny", Request{Command: dangerous, Origin: "martian", Mode: ModeApprove}, false, ModeDeny, true, ruleRmRoot},
+		{"empty origin gets ceiling deny", Request{Command: dangerous, Mode: ModeApprove}, false, ModeDeny, true, ruleRmRoot},
+		{"unknown origin still runs harmless", Request{Command: harmless, Origin: "martian"}, true, ModeDeny, false, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,13 +86,13 @@ func TestDecideCeiling(t *testing.T) {
 		mode   Mode
 		capped bool
 	}{
-		{"manual approve within ceiling", Request{HostAccess: true, Command: dangerous, Origin: "manual", Mode: ModeApprove}, true, ModeApprove, false},
-		{"cron approve within ceiling", Request{HostAccess: true, Command: dangerous, Origin: "cron", Mode: ModeApprove}, true, ModeApprove, false},
-		{"subagent approve capped to allowlist", Request{HostAccess: true, Command: dangerous, Origin: "subagent", Mode: ModeApprove}, false, ModeAllowlist, true},
-		{"subagent allowlist not capped", Request{HostAccess: true, Command: dangerous, Origin: "subagent", Mode: ModeAllowlist}, false, ModeAllowlist, false},
-		{"subagent deny not capped", Request{HostAccess: true, Command: dangerous, Origin: "subagent", Mode: ModeDeny}, false, ModeDeny, false},
-		{"default mode never capped", Request{HostAccess: true, Command: dangerous, Origin: "subagent"}, false, ModeDeny, false},
-		{"capped harmless still allowed", Request{HostAccess: true, Command: harmless, Origin: "subagent", Mode: ModeApprove}, true, ModeAllowlist, true},
+		{"manual approve within ceiling", Request{Command: dangerous, Origin: "manual", Mode: ModeApprove}, true, ModeApprove, false},
+		{"cron approve within ceiling", Request{Command: dangerous, Origin: "cron", Mode: ModeApprove}, true, ModeApprove, false},
+		{"subagent approve capped to allowlist", Request{Command: dangerous, Origin: "subagent", Mode: ModeApprove}, false, ModeAllowlist, true},
+		{"subagent allowlist not capped", Request{Command: dangerous, Origin: "subagent", Mode: ModeAllowlist}, false, ModeAllowlist, false},
+		{"subagent deny not capped", Request{Command: dangerous, Origin: "subagent", Mode: ModeDeny}, false, ModeDeny, false},
+		{"default mode never capped", Request{Command: dangerous, Origin: "subagent"}, false, ModeDeny, false},
+		{"capped harmless still allowed", Request{Command: harmless, Origin: "subagent", Mode: ModeApprove}, true, ModeAllowlist, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,16 +111,16 @@ func TestDecideCeiling(t *testing.T) {
 func TestDecideCeilingDenyForOrigin(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, Config{Ceiling: map[string]Mode{"cron": ModeDeny}})
-	d := e.Decide(Request{HostAccess: true, Command: dangerous, Origin: "cron", Mode: ModeApprove})
+	d := e.Decide(Request{Command: dangerous, Origin: "cron", Mode: ModeApprove})
 	if d.Allow || d.Mode != ModeDeny || !d.Capped {
 		t.Errorf("cron ceiling deny: got %+v", d)
 	}
 	// Origins not named keep DefaultCeiling.
-	d = e.Decide(Request{HostAccess: true, Command: dangerous, Origin: "manual", Mode: ModeApprove})
+	d = e.Decide(Request{Command: dangerous, Origin: "manual", Mode: ModeApprove})
 	if !d.Allow || d.Mode != ModeApprove || d.Capped {
 		t.Errorf("manual default ceiling: got %+v", d)
 	}
-	d = e.Decide(Request{HostAccess: true, Command: dangerous, Origin: "subagent", Mode: ModeApprove})
+	d = e.Decide(Request{Command: dangerous, Origin: "subagent", Mode: ModeApprove})
 	if d.Allow || d.Mode != ModeAllowlist || !d.Capped {
 		t.Errorf("subagent default ceiling: got %+v", d)
 	}
@@ -129,7 +129,7 @@ func TestDecideCeilingDenyForOrigin(t *testing.T) {
 func TestDecideZeroConfig(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, Config{})
-	if d := e.Decide(Request{HostAccess: true, Command: dangerous, Origin: "batch", Mode: ModeApprove}); !d.Allow || d.Mode != ModeApprove {
+	if d := e.Decide(Request{Command: dangerous, Origin: "batch", Mode: ModeApprove}); !d.Allow || d.Mode != ModeApprove {
 		t.Errorf("zero Config, batch approve: got %+v", d)
 	}
 }
@@ -137,11 +137,11 @@ func TestDecideZeroConfig(t *testing.T) {
 func TestDecideAllowlistCannotAdmitUnparsable(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, Config{Allowlist: []string{ruleRmRoot, ruleMkfs, ruleDDDevice, ruleForkBomb, ruleShutdown}})
-	d := e.Decide(Request{HostAccess: true, Command: "rm -rf / ; echo 'x", Origin: "manual", Mode: ModeAllowlist})
+	d := e.Decide(Request{Command: "rm -rf / ; echo 'x", Origin: "manual", Mode: ModeAllowlist})
 	if d.Allow || d.Rule != ruleUnparsable {
 		t.Errorf("got %+v, want denied unparsable", d)
 	}
-	d = e.Decide(Request{HostAccess: true, Command: "sh -c 'rm -rf /'; bash -c 'echo \"'", Origin: "manual", Mode: ModeAllowlist})
+	d = e.Decide(Request{Command: "sh -c 'rm -rf /'; bash -c 'echo \"'", Origin: "manual", Mode: ModeAllowlist})
 	if d.Allow || !strings.Contains(d.Reason, "not allowlisted: unparsable") {
 		t.Errorf("nested parse error in allowlist mode: got %+v", d)
 	}
@@ -154,12 +154,12 @@ func TestDecideReason(t *testing.T) {
 		req  Request
 		want []string
 	}{
-		{Request{HostAccess: true, Command: "rm -rf /", Origin: "manual"}, []string{"denied in mode deny: rm-root (rm -r on \"/\")"}},
-		{Request{HostAccess: true, Command: "rm -rf $HOME", Origin: "manual", Mode: ModeApprove}, []string{"allowed", "approved-dangerous", `"$HOME"`}},
-		{Request{HostAccess: true, Command: "reboot", Origin: "subagent", Mode: ModeAllowlist}, []string{"denied", "not allowlisted: shutdown"}},
-		{Request{HostAccess: true, Command: "echo hi", Origin: "cron"}, []string{"allowed", "no dangerous command"}},
-		{Request{HostAccess: true, Command: "sh -c 'dd if=x of=/dev/sda'", Origin: "manual"}, []string{"sh -c: dd of=\"/dev/sda\""}},
-		{Request{HostAccess: true, Command: "echo hi", Origin: "nope"}, []string{`unknown origin "nope"`}},
+		{Request{Command: "rm -rf /", Origin: "manual"}, []string{"denied in mode deny: rm-root (rm -r on \"/\")"}},
+		{Request{Command: "rm -rf $HOME", Origin: "manual", Mode: ModeApprove}, []string{"allowed", "approved-dangerous", `"$HOME"`}},
+		{Request{Command: "reboot", Origin: "subagent", Mode: ModeAllowlist}, []string{"denied", "not allowlisted: shutdown"}},
+		{Request{Command: "echo hi", Origin: "cron"}, []string{"allowed", "no dangerous command"}},
+		{Request{Command: "sh -c 'dd if=x of=/dev/sda'", Origin: "manual"}, []string{"sh -c: dd of=\"/dev/sda\""}},
+		{Request{Command: "echo hi", Origin: "nope"}, []string{`unknown origin "nope"`}},
 	}
 	for _, tc := range tests {
 		d := e.Decide(tc.req)
@@ -183,7 +183,7 @@ func TestDecideReasonHasNoSecrets(t *testing.T) {
 		"sh -c 'echo " + secret + "; rm -rf /'",
 		"rm -rf --no-preserve-root " + secret,
 	} {
-		d := e.Decide(Request{HostAccess: true, Command: cmd, Origin: "manual"})
+		d := e.Decide(Request{Command: cmd, Origin: "manual"})
 		if !d.Dangerous {
 			t.Errorf("Decide(%q) not dangerous", cmd)
 		}
@@ -196,7 +196,7 @@ func TestDecideReasonHasNoSecrets(t *testing.T) {
 func TestDecideManyFindingsSummarised(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
-	d := e.Decide(Request{HostAccess: true, Command: "reboot; reboot; reboot; reboot; reboot", Origin: "manual"})
+	d := e.Decide(Request{Command: "reboot; reboot; reboot; reboot; reboot", Origin: "manual"})
 	if !strings.Contains(d.Reason, "and 2 more") {
 		t.Errorf("Reason = %q, want a summary of the extra findings", d.Reason)
 	}
@@ -210,7 +210,7 @@ func TestEngineConcurrentUse(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range 50 {
-				e.Decide(Request{HostAccess: true, Command: "sh -c 'rm -rf /'", Origin: "subagent", Mode: ModeApprove})
+				e.Decide(Request{Command: "sh -c 'rm -rf /'", Origin: "subagent", Mode: ModeApprove})
 			}
 		}()
 	}

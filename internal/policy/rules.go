@@ -98,7 +98,7 @@ var rules = []rule{
 			"--cap-add ALL|SYS_ADMIN|SYS_MODULE|SYS_PTRACE|SYS_RAWIO|DAC_READ_SEARCH, --device on a block device, " +
 			"or an unconfined security profile (host networking is not flagged)"},
 	{id: rulePrivilege, hostOnly: true,
-		desc: "gaining privileges: sudo, su, doas, pkexec, run0 (the command they run is judged as well)"},
+		desc: "gaining privileges: sudo, sudoedit, su, doas, pkexec, run0 (the command they run is judged as well)"},
 	{id: ruleFirewallFlush, hostOnly: true,
 		desc: "turning the firewall off: iptables/ip6tables -F|--flush, nft flush ruleset|table, nft delete table, ufw disable|reset, pfctl -d"},
 	{id: ruleServiceStop, hostOnly: true,
@@ -111,9 +111,10 @@ var rules = []rule{
 		desc: "erasing shell history: history -c, truncating or deleting ~/.bash_history and other history files, " +
 			"unset HISTFILE, HISTFILE=/dev/null, HISTSIZE=0, set +o history"},
 	{id: ruleInlineCode,
-		desc: "inline interpreter code (python -c, perl -e, ruby -e, node -e, php -r, or code fed on stdin) that runs a shell command " +
-			"matching another rule, runs a command it builds at run time, or deletes or overwrites system paths itself " +
-			"(shutil.rmtree('/'), fs.rmSync('/', {recursive: true}), FileUtils.rm_rf('/')); host-only exactly when what it runs is"},
+		desc: "inline interpreter code (python -c, perl -e, ruby -e, node -e, php -r, lua -e, awk programs, code fed on stdin, " +
+			"and strings they exec or eval) that runs a shell command matching another rule, or deletes or overwrites system paths itself " +
+			"(shutil.rmtree('/'), fs.rmSync('/', {recursive: true}), FileUtils.rm_rf('/')); host-only exactly when what it runs is. " +
+			"A shell call whose command is built at run time is unresolved-command"},
 	{id: ruleUnparsable, fixed: true,
 		desc: "the command (or a nested sh -c, eval or heredoc script) does not parse as shell, or is too deeply nested; " +
 			"fail closed: refused in deny and allowlist modes and cannot be allowlisted"},

@@ -60,6 +60,11 @@ func (s stream) code() code {
 // output returns what the statements of a $(...) or <(...) write, without
 // judging them (subst does that).
 func (w *walker) output(list []*syntax.Stmt) stream {
+	if w.out++; w.out > maxOutDepth {
+		w.out--
+		return generated()
+	}
+	defer func() { w.out-- }()
 	if len(list) != 1 {
 		out := stream{present: true, known: len(list) == 0, start: -1, base: -1}
 		for _, s := range list {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -14,7 +16,16 @@ type walker struct {
 	env   *env
 	cond  int      // >0: what runs here may not run, or runs in a subshell
 	stack []string // functions being walked at a call, against recursion
+	depth int      // statements being walked, nested
+	out   int      // $(...) outputs being computed, nested
 }
+
+// Bounds on nesting within one script. Deeper statements fail closed
+// (unparsable); deeper $(...) outputs count as unknown.
+const (
+	maxDepth    = 200
+	maxOutDepth = 32
+)
 
 func (w *walker) stmts(list []*syntax.Stmt, in stream) {
 	for _, s := range list {
@@ -39,6 +50,15 @@ func stmtSpan(s *syntax.Stmt) span {
 // stmt walks one statement reading in as its standard input and returns
 // what it writes to its standard output, as far as the detector can tell.
 func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
+	if w.depth++; w.depth > maxDepth {
+		w.depth--
+		if !w.d.tooDeep {
+			w.d.tooDeep = true
+			w.d.add(w.f, ruleUnparsable, fmt.Sprintf("statements nested more than %d levels", maxDepth), "", stmtSpan(s))
+		}
+		return generated()
+	}
+	defer func() { w.depth-- }()
 	if s.Background || s.Coprocess {
 		w.cond++
 		defer func() { w.cond-- }()
@@ -171,9 +191,19 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 }
 
 func flattenPipe(s *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
+	b, ok := s.Cmd.(*syntax.BinaryCmd)
+	if !ok || b.Op != syntax.Pipe && b.Op != syntax.PipeAll {
+		return append(out, s)
+	}
+	return pipeStages(b.Y, pipeStages(b.X, out))
+}
+
+// pipeStages appends the stages of one side of a pipe: a nested plain
+// pipeline is flattened, anything else (negated, redirected) is a stage.
+func pipeStages(s *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
 	if b, ok := s.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) &&
-		len(s.Redirs) == 0 && !s.Negated {
-		return flattenPipe(b.Y, flattenPipe(b.X, out))
+		len(s.Redirs) == 0 && !s.Negated && !s.Background {
+		return flattenPipe(s, out)
 	}
 	return append(out, s)
 }

@@ -21,7 +21,7 @@ import (
 func defKey(name string) string   { return "def." + name }
 func stateKey(name string) string { return "state." + name }
 
-// ErrNoSchedule: no schedule of that name.
+// ErrNoSchedule is returned for a schedule name that does not exist.
 var ErrNoSchedule = errors.New("no such schedule")
 
 // State is what the scheduler remembers of a schedule.

@@ -28,7 +28,7 @@ func TestTwoSchedulersFireEachSlotOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { sc.Run(ctx); done <- struct{}{} }()
+		go func() { _ = sc.Run(ctx); done <- struct{}{} }()
 	}
 	// Let about four slots fire, then stop both.
 	time.Sleep(4 * time.Second)

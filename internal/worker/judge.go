@@ -11,10 +11,10 @@ import (
 // isolated backend skips the host-only rules and nothing else.
 func (w *Worker) judge(j *job, be backends.Backend) policy.Decision {
 	dec := w.deps.Policy.Decide(policy.Request{
-		Command:    j.spec.Command,
-		Origin:     string(j.spec.Origin),
-		Mode:       policy.Mode(j.spec.Approval),
-		HostAccess: !be.Capabilities().Isolated,
+		Command:  j.spec.Command,
+		Origin:   string(j.spec.Origin),
+		Mode:     policy.Mode(j.spec.Approval),
+		Isolated: be.Capabilities().Isolated,
 	})
 	decision := "approve"
 	if !dec.Allow {
