@@ -135,7 +135,8 @@ func (w *Worker) rejectInvalid(ctx context.Context, queue string, msg jetstream.
 	}
 	w.m.InvalidMessages.WithLabelValues(reason).Inc()
 	data := msg.Data()
-	raw := data[:min(len(data), maxRawInDLQ)]
+	raw := redactRawEnv(data)
+	raw = raw[:min(len(raw), maxRawInDLQ)]
 	id := jobs.NewID(w.now())
 	if meta, err := msg.Metadata(); err == nil {
 		id = fmt.Sprintf("invalid-%s-%d", queue, meta.Sequence.Stream)
@@ -163,4 +164,30 @@ func toValidUTF8(b []byte) string {
 		return string(b)
 	}
 	return fmt.Sprintf("%q", b)
+}
+
+// redactRawEnv returns data with every env value replaced, when data is a
+// JSON object with an env map: an invalid spec may still carry secrets,
+// and which of them are secret cannot be trusted from an invalid spec.
+func redactRawEnv(data []byte) []byte {
+	if len(data) > jobs.MaxSpecBytes {
+		return data
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return data
+	}
+	var env map[string]json.RawMessage
+	if raw, ok := obj["env"]; !ok || json.Unmarshal(raw, &env) != nil {
+		return data
+	}
+	for k := range env {
+		env[k] = json.RawMessage(`"` + jobs.Redacted + `"`)
+	}
+	obj["env"], _ = json.Marshal(env)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return data
+	}
+	return out
 }

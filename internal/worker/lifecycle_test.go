@@ -302,6 +302,7 @@ func TestGarbageOnJobsSubjectGoesToDLQ(t *testing.T) {
 		{[]byte(`{"id":"g2","queue":"default","command":"true","timeout":"soon"}`), "timeout: invalid duration"},
 		{[]byte(`{"id":"g3","queue":"default","command":"true","bogus":1}`), "bogus: unknown field"},
 		{[]byte(`{"id":"g4","queue":"default","command":"  "}`), "command: must not be empty"},
+		{[]byte(`{"id":"g5","queue":"default","command":"x","env":{"TOKEN":"hunter2"},"secret_env":["TOKEN"],"timeout":"bad"}`), "timeout: invalid duration"},
 		{big, "spec too large"},
 	}
 	seqs := make([]uint64, len(garbage))
@@ -324,6 +325,9 @@ func TestGarbageOnJobsSubjectGoesToDLQ(t *testing.T) {
 		entry := e.dlqEntry(t, fmt.Sprintf("invalid-default-%d", seqs[i]))
 		if !strings.Contains(entry.Reason, g.reason) {
 			t.Errorf("garbage %d: reason %q, want it to contain %q", i, entry.Reason, g.reason)
+		}
+		if strings.Contains(entry.Raw, "hunter2") {
+			t.Errorf("garbage %d: secret env value copied to the DLQ: %s", i, entry.Raw)
 		}
 		if entry.RawSize != len(g.body) || len(entry.Raw) > 4<<10+64 {
 			t.Errorf("garbage %d: raw size %d (kept %d bytes), want %d and a bounded copy", i, entry.RawSize, len(entry.Raw), len(g.body))
