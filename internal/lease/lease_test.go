@@ -16,10 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).syncBlocks"),
-		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
-	)
+	goleak.VerifyTestMain(m, sandruntest.LeakOptions()...)
 }
 
 func setup(t *testing.T) (*jobs.Store, context.Context) {

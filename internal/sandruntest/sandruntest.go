@@ -5,15 +5,19 @@ package sandruntest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/local"
@@ -161,4 +165,39 @@ func Ctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// BuildCLI builds cmd/sandrun into a temp dir for tests that run workers
+// or schedulers as separate processes (kill -9, SIGSTOP). Call it from
+// TestMain; remove the returned dir when done.
+func BuildCLI(race bool) (bin, dir string, err error) {
+	dir, err = os.MkdirTemp("", "sandrun-test-bin")
+	if err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(dir, "sandrun")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "github.com/sandrun/sandrun/cmd/sandrun")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", "", fmt.Errorf("build sandrun: %w", err)
+	}
+	return bin, dir, nil
+}
+
+// LeakOptions are the goroutines goleak may ignore in packages that run an
+// embedded server: the server's store and the client's flusher finish
+// shortly after Shutdown/Close, and nats.go v1.55 can start its
+// reconnect watcher with a nil channel when a connection closes during an
+// async publish, where it then blocks forever (library behaviour).
+func LeakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).syncBlocks"),
+		goleak.IgnoreAnyFunction("github.com/nats-io/nats.go.(*Conn).flusher"),
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
+	}
 }

@@ -3,11 +3,11 @@ package scheduler_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // sandrunBin is the CLI, built once for the tests that run schedulers as
@@ -15,25 +15,16 @@ import (
 var sandrunBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sandrun-sched-bin")
+	bin, dir, err := sandruntest.BuildCLI(false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	sandrunBin = filepath.Join(dir, "sandrun")
-	build := exec.Command("go", "build", "-o", sandrunBin, "github.com/sandrun/sandrun/cmd/sandrun")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build sandrun:", err)
-		os.Exit(1)
-	}
+	sandrunBin = bin
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).syncBlocks"),
-			goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
-		); err != nil {
+		if err := goleak.Find(sandruntest.LeakOptions()...); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
