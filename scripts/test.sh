@@ -16,6 +16,9 @@ need go || { echo "test.sh: Go >= 1.26 is required (not found on PATH)" >&2; exi
 pkgs=()
 need sh || pkgs+=(dash)
 need make || pkgs+=(make)
+# The docker backend's tests import an image made from busybox-static
+# (no registry is reachable); the engine itself comes with the machine.
+[ -x /bin/busybox ] || pkgs+=(busybox-static)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"

@@ -6,13 +6,14 @@ import (
 	"slices"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/local"
 )
 
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
 // Errors name the profile and field.
-func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
+func Backends(profiles map[string]BackendConfig, workerName string) (*backends.Registry, error) {
 	if len(profiles) == 0 {
 		profiles = map[string]BackendConfig{"local": {Kind: "local"}}
 	}
@@ -26,10 +27,14 @@ func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
 		switch bc.Kind {
 		case "local":
 			b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv})
+		case "docker":
+			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
+				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
+				ReadOnlyRoot: bc.ReadOnlyRoot, WorkerName: workerName})
 		case "":
-			err = fmt.Errorf("kind: required (known kinds: local)")
+			err = fmt.Errorf("kind: required (known kinds: local, docker)")
 		default:
-			err = fmt.Errorf("kind: unknown backend kind %q (known kinds: local)", bc.Kind)
+			err = fmt.Errorf("kind: unknown backend kind %q (known kinds: local, docker)", bc.Kind)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("backends.%s.%w", name, err)

@@ -64,9 +64,20 @@ func (l LayoutConfig) jobs() jobs.LayoutConfig {
 // BackendConfig is one backend profile. Kind selects the implementation;
 // the other fields belong to it.
 type BackendConfig struct {
-	Kind    string            `yaml:"kind"`
+	Kind string `yaml:"kind"`
+	// local
 	Shell   string            `yaml:"shell"`
 	BaseEnv map[string]string `yaml:"base_env"`
+	// docker
+	Host         string   `yaml:"host"`
+	Image        string   `yaml:"image"`
+	User         string   `yaml:"user"`
+	Network      string   `yaml:"network"`
+	MemoryBytes  int64    `yaml:"memory_bytes"`
+	NanoCPUs     int64    `yaml:"nano_cpus"`
+	PidsLimit    int64    `yaml:"pids_limit"`
+	CapAdd       []string `yaml:"cap_add"`
+	ReadOnlyRoot bool     `yaml:"read_only_root"`
 }
 
 // PolicyConfig is the worker's approval policy.

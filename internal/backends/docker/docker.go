@@ -1,0 +1,169 @@
+// Package docker runs jobs in hardened, one-shot containers through the
+// Docker Engine API (github.com/moby/moby/client, which negotiates down to
+// API 1.40, so it works with Debian's 20.10 engine).
+//
+// One job attempt is one container: create (hardened: all capabilities
+// dropped, no-new-privileges, no network, pids/memory/CPU limits, tmpfs
+// /tmp, an init as PID 1, labels naming job, attempt and worker), attach, wait, start, and
+// remove. A timeout or cancel signals the container itself — SIGTERM, then
+// SIGKILL after the grace — so the whole workload dies, not just a client.
+//
+// Not built yet (issue #5): session containers, host-access detection of
+// mounts and volumes, the orphan reaper, pull policies.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/sandrun/sandrun/internal/backends"
+)
+
+// Config is a docker backend profile.
+type Config struct {
+	// Host is the engine address (default: DOCKER_HOST, else the local socket).
+	Host string
+	// Image runs every job of the profile; it must exist locally.
+	Image string
+	// User runs the command (default "65534:65534", nobody).
+	User string
+	// Network is the network mode (default "none").
+	Network string
+	// MemoryBytes, NanoCPUs and PidsLimit bound the container (defaults
+	// 512 MiB, 1 CPU, 256).
+	MemoryBytes int64
+	NanoCPUs    int64
+	PidsLimit   int64
+	// CapAdd adds capabilities back after all are dropped.
+	CapAdd []string
+	// ReadOnlyRoot mounts the image read-only (/tmp stays writable).
+	ReadOnlyRoot bool
+	// WorkerName is written in each container's labels.
+	WorkerName string
+}
+
+// Labels on every container sandrun creates.
+const (
+	LabelManaged = "io.sandrun.managed"
+	LabelJob     = "io.sandrun.job"
+	LabelAttempt = "io.sandrun.attempt"
+	LabelWorker  = "io.sandrun.worker"
+)
+
+// Docker is the backend.
+type Docker struct {
+	cfg Config
+	api engine
+}
+
+// New checks cfg and connects (lazily: the first call dials).
+func New(cfg Config) (*Docker, error) {
+	if cfg.Image == "" {
+		return nil, errors.New("image: required")
+	}
+	if cfg.User == "" {
+		cfg.User = "65534:65534"
+	}
+	if cfg.Network == "" {
+		cfg.Network = "none"
+	}
+	if cfg.MemoryBytes == 0 {
+		cfg.MemoryBytes = 512 << 20
+	}
+	if cfg.NanoCPUs == 0 {
+		cfg.NanoCPUs = 1e9
+	}
+	if cfg.PidsLimit == 0 {
+		cfg.PidsLimit = 256
+	}
+	opts := []client.Opt{client.FromEnv}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	return &Docker{cfg: cfg, api: c}, nil
+}
+
+// Kind implements backends.Backend.
+func (d *Docker) Kind() string { return "docker" }
+
+// Validate checks that the engine answers and the image is present.
+func (d *Docker) Validate(ctx context.Context) error {
+	if _, err := d.api.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("host: engine unreachable: %w", err)
+	}
+	if _, err := d.api.ImageInspect(ctx, d.cfg.Image); err != nil {
+		return fmt.Errorf("image: %q not available on the engine (no pulls yet): %w", d.cfg.Image, err)
+	}
+	return nil
+}
+
+// Capabilities implements backends.Backend. One-shot containers mount
+// nothing from the host, so they are isolated.
+func (d *Docker) Capabilities() backends.Capabilities {
+	return backends.Capabilities{Isolated: true, ResourceLimits: true}
+}
+
+// containerConfig is the hardened configuration of spec's container.
+func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *container.HostConfig) {
+	env := make([]string, 0, len(spec.Env)+1)
+	if _, ok := spec.Env["PATH"]; !ok {
+		env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		env = append(env, k+"="+spec.Env[k])
+	}
+	pids := d.cfg.PidsLimit
+	cfg := &container.Config{
+		Image:        d.cfg.Image,
+		Cmd:          []string{"/bin/sh", "-c", spec.Command},
+		Env:          env,
+		WorkingDir:   spec.Dir,
+		User:         d.cfg.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		Labels: map[string]string{
+			LabelManaged: "true",
+			LabelJob:     spec.JobID,
+			LabelAttempt: fmt.Sprint(spec.Attempt),
+			LabelWorker:  d.cfg.WorkerName,
+		},
+	}
+	initProc := true
+	host := &container.HostConfig{
+		// An init as PID 1 forwards SIGTERM to the command: a shell or
+		// program as PID 1 of its namespace would ignore it.
+		Init:           &initProc,
+		NetworkMode:    container.NetworkMode(d.cfg.Network),
+		CapDrop:        []string{"ALL"},
+		CapAdd:         d.cfg.CapAdd,
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: d.cfg.ReadOnlyRoot,
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,size=64m,mode=1777"},
+		Resources: container.Resources{
+			Memory:    d.cfg.MemoryBytes,
+			NanoCPUs:  d.cfg.NanoCPUs,
+			PidsLimit: &pids,
+		},
+	}
+	return cfg, host
+}
+
+// remove deletes a container whatever the job's context says.
+func (d *Docker) remove(ctx context.Context, id string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, _ = d.api.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+}
+
+var _ backends.Backend = (*Docker)(nil)

@@ -1,0 +1,147 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/sandrun/sandrun/internal/backends"
+)
+
+// outputDrain bounds how long Run waits for the output stream after the
+// container has exited.
+const outputDrain = 5 * time.Second
+
+// Run implements backends.Backend: one container per attempt.
+func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("docker: not started: %w", context.Cause(ctx))
+	}
+	cfg, host := d.containerConfig(spec)
+	// The container's lifecycle calls outlive ctx: a cancel must still be
+	// able to kill and remove what was created.
+	bg := context.WithoutCancel(ctx)
+	created, err := d.api.ContainerCreate(bg, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return res, fmt.Errorf("docker: create: %w: %w", err, backends.ErrUnavailable)
+	}
+	id := created.ID
+	defer d.remove(ctx, id)
+
+	att, err := d.api.ContainerAttach(bg, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return res, fmt.Errorf("docker: attach: %w", err)
+	}
+	defer att.Close()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(nonNil(out.Stdout), nonNil(out.Stderr), att.Reader)
+		copied <- err
+	}()
+	// Wait must be registered before start, or a fast exit is missed.
+	waitCtx, stopWait := context.WithCancel(bg)
+	defer stopWait()
+	wait := d.api.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := d.api.ContainerStart(bg, id, client.ContainerStartOptions{}); err != nil {
+		return res, fmt.Errorf("docker: start: %w", err)
+	}
+	// The worker's clock, not the engine's: the engine's two timestamps
+	// come from different components and can disagree by a millisecond.
+	res.StartedAt = time.Now()
+
+	var (
+		status  container.WaitResponse
+		stopped bool
+		werr    error
+	)
+	select {
+	case status = <-wait.Result:
+	case werr = <-wait.Error:
+	case <-ctx.Done():
+		stopped = true
+		status, werr = d.stop(bg, id, spec.Grace(), wait)
+	}
+	res.FinishedAt = time.Now()
+	if werr != nil {
+		return res, fmt.Errorf("docker: wait: %w", werr)
+	}
+	var copyErr error
+	select {
+	case copyErr = <-copied:
+	case <-time.After(outputDrain):
+	}
+	res.ExitCode = int(status.StatusCode)
+	if info, err := d.api.ContainerInspect(bg, id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil {
+		if info.Container.State.OOMKilled {
+			res.Signal = "SIGKILL"
+			return res, fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit)", ErrOOM, res.ExitCode, d.cfg.MemoryBytes)
+		}
+	}
+	if stopped {
+		if sig := res.ExitCode - 128; res.ExitCode > 128 && sig < 65 {
+			res.Signal = unixSignalName(syscall.Signal(sig))
+			res.ExitCode = -1
+		}
+		return res, fmt.Errorf("docker: stopped: %w", context.Cause(ctx))
+	}
+	if copyErr != nil {
+		return res, fmt.Errorf("docker: output: %w", copyErr)
+	}
+	return res, nil
+}
+
+// ErrOOM is wrapped by Run's error when the kernel killed the container for
+// its memory limit.
+var ErrOOM = errors.New("out of memory")
+
+// stop sends SIGTERM to the container (its PID 1; the kernel kills the rest
+// of its PID namespace with it), then SIGKILL after grace, and waits for
+// the exit.
+func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, wait client.ContainerWaitResult) (container.WaitResponse, error) {
+	_, _ = d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGTERM"})
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case s := <-wait.Result:
+		return s, nil
+	case err := <-wait.Error:
+		return container.WaitResponse{}, err
+	case <-t.C:
+	}
+	_, _ = d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGKILL"})
+	select {
+	case s := <-wait.Result:
+		return s, nil
+	case err := <-wait.Error:
+		return container.WaitResponse{}, err
+	case <-time.After(30 * time.Second):
+		return container.WaitResponse{}, errors.New("container did not exit 30s after SIGKILL")
+	}
+}
+
+func nonNil(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func unixSignalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
