@@ -39,6 +39,7 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		if deps.Backends, err = Backends(cfg.Backends, wcfg.Name); err != nil {
 			return err
 		}
+		defer func() { _ = deps.Backends.Close() }()
 		if deps.Policy, err = cfg.Policy.Engine(); err != nil {
 			return err
 		}

@@ -60,6 +60,8 @@ type Spec struct {
 	// KillGrace is how long the workload has to exit after the graceful
 	// stop signal before it is killed by force. Zero means DefaultKillGrace.
 	KillGrace time.Duration
+	// Container holds the job's container options (container backends).
+	Container *ContainerOptions
 }
 
 // DefaultKillGrace is used when Spec.KillGrace is zero.
@@ -172,6 +174,17 @@ func (r *Registry) Profiles() []string {
 	return append([]string(nil), r.order...)
 }
 
+// Close closes every backend that holds resources (implements io.Closer).
+func (r *Registry) Close() error {
+	var errs []error
+	for _, p := range r.order {
+		if c, ok := r.profiles[p].(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ValidateAll runs Validate on every backend and joins the errors, each
 // prefixed with its profile name.
 func (r *Registry) ValidateAll(ctx context.Context) error {
@@ -182,4 +195,33 @@ func (r *Registry) ValidateAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ContainerOptions are what a job may ask of a container backend beyond
+// the profile's hardened defaults. Anything here that reaches the host
+// (bind mounts, host-backed volumes, privileged mode, host namespaces,
+// devices, dangerous capabilities) is host access: see HostAccessChecker.
+type ContainerOptions struct {
+	// Mounts are "SOURCE:TARGET[:ro]": SOURCE is a host path (absolute,
+	// ~, ., ..) for a bind mount, else a named volume.
+	Mounts []string `json:"mounts,omitempty"`
+	// Network mode: "none" (default), "bridge", "host", ...
+	Network string `json:"network,omitempty"`
+	// Privileged, PidMode/IpcMode/UTSMode ("host" shares the host's),
+	// Devices ("/dev/x[:/dev/y]") and CapAdd widen the container.
+	Privileged bool     `json:"privileged,omitempty"`
+	PidMode    string   `json:"pid_mode,omitempty"`
+	IpcMode    string   `json:"ipc_mode,omitempty"`
+	UTSMode    string   `json:"uts_mode,omitempty"`
+	Devices    []string `json:"devices,omitempty"`
+	CapAdd     []string `json:"cap_add,omitempty"`
+}
+
+// HostAccessChecker is implemented by backends whose isolation depends on
+// the job (containers with mounts). HostAccess returns, for spec, every
+// reason the workload could reach the host, or none. The worker then
+// applies the policy's host-only rules, and refuses the job unless the
+// backend's profile allows host access.
+type HostAccessChecker interface {
+	HostAccess(ctx context.Context, spec Spec) (reasons []string, allowed bool, err error)
 }

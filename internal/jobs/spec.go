@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/backends"
 )
 
 // Origin says who asked for a job; the approval policy keys its defaults
@@ -76,6 +78,10 @@ type Spec struct {
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Retry is the backoff between attempts.
 	Retry *Backoff `json:"retry,omitempty"`
+	// Container asks a container backend for mounts, network or more;
+	// whatever reaches the host makes the job host access (refused unless
+	// the backend profile allows it).
+	Container *backends.ContainerOptions `json:"container,omitempty"`
 	// Labels are free-form key/values for people and tools.
 	Labels map[string]string `json:"labels,omitempty"`
 	// SubmittedAt is set by the submitter.

@@ -123,6 +123,12 @@ func StartWorker(t testing.TB, st *jobs.Store, cfg worker.Config) *Worker {
 	if err := reg.Add("local", lb); err != nil {
 		t.Fatal(err)
 	}
+	return StartWorkerWith(t, st, cfg, reg)
+}
+
+// StartWorkerWith runs a worker with the given backend profiles.
+func StartWorkerWith(t testing.TB, st *jobs.Store, cfg worker.Config, reg *backends.Registry) *Worker {
+	t.Helper()
 	pol, err := policy.New(policy.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

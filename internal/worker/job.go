@@ -55,14 +55,29 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
 		return
 	}
-	dec := w.judge(j, be)
+	bspec := backends.Spec{
+		JobID: j.spec.ID, Attempt: j.attempt, Command: j.spec.Command,
+		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container,
+	}
+	isolated, refused, err := w.hostAccess(ctx, be, bspec)
+	if err != nil {
+		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
+		return
+	}
+	if refused != "" {
+		r := j.result(jobs.StateDenied, refused)
+		r.Rule = RuleHostAccess
+		w.m.PolicyDecisions.WithLabelValues("deny", "", RuleHostAccess).Inc()
+		j.finish(ctx, r)
+		return
+	}
+	dec := w.judge(j, isolated)
 	if !dec.Allow {
 		r := j.result(jobs.StateDenied, dec.Reason)
 		r.Rule = dec.Rule
 		j.finish(ctx, r)
 		return
 	}
-	var err error
 	j.stdout = newSink(w, j, "stdout")
 	j.stderr = newSink(w, j, "stderr")
 	defer j.stdout.discard()
@@ -73,10 +88,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		w.m.SubmitToStart.Observe(j.started.Sub(j.spec.SubmittedAt).Seconds())
 	}
 	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Inc()
-	j.br, err = be.Run(tctx, backends.Spec{
-		JobID: j.spec.ID, Attempt: j.attempt, Command: j.spec.Command,
-		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace,
-	}, backends.Output{Stdout: j.stdout, Stderr: j.stderr})
+	j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: j.stdout, Stderr: j.stderr})
 	tcancel()
 	j.releaseSlot()
 	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Dec()

@@ -1,20 +1,47 @@
 package worker
 
 import (
+	"context"
+	"strings"
+
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/policy"
 )
 
-// judge asks the approval policy about the job's command on backend be,
-// and records the decision with the job (result, event, metrics). An
-// isolated backend skips the host-only rules and nothing else.
-func (w *Worker) judge(j *job, be backends.Backend) policy.Decision {
+// RuleHostAccess names denials of jobs whose container would reach the
+// host on a backend profile that does not allow it.
+const RuleHostAccess = "host-access"
+
+// hostAccess decides whether the job runs isolated on be. A backend whose
+// isolation depends on the job (containers with mounts) says what reaches
+// the host; such a job is refused (refused names why) unless the profile
+// allows host access, and is never judged as isolated.
+func (w *Worker) hostAccess(ctx context.Context, be backends.Backend, spec backends.Spec) (isolated bool, refused string, err error) {
+	isolated = be.Capabilities().Isolated
+	hc, ok := be.(backends.HostAccessChecker)
+	if !ok {
+		return isolated, "", nil
+	}
+	reasons, allowed, err := hc.HostAccess(ctx, spec)
+	if err != nil || len(reasons) == 0 {
+		return isolated, "", err
+	}
+	if !allowed {
+		return false, "host access refused by the backend profile: " + strings.Join(reasons, "; "), nil
+	}
+	return false, "", nil
+}
+
+// judge asks the approval policy about the job's command, and records the
+// decision with the job (result, event, metrics). An isolated workload
+// skips the host-only rules and nothing else.
+func (w *Worker) judge(j *job, isolated bool) policy.Decision {
 	dec := w.deps.Policy.Decide(policy.Request{
 		Command:  j.spec.Command,
 		Origin:   string(j.spec.Origin),
 		Mode:     policy.Mode(j.spec.Approval),
-		Isolated: be.Capabilities().Isolated,
+		Isolated: isolated,
 	})
 	decision := "approve"
 	if !dec.Allow {

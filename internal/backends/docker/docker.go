@@ -8,8 +8,15 @@
 // remove. A timeout or cancel signals the container itself — SIGTERM, then
 // SIGKILL after the grace — so the whole workload dies, not just a client.
 //
-// Not built yet (issue #5): session containers, host-access detection of
-// mounts and volumes, the orphan reaper, pull policies.
+// Host access — bind mounts in every path form, named volumes whose local
+// driver binds a host path (found by inspecting the volume), volumes of
+// drivers the profile does not trust, privileged mode, host namespaces,
+// devices, dangerous capabilities, the engine's socket — is detected by one
+// function of the final container configuration and refused unless the
+// profile sets AllowHostAccess.
+//
+// Not built yet (issue #5): session containers, the orphan reaper, pull
+// policies, metrics.
 package docker
 
 import (
@@ -18,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -47,6 +55,12 @@ type Config struct {
 	ReadOnlyRoot bool
 	// WorkerName is written in each container's labels.
 	WorkerName string
+	// AllowHostAccess lets jobs whose container reaches the host run (the
+	// policy then applies its host-only rules). Default: refused.
+	AllowHostAccess bool
+	// AllowedVolumeDrivers are volume drivers other than "local" trusted
+	// not to expose host storage.
+	AllowedVolumeDrivers []string
 }
 
 // Labels on every container sandrun creates.
@@ -59,8 +73,9 @@ const (
 
 // Docker is the backend.
 type Docker struct {
-	cfg Config
-	api engine
+	cfg   Config
+	api   engine
+	close func() error
 }
 
 // New checks cfg and connects (lazily: the first call dials).
@@ -91,8 +106,11 @@ func New(cfg Config) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	return &Docker{cfg: cfg, api: c}, nil
+	return &Docker{cfg: cfg, api: c, close: c.Close}, nil
 }
+
+// Close releases the engine connection.
+func (d *Docker) Close() error { return d.close() }
 
 // Kind implements backends.Backend.
 func (d *Docker) Kind() string { return "docker" }
@@ -108,14 +126,15 @@ func (d *Docker) Validate(ctx context.Context) error {
 	return nil
 }
 
-// Capabilities implements backends.Backend. One-shot containers mount
-// nothing from the host, so they are isolated.
+// Capabilities implements backends.Backend. A container is isolated unless
+// its job's options reach the host; HostAccess says which jobs do.
 func (d *Docker) Capabilities() backends.Capabilities {
 	return backends.Capabilities{Isolated: true, ResourceLimits: true}
 }
 
-// containerConfig is the hardened configuration of spec's container.
-func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *container.HostConfig) {
+// containerConfig is the hardened configuration of spec's container, with
+// the job's container options applied.
+func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *container.HostConfig, error) {
 	env := make([]string, 0, len(spec.Env)+1)
 	if _, ok := spec.Env["PATH"]; !ok {
 		env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
@@ -156,7 +175,39 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 			PidsLimit: &pids,
 		},
 	}
-	return cfg, host
+	if o := spec.Container; o != nil {
+		if err := applyOptions(host, o); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cfg, host, nil
+}
+
+// applyOptions widens host by the job's container options.
+func applyOptions(host *container.HostConfig, o *backends.ContainerOptions) error {
+	for _, s := range o.Mounts {
+		m, err := parseMount(s)
+		if err != nil {
+			return fmt.Errorf("container.mounts: %w", err)
+		}
+		host.Mounts = append(host.Mounts, m)
+	}
+	if o.Network != "" {
+		host.NetworkMode = container.NetworkMode(o.Network)
+	}
+	host.Privileged = o.Privileged
+	host.PidMode = container.PidMode(o.PidMode)
+	host.IpcMode = container.IpcMode(o.IpcMode)
+	host.UTSMode = container.UTSMode(o.UTSMode)
+	for _, dev := range o.Devices {
+		onHost, inCtr, _ := strings.Cut(dev, ":")
+		if inCtr == "" {
+			inCtr = onHost
+		}
+		host.Devices = append(host.Devices, container.DeviceMapping{PathOnHost: onHost, PathInContainer: inCtr, CgroupPermissions: "rwm"})
+	}
+	host.CapAdd = append(host.CapAdd, o.CapAdd...)
+	return nil
 }
 
 // remove deletes a container whatever the job's context says.
@@ -166,4 +217,7 @@ func (d *Docker) remove(ctx context.Context, id string) {
 	_, _ = d.api.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 }
 
-var _ backends.Backend = (*Docker)(nil)
+var (
+	_ backends.Backend           = (*Docker)(nil)
+	_ backends.HostAccessChecker = (*Docker)(nil)
+)

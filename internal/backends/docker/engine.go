@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/moby/moby/client"
 )
 
@@ -18,6 +20,9 @@ type engine interface {
 	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	VolumeInspect(ctx context.Context, name string, options client.VolumeInspectOptions) (client.VolumeInspectResult, error)
 }
+
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
 var _ engine = (*client.Client)(nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,10 +26,19 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("docker: not started: %w", context.Cause(ctx))
 	}
-	cfg, host := d.containerConfig(spec)
+	cfg, host, err := d.containerConfig(spec)
+	if err != nil {
+		return res, fmt.Errorf("docker: %w: %w", err, backends.ErrPermanent)
+	}
 	// The container's lifecycle calls outlive ctx: a cancel must still be
 	// able to kill and remove what was created.
 	bg := context.WithoutCancel(ctx)
+	if reasons, err := hostAccess(bg, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers); err != nil {
+		return res, fmt.Errorf("docker: %w", err)
+	} else if len(reasons) > 0 && !d.cfg.AllowHostAccess {
+		// The worker refuses such jobs before Run; this is the backstop.
+		return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
+	}
 	created, err := d.api.ContainerCreate(bg, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 	if err != nil {
 		return res, fmt.Errorf("docker: create: %w: %w", err, backends.ErrUnavailable)
