@@ -13,7 +13,7 @@ import (
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
 // Errors name the profile and field.
-func Backends(profiles map[string]BackendConfig, workerName string) (*backends.Registry, error) {
+func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
 	if len(profiles) == 0 {
 		profiles = map[string]BackendConfig{"local": {Kind: "local"}}
 	}
@@ -30,7 +30,7 @@ func Backends(profiles map[string]BackendConfig, workerName string) (*backends.R
 		case "docker":
 			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
-				ReadOnlyRoot: bc.ReadOnlyRoot, WorkerName: workerName})
+				ReadOnlyRoot: bc.ReadOnlyRoot})
 		case "":
 			err = fmt.Errorf("kind: required (known kinds: local, docker)")
 		default:

@@ -47,9 +47,14 @@ type Backend interface {
 
 // Spec is one attempt of a job, as a backend sees it.
 type Spec struct {
-	// JobID and Attempt identify the run (for labels, names, logs).
+	// JobID, Attempt and Worker identify the run (for labels, names,
+	// logs and orphan reaping).
 	JobID   string
 	Attempt int
+	Worker  string
+	// Deployment names the sandrun deployment the job belongs to; it
+	// scopes orphan reaping when deployments share an engine.
+	Deployment string
 	// Command is a shell command line, run with `sh -c`.
 	Command string
 	// Dir is the working directory; empty means the backend's default.
@@ -224,4 +229,13 @@ type ContainerOptions struct {
 // backend's profile allows host access.
 type HostAccessChecker interface {
 	HostAccess(ctx context.Context, spec Spec) (reasons []string, allowed bool, err error)
+}
+
+// OrphanReaper is implemented by backends whose workloads can outlive a
+// worker that dies (containers keep running after kill -9). ReapOrphans
+// removes every workload of the deployment whose job attempt live reports
+// as not live, and returns how many it removed. Workers call it at start and
+// periodically.
+type OrphanReaper interface {
+	ReapOrphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) (int, error)
 }

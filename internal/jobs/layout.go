@@ -236,13 +236,18 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
 	}
+	dep, err := deploymentID(ctx, js)
+	if err != nil {
+		return nil, err
+	}
 	return &Store{
-		JS:        js,
-		State:     kvs[BucketState],
-		Schedules: kvs[BucketSchedules],
-		Elections: kvs[BucketElections],
-		Workers:   kvs[BucketWorkers],
-		Outputs:   obj,
+		Deployment: dep,
+		JS:         js,
+		State:      kvs[BucketState],
+		Schedules:  kvs[BucketSchedules],
+		Elections:  kvs[BucketElections],
+		Workers:    kvs[BucketWorkers],
+		Outputs:    obj,
 	}, nil
 }
 
@@ -303,6 +308,9 @@ func OpenLayout(ctx context.Context, js jetstream.JetStream, serverVersion strin
 		}
 		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
 	}
+	if st.Deployment, err = deploymentID(ctx, js); err != nil {
+		return nil, err
+	}
 	for _, s := range []string{StreamJobs, StreamEvents, StreamDLQ} {
 		if _, err := js.Stream(ctx, s); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -312,4 +320,15 @@ func OpenLayout(ctx context.Context, js jetstream.JetStream, serverVersion strin
 		}
 	}
 	return st, nil
+}
+
+// deploymentID names this deployment (one JetStream layout): the creation
+// time of its jobstate stream. Workloads are labelled with it, so that
+// deployments sharing a container engine never reap each other's.
+func deploymentID(ctx context.Context, js jetstream.JetStream) (string, error) {
+	st, err := js.Stream(ctx, "KV_"+BucketState)
+	if err != nil {
+		return "", fmt.Errorf("stream KV_%s: %w", BucketState, err)
+	}
+	return strconv.FormatInt(st.CachedInfo().Created.UnixNano(), 36), nil
 }

@@ -14,12 +14,14 @@ import (
 // Store is the JetStream layout as handles, with the record operations
 // that more than one component needs (submit, worker, reaper, CLI).
 type Store struct {
-	JS        jetstream.JetStream
-	State     jetstream.KeyValue
-	Schedules jetstream.KeyValue
-	Elections jetstream.KeyValue
-	Workers   jetstream.KeyValue
-	Outputs   jetstream.ObjectStore
+	// Deployment identifies this layout (see deploymentID).
+	Deployment string
+	JS         jetstream.JetStream
+	State      jetstream.KeyValue
+	Schedules  jetstream.KeyValue
+	Elections  jetstream.KeyValue
+	Workers    jetstream.KeyValue
+	Outputs    jetstream.ObjectStore
 }
 
 // Sentinel errors of the store.

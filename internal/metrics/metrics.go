@@ -35,6 +35,7 @@ type Metrics struct {
 	ScheduleErrors  prometheus.Counter
 	FireLag         prometheus.Histogram
 	Schedules       prometheus.Gauge
+	OrphansReaped   *prometheus.CounterVec // backend
 }
 
 // New creates the metrics on a fresh registry, with the Go and process
@@ -114,6 +115,10 @@ func New() *Metrics {
 			Name: "sandrun_schedules", Help: "Schedules loaded by the leading scheduler.",
 		}),
 	}
+	m.OrphansReaped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_orphans_reaped_total", Help: "Workloads (containers) removed because their job attempt was no longer live.",
+	}, []string{"backend"})
+	r.MustRegister(m.OrphansReaped)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
 		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries,

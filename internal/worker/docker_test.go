@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
@@ -24,7 +26,7 @@ func TestDockerHostAccessThroughTheWorker(t *testing.T) {
 	img := dockertest.Image(t, dockertest.Engine(t))
 	reg := backends.NewRegistry()
 	for name, allow := range map[string]bool{"box": false, "hostbox": true} {
-		d, err := docker.New(docker.Config{Image: img, WorkerName: "w", AllowHostAccess: allow})
+		d, err := docker.New(docker.Config{Image: img, AllowHostAccess: allow})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,5 +63,59 @@ func TestDockerHostAccessThroughTheWorker(t *testing.T) {
 	// Isolated: the host-only rule is skipped and the command runs inside.
 	if r := run("box", "rm -rf / 2>/dev/null; echo done", nil); r.State != jobs.StateSucceeded || r.Stdout.Head != "done\n" {
 		t.Fatalf("isolated job with rm -rf /: %s %q %q", r.State, r.Stdout.Head, r.Error)
+	}
+}
+
+// kill -9 of a worker mid-job leaves its container running; the next start
+// of that worker removes it.
+func TestDockerOrphanRemovedOnWorkerRestart(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := dockertest.Engine(t)
+	img := dockertest.Image(t, c)
+	cfgFile := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(cfgFile, []byte("backends:\n  box: {kind: docker, image: "+img+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startProc(t, e.url, "docker-worker", "--config", cfgFile)
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Backend: "box", Command: "echo up; sleep 120", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	containerOf := func() (string, bool) {
+		list, err := c.ContainerList(e.ctx, client.ContainerListOptions{All: true,
+			Filters: make(client.Filters).Add("label", docker.LabelJob+"="+spec.ID)})
+		if err != nil || len(list.Items) == 0 {
+			return "", false
+		}
+		return list.Items[0].ID, list.Items[0].State == "running"
+	}
+	var id string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var running bool
+		if id, running = containerOf(); running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("job container never ran")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = a.cmd.Process.Kill()
+	<-a.done
+	if _, running := containerOf(); !running {
+		t.Fatal("container did not outlive its worker: nothing to test")
+	}
+	startProc(t, e.url, "docker-worker", "--config", cfgFile)
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.ContainerInspect(e.ctx, id, client.ContainerInspectOptions{}); err != nil {
+			break // gone
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orphan container %s still there after the worker restarted", id)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

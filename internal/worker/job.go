@@ -56,7 +56,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		return
 	}
 	bspec := backends.Spec{
-		JobID: j.spec.ID, Attempt: j.attempt, Command: j.spec.Command,
+		JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Deployment: w.store.Deployment, Command: j.spec.Command,
 		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container,
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)

@@ -58,12 +58,13 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProc runs `sandrun worker` against url with test timings.
-func startProc(t *testing.T, url, name string) *proc {
+func startProc(t *testing.T, url, name string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, metricsAddr: freeAddr(t), done: make(chan struct{})}
 	p.cmd = exec.Command(sandrunBin, "worker", "--nats-url", url, "--name", name, "--slots", "2",
 		"--lease-ttl", "3s", "--election-ttl", "2s", "--reaper-scan", "2s", "--pull-wait", "1s",
 		"--kill-grace", "1s", "--metrics-addr", p.metricsAddr, "--log-format", "text")
+	p.cmd.Args = append(p.cmd.Args, extra...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -100,6 +100,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	bg.Go(func() { w.register(bgCtx) })
+	bg.Go(func() { w.reapOrphans(bgCtx) })
 	if !w.cfg.NoReaper {
 		el := &lease.Elector{
 			JS: w.store.JS, KV: w.store.Elections, Role: "reaper", ID: w.cfg.Name,

@@ -53,8 +53,6 @@ type Config struct {
 	CapAdd []string
 	// ReadOnlyRoot mounts the image read-only (/tmp stays writable).
 	ReadOnlyRoot bool
-	// WorkerName is written in each container's labels.
-	WorkerName string
 	// AllowHostAccess lets jobs whose container reaches the host run (the
 	// policy then applies its host-only rules). Default: refused.
 	AllowHostAccess bool
@@ -69,6 +67,7 @@ const (
 	LabelJob     = "io.sandrun.job"
 	LabelAttempt = "io.sandrun.attempt"
 	LabelWorker  = "io.sandrun.worker"
+	LabelDeploy  = "io.sandrun.deployment"
 )
 
 // Docker is the backend.
@@ -155,7 +154,8 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 			LabelManaged: "true",
 			LabelJob:     spec.JobID,
 			LabelAttempt: fmt.Sprint(spec.Attempt),
-			LabelWorker:  d.cfg.WorkerName,
+			LabelWorker:  spec.Worker,
+			LabelDeploy:  spec.Deployment,
 		},
 	}
 	initProc := true

@@ -17,7 +17,7 @@ func newTestBackend(t *testing.T) *Docker {
 	t.Helper()
 	c := dockertest.Engine(t)
 	img := dockertest.Image(t, c)
-	d, err := New(Config{Image: img, WorkerName: "test"})
+	d, err := New(Config{Image: img})
 	if err != nil {
 		t.Fatal(err)
 	}
