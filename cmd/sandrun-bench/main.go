@@ -36,6 +36,7 @@ func main() {
 	lat := flag.Int("latency-jobs", 300, "jobs for the latency run (one at a time)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	sched := flag.Bool("scheduler", false, "run the scheduler benchmarks instead")
+	dock := flag.Bool("docker", false, "run the docker backend benchmark instead")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -47,9 +48,12 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	var err error
-	if *sched {
+	switch {
+	case *dock:
+		err = benchDocker(30)
+	case *sched:
 		err = benchScheduler(10_000, 1_000, 20*time.Second)
-	} else {
+	default:
 		err = run(*n, *lat)
 	}
 	if err != nil {

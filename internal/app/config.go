@@ -78,6 +78,9 @@ type BackendConfig struct {
 	PidsLimit    int64    `yaml:"pids_limit"`
 	CapAdd       []string `yaml:"cap_add"`
 	ReadOnlyRoot bool     `yaml:"read_only_root"`
+	// AllowHostAccess and AllowedVolumeDrivers: see docs/configuration.md.
+	AllowHostAccess      bool     `yaml:"allow_host_access"`
+	AllowedVolumeDrivers []string `yaml:"allowed_volume_drivers"`
 }
 
 // PolicyConfig is the worker's approval policy.

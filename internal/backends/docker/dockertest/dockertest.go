@@ -19,7 +19,10 @@ import (
 	"github.com/moby/moby/client"
 )
 
-const testImageRef = "sandrun-test/busybox:1"
+// ImageRef is the test image: busybox with its applets, nothing else.
+const ImageRef = "sandrun-test/busybox:1"
+
+const testImageRef = ImageRef
 
 var (
 	imageOnce sync.Once
@@ -50,14 +53,16 @@ func Engine(t testing.TB) *client.Client {
 // no registry is reachable, so nothing is pulled.
 func Image(t testing.TB, c *client.Client) string {
 	t.Helper()
-	imageOnce.Do(func() { imageErr = importBusybox(c) })
+	imageOnce.Do(func() { imageErr = ImportBusybox(c) })
 	if imageErr != nil {
 		t.Fatalf("test image: %v", imageErr)
 	}
 	return testImageRef
 }
 
-func importBusybox(c *client.Client) error {
+// ImportBusybox imports ImageRef (if absent) from the host's
+// /bin/busybox (Debian's busybox-static) through the Engine API.
+func ImportBusybox(c *client.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := c.ImageInspect(ctx, testImageRef); err == nil {

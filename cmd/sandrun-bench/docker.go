@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/docker"
+	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
+)
+
+// benchDocker compares, in one run, the per-job wall time of a one-shot
+// `true` job through the docker backend with `docker run --rm` of the
+// same image and hardening from the CLI.
+func benchDocker(n int) error {
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	if err := dockertest.ImportBusybox(c); err != nil {
+		return err
+	}
+	d, err := docker.New(docker.Config{Image: dockertest.ImageRef})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	ctx := context.Background()
+	var be, cli []time.Duration
+	for i := range n + 2 {
+		start := time.Now()
+		if _, err := d.Run(ctx, backends.Spec{JobID: "bench", Command: "true"}, backends.Output{Stdout: io.Discard, Stderr: io.Discard}); err != nil {
+			return err
+		}
+		b := time.Since(start)
+		start = time.Now()
+		out, err := exec.Command("docker", "run", "--rm", "--init", "--user", "65534:65534", "--network", "none",
+			"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "256", "-m", "512m",
+			"--tmpfs", "/tmp", dockertest.ImageRef, "/bin/sh", "-c", "true").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("docker run: %v: %s", err, out)
+		}
+		if i >= 2 { // warm-up
+			be, cli = append(be, b), append(cli, time.Since(start))
+		}
+	}
+	slices.Sort(be)
+	slices.Sort(cli)
+	med := func(v []time.Duration) float64 { return ms(v[len(v)/2]) }
+	fmt.Printf("\n### Docker, one-shot container per job (%d runs each, interleaved)\n\n", n)
+	fmt.Println("| path | median per job | p90 |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| docker backend `Run(true)` | %.1f ms | %.1f ms |\n", med(be), ms(be[len(be)*9/10]))
+	fmt.Printf("| `docker run --rm` CLI, same hardening | %.1f ms | %.1f ms |\n", med(cli), ms(cli[len(cli)*9/10]))
+	fmt.Printf("\nRatio backend/CLI (median): %.2f\n", med(be)/med(cli))
+	return nil
+}
