@@ -45,7 +45,7 @@ func benchDocker(n int) error {
 			"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "256", "-m", "512m",
 			"--tmpfs", "/tmp", dockertest.ImageRef, "/bin/sh", "-c", "true").CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("docker run: %v: %s", err, out)
+			return fmt.Errorf("docker run: %w: %s", err, out)
 		}
 		if i >= 2 { // warm-up
 			be, cli = append(be, b), append(cli, time.Since(start))
