@@ -29,6 +29,7 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	fs.Func("secret-env", "K=V secret environment variable, redacted everywhere it is shown (repeatable)", func(s string) error { secrets = append(secrets, s); return nil })
 	fs.Func("label", "K=V label (repeatable)", func(s string) error { labels = append(labels, s); return nil })
 	fs.StringVar(&spec.Cwd, "cwd", "", "working directory")
+	fs.StringVar(&spec.Session, "session", "", "run in the backend's persistent session of this key (docker: a shared container)")
 	fs.StringVar(&spec.Approval, "approval", "", "approval mode: deny, approve or allowlist (default: the origin's)")
 	origin := fs.String("origin", "", "origin: manual, cron, batch or subagent (default manual)")
 	fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts before the job is dead (default 3)")

@@ -79,8 +79,9 @@ type BackendConfig struct {
 	CapAdd       []string `yaml:"cap_add"`
 	ReadOnlyRoot bool     `yaml:"read_only_root"`
 	// AllowHostAccess and AllowedVolumeDrivers: see docs/configuration.md.
-	AllowHostAccess      bool     `yaml:"allow_host_access"`
-	AllowedVolumeDrivers []string `yaml:"allowed_volume_drivers"`
+	AllowHostAccess      bool          `yaml:"allow_host_access"`
+	AllowedVolumeDrivers []string      `yaml:"allowed_volume_drivers"`
+	SessionIdle          time.Duration `yaml:"session_idle"`
 }
 
 // PolicyConfig is the worker's approval policy.

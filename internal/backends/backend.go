@@ -67,6 +67,9 @@ type Spec struct {
 	KillGrace time.Duration
 	// Container holds the job's container options (container backends).
 	Container *ContainerOptions
+	// Session, when set, asks for a persistent workload shared by the
+	// jobs of the same key (backends with PersistentSessions).
+	Session string
 }
 
 // DefaultKillGrace is used when Spec.KillGrace is zero.

@@ -82,6 +82,9 @@ type Spec struct {
 	// whatever reaches the host makes the job host access (refused unless
 	// the backend profile allows it).
 	Container *backends.ContainerOptions `json:"container,omitempty"`
+	// Session runs the job in the backend's persistent session of this
+	// key (a long-lived container shared by the jobs of the same key).
+	Session string `json:"session,omitempty"`
 	// Labels are free-form key/values for people and tools.
 	Labels map[string]string `json:"labels,omitempty"`
 	// SubmittedAt is set by the submitter.
@@ -187,6 +190,8 @@ func (s Spec) Validate() error {
 		return fieldErr("max_attempts", "must be 1..%d, got %d", MaxAttemptsCap, s.MaxAttempts)
 	case len(s.Env) > MaxEnvVars:
 		return fieldErr("env", "has %d variables, limit %d", len(s.Env), MaxEnvVars)
+	case s.Session != "" && !nameRE.MatchString(s.Session):
+		return fieldErr("session", "must be 1-64 characters of A-Z a-z 0-9 _ -, got %q", s.Session)
 	case len(s.Labels) > MaxLabels:
 		return fieldErr("labels", "has %d labels, limit %d", len(s.Labels), MaxLabels)
 	}

@@ -57,7 +57,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	}
 	bspec := backends.Spec{
 		JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Deployment: w.store.Deployment, Command: j.spec.Command,
-		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container,
+		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: j.spec.Session,
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)
 	if err != nil {

@@ -15,8 +15,11 @@
 // function of the final container configuration and refused unless the
 // profile sets AllowHostAccess.
 //
-// Not built yet (issue #5): session containers, the orphan reaper, pull
-// policies, metrics.
+// Jobs with a session key exec into a long-lived session container of that
+// key instead (created once, removed after SessionIdle); a timeout signals
+// the exec's process group inside the container.
+//
+// Not built yet (issue #5): pull policies, metrics.
 package docker
 
 import (
@@ -26,6 +29,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -59,6 +63,9 @@ type Config struct {
 	// AllowedVolumeDrivers are volume drivers other than "local" trusted
 	// not to expose host storage.
 	AllowedVolumeDrivers []string
+	// SessionIdle removes a session container unused this long (default
+	// 10m). Jobs with a session key exec into their session's container.
+	SessionIdle time.Duration
 }
 
 // Labels on every container sandrun creates.
@@ -75,6 +82,9 @@ type Docker struct {
 	cfg   Config
 	api   engine
 	close func() error
+
+	sessMu   sync.Mutex
+	sessions map[string]*session // by session key
 }
 
 // New checks cfg and connects (lazily: the first call dials).
@@ -97,6 +107,9 @@ func New(cfg Config) (*Docker, error) {
 	if cfg.PidsLimit == 0 {
 		cfg.PidsLimit = 256
 	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = 10 * time.Minute
+	}
 	opts := []client.Opt{client.FromEnv}
 	if cfg.Host != "" {
 		opts = append(opts, client.WithHost(cfg.Host))
@@ -108,8 +121,12 @@ func New(cfg Config) (*Docker, error) {
 	return &Docker{cfg: cfg, api: c, close: c.Close}, nil
 }
 
-// Close releases the engine connection.
-func (d *Docker) Close() error { return d.close() }
+// Close removes this backend's session containers and releases the
+// engine connection.
+func (d *Docker) Close() error {
+	d.closeSessions(context.Background())
+	return d.close()
+}
 
 // Kind implements backends.Backend.
 func (d *Docker) Kind() string { return "docker" }
@@ -128,7 +145,7 @@ func (d *Docker) Validate(ctx context.Context) error {
 // Capabilities implements backends.Backend. A container is isolated unless
 // its job's options reach the host; HostAccess says which jobs do.
 func (d *Docker) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true}
 }
 
 // containerConfig is the hardened configuration of spec's container, with

@@ -96,8 +96,11 @@ func TestHostAccessRefusedOrAllowed(t *testing.T) {
 	if _, err := d.Run(ctx, spec, backends.Output{Stdout: io.Discard, Stderr: io.Discard}); err == nil || !strings.Contains(err.Error(), "host access refused") {
 		t.Fatalf("refused run: %v", err)
 	}
-	allowed := *d
-	allowed.cfg.AllowHostAccess = true
+	allowed, err := New(Config{Image: d.cfg.Image, AllowHostAccess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = allowed.Close() })
 	var out strings.Builder
 	res, err := allowed.Run(ctx, spec, backends.Output{Stdout: &out, Stderr: io.Discard})
 	if err != nil || res.ExitCode != 0 || out.String() != "from the host\n" {

@@ -19,8 +19,15 @@ func (d *Docker) ReapOrphans(ctx context.Context, deployment string, live func(j
 	if err != nil {
 		return 0, fmt.Errorf("docker: list containers: %w", err)
 	}
-	removed := 0
+	removed := d.reapIdleSessions(ctx)
 	for _, c := range list.Items {
+		if c.Labels[LabelSession] != "" {
+			// Sessions of this process are tracked in memory; those of a
+			// worker that died are orphans.
+			if d.ownsSession(c.ID) || live("", 0, c.Labels[LabelWorker]) {
+				continue
+			}
+		}
 		attempt, _ := strconv.Atoi(c.Labels[LabelAttempt])
 		if live(c.Labels[LabelJob], attempt, c.Labels[LabelWorker]) {
 			continue
@@ -34,3 +41,14 @@ func (d *Docker) ReapOrphans(ctx context.Context, deployment string, live func(j
 }
 
 var _ backends.OrphanReaper = (*Docker)(nil)
+
+func (d *Docker) ownsSession(id string) bool {
+	d.sessMu.Lock()
+	defer d.sessMu.Unlock()
+	for _, s := range d.sessions {
+		if s.id == id {
+			return true
+		}
+	}
+	return false
+}

@@ -30,6 +30,16 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err != nil {
 		return res, fmt.Errorf("docker: %w: %w", err, backends.ErrPermanent)
 	}
+	if spec.Session != "" {
+		if reasons, err := hostAccess(ctx, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers); err != nil || (len(reasons) > 0 && !d.cfg.AllowHostAccess) {
+			return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
+		}
+		cid, err := d.sessionContainer(context.WithoutCancel(ctx), spec)
+		if err != nil {
+			return res, err
+		}
+		return d.runExec(ctx, cid, spec, out)
+	}
 	// The container's lifecycle calls outlive ctx: a cancel must still be
 	// able to kill and remove what was created.
 	bg := context.WithoutCancel(ctx)

@@ -1,0 +1,244 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/sandrun/sandrun/internal/backends"
+)
+
+// LabelSession marks a session container with its session key.
+const LabelSession = "io.sandrun.session"
+
+// session is a long-lived container that jobs with the same session key
+// exec into.
+type session struct {
+	id       string
+	lastUsed time.Time
+}
+
+// sessionContainer returns the running container of spec's session,
+// creating it on first use (once per key, even under concurrent runs).
+func (d *Docker) sessionContainer(ctx context.Context, spec backends.Spec) (string, error) {
+	d.sessMu.Lock()
+	defer d.sessMu.Unlock()
+	if d.sessions == nil {
+		d.sessions = map[string]*session{}
+	}
+	if s := d.sessions[spec.Session]; s != nil {
+		if info, err := d.api.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{}); err == nil &&
+			info.Container.State != nil && info.Container.State.Running {
+			s.lastUsed = time.Now()
+			return s.id, nil
+		}
+		delete(d.sessions, spec.Session)
+		d.remove(ctx, s.id)
+	}
+	// The session container holds no job's environment: each exec brings
+	// its own.
+	base := spec
+	base.Env, base.Command = nil, ""
+	cfg, host, err := d.containerConfig(base)
+	if err != nil {
+		return "", err
+	}
+	cfg.Cmd = []string{"/bin/sh", "-c", "exec sleep 2147483647"}
+	cfg.Labels[LabelSession] = spec.Session
+	cfg.Labels[LabelJob] = ""
+	created, err := d.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return "", fmt.Errorf("docker: create session %s: %w: %w", spec.Session, err, backends.ErrUnavailable)
+	}
+	if _, err := d.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		d.remove(ctx, created.ID)
+		return "", fmt.Errorf("docker: start session %s: %w", spec.Session, err)
+	}
+	d.sessions[spec.Session] = &session{id: created.ID, lastUsed: time.Now()}
+	return created.ID, nil
+}
+
+// runExec runs spec in session container cid. The command runs as its own
+// process group (docker makes each exec a group leader); its pid is kept
+// in a file so that a timeout or cancel signals the whole group inside the
+// container — not just the exec's client — and leftovers are killed when
+// the command ends, like the local backend does.
+func (d *Docker) runExec(ctx context.Context, cid string, spec backends.Spec, out backends.Output) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
+	bg := context.WithoutCancel(ctx)
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	pidfile := "/tmp/.sandrun-" + hex.EncodeToString(nonce)
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		env = append(env, k+"="+spec.Env[k])
+	}
+	ex, err := d.api.ExecCreate(bg, cid, client.ExecCreateOptions{
+		User: d.cfg.User, AttachStdout: true, AttachStderr: true, Env: env, WorkingDir: spec.Dir,
+		Cmd: []string{"/bin/sh", "-c", `echo $$ > ` + pidfile + `; exec /bin/sh -c "$0"`, spec.Command},
+	})
+	if err != nil {
+		return res, fmt.Errorf("docker: exec create: %w", err)
+	}
+	att, err := d.api.ExecAttach(bg, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return res, fmt.Errorf("docker: exec attach: %w", err)
+	}
+	defer att.Close()
+	res.StartedAt = time.Now()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(nonNil(out.Stdout), nonNil(out.Stderr), att.Reader)
+		copied <- err
+	}()
+
+	stopped := false
+	running := func() (client.ExecInspectResult, bool) {
+		r, err := d.api.ExecInspect(bg, ex.ID, client.ExecInspectOptions{})
+		return r, err == nil && r.Running
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var final client.ExecInspectResult
+	var copyErr error
+	copyDone := false
+wait:
+	for {
+		select {
+		case copyErr = <-copied:
+			copyDone = true
+			copied = nil
+		case <-tick.C:
+		case <-ctx.Done():
+			stopped = true
+			final = d.stopExec(bg, cid, pidfile, spec.Grace(), running)
+			break wait
+		}
+		if r, ok := running(); !ok {
+			final = r
+			break wait
+		}
+	}
+	res.FinishedAt = time.Now()
+	// Whatever the command left behind in its group goes with it.
+	d.execQuiet(bg, cid, `p=$(cat `+pidfile+` 2>/dev/null) && kill -KILL -"$p" 2>/dev/null; rm -f `+pidfile)
+	if !copyDone {
+		select {
+		case copyErr = <-copied:
+		case <-time.After(outputDrain):
+		}
+	}
+	res.ExitCode = final.ExitCode
+	if stopped {
+		if sig := res.ExitCode - 128; res.ExitCode > 128 && sig < 65 {
+			res.Signal = unixSignalName(syscall.Signal(sig))
+			res.ExitCode = -1
+		}
+		return res, fmt.Errorf("docker: stopped: %w", context.Cause(ctx))
+	}
+	if copyErr != nil {
+		return res, fmt.Errorf("docker: output: %w", copyErr)
+	}
+	return res, nil
+}
+
+// stopExec signals the exec's process group: TERM, then KILL after grace;
+// if it still will not die, the session container is killed and dropped.
+func (d *Docker) stopExec(ctx context.Context, cid, pidfile string, grace time.Duration, running func() (client.ExecInspectResult, bool)) client.ExecInspectResult {
+	kill := func(sig string) {
+		d.execQuiet(ctx, cid, `p=$(cat `+pidfile+` 2>/dev/null) && kill -`+sig+` -"$p" 2>/dev/null`)
+	}
+	waitExit := func(d time.Duration) (client.ExecInspectResult, bool) {
+		deadline := time.Now().Add(d)
+		for {
+			r, ok := running()
+			if !ok {
+				return r, true
+			}
+			if time.Now().After(deadline) {
+				return r, false
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	kill("TERM")
+	if r, ok := waitExit(grace); ok {
+		return r
+	}
+	kill("KILL")
+	if r, ok := waitExit(5 * time.Second); ok {
+		return r
+	}
+	_, _ = d.api.ContainerKill(ctx, cid, client.ContainerKillOptions{Signal: "SIGKILL"})
+	d.dropSession(ctx, cid)
+	r, _ := waitExit(5 * time.Second)
+	return r
+}
+
+// execQuiet runs a helper command in the container, waiting for it, and
+// ignores its outcome. It runs as the jobs' user: with every capability
+// dropped, even root could not signal another user's processes.
+func (d *Docker) execQuiet(ctx context.Context, cid, script string) {
+	ex, err := d.api.ExecCreate(ctx, cid, client.ExecCreateOptions{User: d.cfg.User, Cmd: []string{"/bin/sh", "-c", script}})
+	if err != nil {
+		return
+	}
+	att, err := d.api.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return
+	}
+	defer att.Close()
+	_, _ = io.Copy(io.Discard, att.Reader)
+}
+
+// dropSession forgets and removes the session container cid.
+func (d *Docker) dropSession(ctx context.Context, cid string) {
+	d.sessMu.Lock()
+	for k, s := range d.sessions {
+		if s.id == cid {
+			delete(d.sessions, k)
+		}
+	}
+	d.sessMu.Unlock()
+	d.remove(ctx, cid)
+}
+
+// closeSessions removes every session container of this backend.
+func (d *Docker) closeSessions(ctx context.Context) {
+	d.sessMu.Lock()
+	ids := make([]string, 0, len(d.sessions))
+	for _, s := range d.sessions {
+		ids = append(ids, s.id)
+	}
+	d.sessions = nil
+	d.sessMu.Unlock()
+	for _, id := range ids {
+		d.remove(ctx, id)
+	}
+}
+
+// reapIdleSessions removes session containers unused for SessionIdle.
+func (d *Docker) reapIdleSessions(ctx context.Context) int {
+	d.sessMu.Lock()
+	var idle []string
+	for k, s := range d.sessions {
+		if time.Since(s.lastUsed) > d.cfg.SessionIdle {
+			idle = append(idle, s.id)
+			delete(d.sessions, k)
+		}
+	}
+	d.sessMu.Unlock()
+	for _, id := range idle {
+		d.remove(ctx, id)
+	}
+	return len(idle)
+}
