@@ -85,6 +85,7 @@ type Docker struct {
 
 	sessMu   sync.Mutex
 	sessions map[string]*session // by session key
+	cleanups sync.WaitGroup      // leftover kills after session jobs
 }
 
 // New checks cfg and connects (lazily: the first call dials).
@@ -124,6 +125,7 @@ func New(cfg Config) (*Docker, error) {
 // Close removes this backend's session containers and releases the
 // engine connection.
 func (d *Docker) Close() error {
+	d.cleanups.Wait()
 	d.closeSessions(context.Background())
 	return d.close()
 }

@@ -36,13 +36,10 @@ func (d *Docker) sessionContainer(ctx context.Context, spec backends.Spec) (stri
 		d.sessions = map[string]*session{}
 	}
 	if s := d.sessions[spec.Session]; s != nil {
-		if info, err := d.api.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{}); err == nil &&
-			info.Container.State != nil && info.Container.State.Running {
-			s.lastUsed = time.Now()
-			return s.id, nil
-		}
-		delete(d.sessions, spec.Session)
-		d.remove(ctx, s.id)
+		// Not inspected on each use: an exec into a dead container fails,
+		// and runExec then drops the session and asks again.
+		s.lastUsed = time.Now()
+		return s.id, nil
 	}
 	// The session container holds no job's environment: each exec brings
 	// its own.
@@ -82,12 +79,20 @@ func (d *Docker) runExec(ctx context.Context, cid string, spec backends.Spec, ou
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		env = append(env, k+"="+spec.Env[k])
 	}
-	ex, err := d.api.ExecCreate(bg, cid, client.ExecCreateOptions{
+	create := client.ExecCreateOptions{
 		User: d.cfg.User, AttachStdout: true, AttachStderr: true, Env: env, WorkingDir: spec.Dir,
 		Cmd: []string{"/bin/sh", "-c", `echo $$ > ` + pidfile + `; exec /bin/sh -c "$0"`, spec.Command},
-	})
+	}
+	ex, err := d.api.ExecCreate(bg, cid, create)
 	if err != nil {
-		return res, fmt.Errorf("docker: exec create: %w", err)
+		// The session container may have died: start a new one, once.
+		d.dropSession(bg, cid)
+		if cid, err = d.sessionContainer(bg, spec); err != nil {
+			return res, err
+		}
+		if ex, err = d.api.ExecCreate(bg, cid, create); err != nil {
+			return res, fmt.Errorf("docker: exec create: %w", err)
+		}
 	}
 	att, err := d.api.ExecAttach(bg, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
@@ -106,7 +111,9 @@ func (d *Docker) runExec(ctx context.Context, cid string, spec backends.Spec, ou
 		r, err := d.api.ExecInspect(bg, ex.ID, client.ExecInspectOptions{})
 		return r, err == nil && r.Running
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
+	// The output stream ends when the command does (unless something it
+	// started holds the stream open); polling covers that case.
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var final client.ExecInspectResult
 	var copyErr error
@@ -129,8 +136,11 @@ wait:
 		}
 	}
 	res.FinishedAt = time.Now()
-	// Whatever the command left behind in its group goes with it.
-	d.execQuiet(bg, cid, `p=$(cat `+pidfile+` 2>/dev/null) && kill -KILL -"$p" 2>/dev/null; rm -f `+pidfile)
+	// Whatever the command left behind in its group goes with it — after
+	// the result is returned: the job's outcome does not wait for it.
+	d.cleanups.Go(func() {
+		d.execQuiet(bg, cid, `p=$(cat `+pidfile+` 2>/dev/null) && kill -KILL -"$p" 2>/dev/null; rm -f `+pidfile)
+	})
 	if !copyDone {
 		select {
 		case copyErr = <-copied:
