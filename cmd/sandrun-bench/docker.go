@@ -67,8 +67,11 @@ func benchDocker(n int) error {
 		return err
 	}
 	list, err := c.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).Add("label", docker.LabelSession+"=bench")})
-	if err != nil || len(list.Items) != 1 {
-		return fmt.Errorf("session container: %v (%d found)", err, len(list.Items))
+	if err != nil {
+		return fmt.Errorf("session container: %w", err)
+	}
+	if len(list.Items) != 1 {
+		return fmt.Errorf("session container: %d found, want 1", len(list.Items))
 	}
 	var sbe, scli []time.Duration
 	for i := range n + 2 {

@@ -30,7 +30,7 @@ func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
 		case "docker":
 			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
-				ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle})
+				ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle, Pull: bc.Pull})
 		case "":
 			err = fmt.Errorf("kind: required (known kinds: local, docker)")
 		default:

@@ -82,6 +82,7 @@ type BackendConfig struct {
 	AllowHostAccess      bool          `yaml:"allow_host_access"`
 	AllowedVolumeDrivers []string      `yaml:"allowed_volume_drivers"`
 	SessionIdle          time.Duration `yaml:"session_idle"`
+	Pull                 string        `yaml:"pull"`
 }
 
 // PolicyConfig is the worker's approval policy.

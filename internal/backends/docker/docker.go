@@ -19,7 +19,10 @@
 // key instead (created once, removed after SessionIdle); a timeout signals
 // the exec's process group inside the container.
 //
-// Not built yet (issue #5): pull policies, metrics.
+// Images follow a pull policy (if-not-present, always, never); concurrent
+// pulls of one image are one pull.
+//
+// Not built yet (issue #5): docker metrics, `sandrun doctor`.
 package docker
 
 import (
@@ -66,6 +69,9 @@ type Config struct {
 	// SessionIdle removes a session container unused this long (default
 	// 10m). Jobs with a session key exec into their session's container.
 	SessionIdle time.Duration
+	// Pull is the image pull policy: if-not-present (default), always or
+	// never. Concurrent pulls of one image are done once.
+	Pull string
 }
 
 // Labels on every container sandrun creates.
@@ -86,6 +92,7 @@ type Docker struct {
 	sessMu   sync.Mutex
 	sessions map[string]*session // by session key
 	cleanups sync.WaitGroup      // leftover kills after session jobs
+	pulls    puller
 }
 
 // New checks cfg and connects (lazily: the first call dials).
@@ -110,6 +117,13 @@ func New(cfg Config) (*Docker, error) {
 	}
 	if cfg.SessionIdle == 0 {
 		cfg.SessionIdle = 10 * time.Minute
+	}
+	switch cfg.Pull {
+	case "":
+		cfg.Pull = PullIfNotPresent
+	case PullIfNotPresent, PullAlways, PullNever:
+	default:
+		return nil, fmt.Errorf("pull: %q is not if-not-present, always or never", cfg.Pull)
 	}
 	opts := []client.Opt{client.FromEnv}
 	if cfg.Host != "" {
@@ -138,8 +152,8 @@ func (d *Docker) Validate(ctx context.Context) error {
 	if _, err := d.api.Ping(ctx, client.PingOptions{}); err != nil {
 		return fmt.Errorf("host: engine unreachable: %w", err)
 	}
-	if _, err := d.api.ImageInspect(ctx, d.cfg.Image); err != nil {
-		return fmt.Errorf("image: %q not available on the engine (no pulls yet): %w", d.cfg.Image, err)
+	if _, err := d.api.ImageInspect(ctx, d.cfg.Image); err != nil && d.cfg.Pull == PullNever {
+		return fmt.Errorf("image: %q is not on the engine and pull is never: %w", d.cfg.Image, err)
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func TestOOMKillIsReported(t *testing.T) {
 func TestValidateNamesTheField(t *testing.T) {
 	t.Parallel()
 	dockertest.Engine(t)
-	d, err := New(Config{Image: "sandrun-test/does-not-exist:0"})
+	d, err := New(Config{Image: "sandrun-test/does-not-exist:0", Pull: PullNever})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,9 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err != nil {
 		return res, fmt.Errorf("docker: %w: %w", err, backends.ErrPermanent)
 	}
+	if err := d.ensureImage(context.WithoutCancel(ctx)); err != nil {
+		return res, fmt.Errorf("docker: %w", err)
+	}
 	if spec.Session != "" {
 		if reasons, err := hostAccess(ctx, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers); err != nil || (len(reasons) > 0 && !d.cfg.AllowHostAccess) {
 			return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
