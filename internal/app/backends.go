@@ -8,12 +8,13 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
 // Errors name the profile and field.
-func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
+func Backends(profiles map[string]BackendConfig, m *metrics.Metrics) (*backends.Registry, error) {
 	if len(profiles) == 0 {
 		profiles = map[string]BackendConfig{"local": {Kind: "local"}}
 	}
@@ -30,7 +31,7 @@ func Backends(profiles map[string]BackendConfig) (*backends.Registry, error) {
 		case "docker":
 			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
-				ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle, Pull: bc.Pull})
+				ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle, Pull: bc.Pull, Metrics: m, Profile: name})
 		case "":
 			err = fmt.Errorf("kind: required (known kinds: local, docker)")
 		default:

@@ -17,7 +17,7 @@ func TestExampleConfigsLoad(t *testing.T) {
 	if cfg.Worker.LeaseTTL != 30*time.Second || cfg.Backends["local"].Kind != "local" {
 		t.Fatalf("decoded %+v", cfg)
 	}
-	if _, err := Backends(cfg.Backends); err != nil {
+	if _, err := Backends(cfg.Backends, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cfg.Policy.Engine(); err != nil {
@@ -46,10 +46,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	if _, err := LoadFile(write("dur.yaml", "worker:\n  lease_ttl: soon\n")); err == nil || !strings.Contains(err.Error(), "soon") {
 		t.Fatalf("bad duration: %v", err)
 	}
-	if _, err := Backends(map[string]BackendConfig{"gpu": {Kind: "quantum"}}); err == nil || !strings.Contains(err.Error(), "backends.gpu.kind") {
+	if _, err := Backends(map[string]BackendConfig{"gpu": {Kind: "quantum"}}, nil); err == nil || !strings.Contains(err.Error(), "backends.gpu.kind") {
 		t.Fatalf("unknown kind: %v", err)
 	}
-	if _, err := Backends(map[string]BackendConfig{"box": {Kind: "docker"}}); err == nil || !strings.Contains(err.Error(), "backends.box.image") {
+	if _, err := Backends(map[string]BackendConfig{"box": {Kind: "docker"}}, nil); err == nil || !strings.Contains(err.Error(), "backends.box.image") {
 		t.Fatalf("docker without image: %v", err)
 	}
 	if _, err := (PolicyConfig{Ceiling: map[string]string{"cron": "yolo"}}).Engine(); err == nil || !strings.Contains(err.Error(), "policy.ceiling.cron") {

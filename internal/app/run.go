@@ -26,6 +26,7 @@ type Roles struct {
 // starts. ready, if set, is called once everything is running.
 func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
 	// Validate everything first: nothing should fail at 3 a.m.
+	m := metrics.New()
 	var (
 		wcfg  = cfg.Worker.WithDefaults()
 		deps  worker.Deps
@@ -36,7 +37,7 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		if err := wcfg.Validate(); err != nil {
 			return err
 		}
-		if deps.Backends, err = Backends(cfg.Backends); err != nil {
+		if deps.Backends, err = Backends(cfg.Backends, m); err != nil {
 			return err
 		}
 		defer func() { _ = deps.Backends.Close() }()
@@ -52,7 +53,6 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 			return err
 		}
 	}
-	m := metrics.New()
 	if _, err := m.Serve(ctx, cfg.MetricsAddr, log); err != nil {
 		return fmt.Errorf("metrics_addr: %w", err)
 	}

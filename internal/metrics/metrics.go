@@ -36,6 +36,13 @@ type Metrics struct {
 	FireLag         prometheus.Histogram
 	Schedules       prometheus.Gauge
 	OrphansReaped   *prometheus.CounterVec // backend
+
+	ContainerCreate    *prometheus.HistogramVec // backend
+	ContainerStart     *prometheus.HistogramVec // backend
+	ImagePulls         *prometheus.CounterVec   // backend, result
+	ImagePullSeconds   *prometheus.HistogramVec // backend
+	OOMKills           *prometheus.CounterVec   // backend
+	HostAccessRefusals *prometheus.CounterVec   // backend
 }
 
 // New creates the metrics on a fresh registry, with the Go and process
@@ -119,6 +126,20 @@ func New() *Metrics {
 		Name: "sandrun_orphans_reaped_total", Help: "Workloads (containers) removed because their job attempt was no longer live.",
 	}, []string{"backend"})
 	r.MustRegister(m.OrphansReaped)
+	lat := []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	m.ContainerCreate = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "sandrun_container_create_seconds", Help: "Time to create a job's container.", Buckets: lat}, []string{"backend"})
+	m.ContainerStart = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "sandrun_container_start_seconds", Help: "Time to start a job's container (or exec into its session).", Buckets: lat}, []string{"backend"})
+	m.ImagePulls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_image_pulls_total", Help: "Image pulls, by result (ok, error)."}, []string{"backend", "result"})
+	m.ImagePullSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "sandrun_image_pull_seconds", Help: "Time spent pulling images.", Buckets: []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900}}, []string{"backend"})
+	m.OOMKills = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_oom_kills_total", Help: "Jobs killed for exceeding their memory limit."}, []string{"backend"})
+	m.HostAccessRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_host_access_refusals_total", Help: "Jobs refused because their workload would reach the host."}, []string{"backend"})
+	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
 		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries,

@@ -68,6 +68,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		r := j.result(jobs.StateDenied, refused)
 		r.Rule = RuleHostAccess
 		w.m.PolicyDecisions.WithLabelValues("deny", "", RuleHostAccess).Inc()
+		w.m.HostAccessRefusals.WithLabelValues(j.spec.Backend).Inc()
 		j.finish(ctx, r)
 		return
 	}

@@ -37,8 +37,10 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // Config is a docker backend profile.
@@ -72,6 +74,10 @@ type Config struct {
 	// Pull is the image pull policy: if-not-present (default), always or
 	// never. Concurrent pulls of one image are done once.
 	Pull string
+	// Metrics, if set, receive container and pull figures labelled with
+	// Profile.
+	Metrics *metrics.Metrics
+	Profile string
 }
 
 // Labels on every container sandrun creates.
@@ -254,3 +260,16 @@ var (
 	_ backends.Backend           = (*Docker)(nil)
 	_ backends.HostAccessChecker = (*Docker)(nil)
 )
+
+// observe records d into h for this profile, when metrics are wired.
+func (d *Docker) observe(h func(*metrics.Metrics) prometheus.Observer, since time.Time) {
+	if d.cfg.Metrics != nil {
+		h(d.cfg.Metrics).Observe(time.Since(since).Seconds())
+	}
+}
+
+func (d *Docker) count(c func(*metrics.Metrics) prometheus.Counter) {
+	if d.cfg.Metrics != nil {
+		c(d.cfg.Metrics).Inc()
+	}
+}

@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 func newTestBackend(t *testing.T) *Docker {
@@ -34,8 +37,13 @@ func TestConformanceOneShot(t *testing.T) {
 
 func TestOOMKillIsReported(t *testing.T) {
 	t.Parallel()
-	d := newTestBackend(t)
-	d.cfg.MemoryBytes = 32 << 20
+	img := newTestBackend(t).cfg.Image
+	m := metrics.New()
+	d, err := New(Config{Image: img, MemoryBytes: 32 << 20, Metrics: m, Profile: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
 	// Hold ~64 MiB in the shell's memory.
 	cmd := `x=$(head -c 67108864 /dev/zero | tr '\0' 'x'); echo ${#x}`
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -43,6 +51,12 @@ func TestOOMKillIsReported(t *testing.T) {
 	res, err := d.Run(ctx, backends.Spec{JobID: "oom", Command: cmd}, backends.Output{Stdout: io.Discard, Stderr: io.Discard})
 	if !errors.Is(err, ErrOOM) || res.ExitCode != 137 {
 		t.Fatalf("res %+v err %v: want ErrOOM with exit 137", res, err)
+	}
+	if n := testutil.ToFloat64(m.OOMKills.WithLabelValues("box")); n != 1 {
+		t.Fatalf("oom kills counted %v, want 1", n)
+	}
+	if n := testutil.CollectAndCount(m.ContainerCreate); n != 1 {
+		t.Fatalf("container create series %d, want 1", n)
 	}
 }
 

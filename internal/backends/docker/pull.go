@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // Pull policies.
@@ -42,7 +45,18 @@ func (d *Docker) ensureImage(ctx context.Context) error {
 			return fmt.Errorf("image %s is not on the engine and pull is %q: %w", ref, PullNever, backends.ErrPermanent)
 		}
 	}
-	return d.pulls.do(ctx, ref, func(ctx context.Context) error {
+	return d.pulls.do(ctx, ref, func(ctx context.Context) (err error) {
+		start := time.Now()
+		defer func() {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			d.count(func(m *metrics.Metrics) prometheus.Counter {
+				return m.ImagePulls.WithLabelValues(d.cfg.Profile, result)
+			})
+			d.observe(func(m *metrics.Metrics) prometheus.Observer { return m.ImagePullSeconds.WithLabelValues(d.cfg.Profile) }, start)
+		}()
 		resp, err := d.api.ImagePull(ctx, ref, client.ImagePullOptions{})
 		if err != nil {
 			return err

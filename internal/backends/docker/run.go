@@ -12,8 +12,10 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // outputDrain bounds how long Run waits for the output stream after the
@@ -52,7 +54,9 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 		// The worker refuses such jobs before Run; this is the backstop.
 		return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
 	}
+	createStart := time.Now()
 	created, err := d.api.ContainerCreate(bg, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	d.observe(func(m *metrics.Metrics) prometheus.Observer { return m.ContainerCreate.WithLabelValues(d.cfg.Profile) }, createStart)
 	if err != nil {
 		return res, fmt.Errorf("docker: create: %w: %w", err, backends.ErrUnavailable)
 	}
@@ -73,9 +77,11 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	waitCtx, stopWait := context.WithCancel(bg)
 	defer stopWait()
 	wait := d.api.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	startStart := time.Now()
 	if _, err := d.api.ContainerStart(bg, id, client.ContainerStartOptions{}); err != nil {
 		return res, fmt.Errorf("docker: start: %w", err)
 	}
+	d.observe(func(m *metrics.Metrics) prometheus.Observer { return m.ContainerStart.WithLabelValues(d.cfg.Profile) }, startStart)
 	// The worker's clock, not the engine's: the engine's two timestamps
 	// come from different components and can disagree by a millisecond.
 	res.StartedAt = time.Now()
@@ -104,6 +110,7 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	res.ExitCode = int(status.StatusCode)
 	if info, err := d.api.ContainerInspect(bg, id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil {
 		if info.Container.State.OOMKilled {
+			d.count(func(m *metrics.Metrics) prometheus.Counter { return m.OOMKills.WithLabelValues(d.cfg.Profile) })
 			res.Signal = "SIGKILL"
 			return res, fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit)", ErrOOM, res.ExitCode, d.cfg.MemoryBytes)
 		}
