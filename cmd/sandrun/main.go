@@ -30,6 +30,7 @@ Usage:
                                          cron schedules (the schedulers watch them)
   sandrun policy check [flags] -- CMD    judge a command as a worker would (exit 0 approve, 3 deny)
   sandrun policy rules                   list the policy's rules
+  sandrun doctor [--config FILE]         check NATS, the policy and every backend profile
   sandrun dev [flags]                    embedded NATS + worker + scheduler in one process
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
@@ -88,6 +89,8 @@ func (c cli) run(args []string) int {
 		err = c.policyCmd(ctx, rest)
 	case "schedules":
 		err = c.schedules(ctx, rest)
+	case "doctor":
+		err = c.doctor(ctx, rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -20,9 +20,8 @@
 // the exec's process group inside the container.
 //
 // Images follow a pull policy (if-not-present, always, never); concurrent
-// pulls of one image are one pull.
-//
-// Not built yet (issue #5): docker metrics, `sandrun doctor`.
+// pulls of one image are one pull. Container and pull figures go to the
+// worker's metrics.
 package docker
 
 import (

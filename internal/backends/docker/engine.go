@@ -11,6 +11,7 @@ import (
 // engine is the part of the Docker Engine API the backend uses; tests may
 // wrap it, and *client.Client is the real one.
 type engine interface {
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 	ImagePull(ctx context.Context, ref string, options client.ImagePullOptions) (client.ImagePullResponse, error)
 	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
