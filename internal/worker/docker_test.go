@@ -119,3 +119,30 @@ func TestDockerOrphanRemovedOnWorkerRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A job that allocates past a 32 MB limit ends failed, with reason oom and
+// exit 137, and is not retried.
+func TestDockerOOMEndsFailed(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	img := dockertest.Image(t, dockertest.Engine(t))
+	d, err := docker.New(docker.Config{Image: img, MemoryBytes: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := backends.NewRegistry()
+	if err := reg.Add("small", d); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	sandruntest.StartWorkerWith(t, e.st, sandruntest.FastConfig(), reg)
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Backend: "small", MaxAttempts: 3,
+		Command: `x=$(head -c 67108864 /dev/zero | tr '\0' 'x'); echo ${#x}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sandruntest.WaitResult(t, e.c, spec.ID, time.Minute)
+	if r.State != jobs.StateFailed || r.ExitCode != 137 || r.Attempt != 1 || !strings.Contains(r.Error, "oom") {
+		t.Fatalf("result %s exit %d attempt %d error %q: want failed, 137, one attempt, reason oom", r.State, r.ExitCode, r.Attempt, r.Error)
+	}
+}

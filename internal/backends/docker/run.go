@@ -112,7 +112,7 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 		if info.Container.State.OOMKilled {
 			d.count(func(m *metrics.Metrics) prometheus.Counter { return m.OOMKills.WithLabelValues(d.cfg.Profile) })
 			res.Signal = "SIGKILL"
-			return res, fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit)", ErrOOM, res.ExitCode, d.cfg.MemoryBytes)
+			return res, fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit): %w", ErrOOM, res.ExitCode, d.cfg.MemoryBytes, backends.ErrPermanent)
 		}
 	}
 	if stopped {
@@ -129,8 +129,9 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 }
 
 // ErrOOM is wrapped by Run's error when the kernel killed the container for
-// its memory limit.
-var ErrOOM = errors.New("out of memory")
+// its memory limit. It also wraps backends.ErrPermanent: the same job would
+// be killed again, so it is not retried.
+var ErrOOM = errors.New("oom: out of memory")
 
 // stop sends SIGTERM to the container (its PID 1; the kernel kills the rest
 // of its PID namespace with it), then SIGKILL after grace, and waits for
