@@ -210,3 +210,24 @@ func LeakOptions() []goleak.Option {
 		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
 	}
 }
+
+// MainWithCLI is TestMain for packages whose tests run the CLI as separate
+// processes: it builds the CLI into *bin, runs the tests, removes the
+// build, and checks for leaked goroutines. It returns the exit code.
+func MainWithCLI(m *testing.M, race bool, bin *string) int {
+	path, dir, err := BuildCLI(race)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*bin = path
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(LeakOptions()...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	return code
+}

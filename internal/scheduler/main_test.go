@@ -1,11 +1,8 @@
 package scheduler_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
@@ -14,20 +11,4 @@ import (
 // separate processes.
 var sandrunBin string
 
-func TestMain(m *testing.M) {
-	bin, dir, err := sandruntest.BuildCLI(false)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sandrunBin = bin
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(sandruntest.LeakOptions()...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(sandruntest.MainWithCLI(m, false, &sandrunBin)) }
