@@ -115,6 +115,13 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 			return res, fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit): %w", ErrOOM, res.ExitCode, d.cfg.MemoryBytes, backends.ErrPermanent)
 		}
 	}
+	return outcome(ctx, res, stopped, copyErr)
+}
+
+// outcome ends both run paths: a workload stopped by ctx reports the
+// signal that ended it (exit 128+N) and an error wrapping the cause; one
+// that ended on its own reports its exit code, or the output stream's error.
+func outcome(ctx context.Context, res backends.Result, stopped bool, copyErr error) (backends.Result, error) {
 	if stopped {
 		if sig := res.ExitCode - 128; res.ExitCode > 128 && sig < 65 {
 			res.Signal = unixSignalName(syscall.Signal(sig))

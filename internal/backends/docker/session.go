@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -139,7 +138,7 @@ wait:
 	// Whatever the command left behind in its group goes with it — after
 	// the result is returned: the job's outcome does not wait for it.
 	d.cleanups.Go(func() {
-		d.execQuiet(bg, cid, `p=$(cat `+pidfile+` 2>/dev/null) && kill -KILL -"$p" 2>/dev/null; rm -f `+pidfile)
+		d.execQuiet(bg, cid, killGroupScript(pidfile, "KILL")+"; rm -f "+pidfile)
 	})
 	if !copyDone {
 		select {
@@ -148,24 +147,14 @@ wait:
 		}
 	}
 	res.ExitCode = final.ExitCode
-	if stopped {
-		if sig := res.ExitCode - 128; res.ExitCode > 128 && sig < 65 {
-			res.Signal = unixSignalName(syscall.Signal(sig))
-			res.ExitCode = -1
-		}
-		return res, fmt.Errorf("docker: stopped: %w", context.Cause(ctx))
-	}
-	if copyErr != nil {
-		return res, fmt.Errorf("docker: output: %w", copyErr)
-	}
-	return res, nil
+	return outcome(ctx, res, stopped, copyErr)
 }
 
 // stopExec signals the exec's process group: TERM, then KILL after grace;
 // if it still will not die, the session container is killed and dropped.
 func (d *Docker) stopExec(ctx context.Context, cid, pidfile string, grace time.Duration, running func() (client.ExecInspectResult, bool)) client.ExecInspectResult {
 	kill := func(sig string) {
-		d.execQuiet(ctx, cid, `p=$(cat `+pidfile+` 2>/dev/null) && kill -`+sig+` -"$p" 2>/dev/null`)
+		d.execQuiet(ctx, cid, killGroupScript(pidfile, sig))
 	}
 	waitExit := func(d time.Duration) (client.ExecInspectResult, bool) {
 		deadline := time.Now().Add(d)
@@ -192,6 +181,12 @@ func (d *Docker) stopExec(ctx context.Context, cid, pidfile string, grace time.D
 	d.dropSession(ctx, cid)
 	r, _ := waitExit(5 * time.Second)
 	return r
+}
+
+// killGroupScript signals the process group whose leader's pid is in
+// pidfile.
+func killGroupScript(pidfile, sig string) string {
+	return `p=$(cat ` + pidfile + ` 2>/dev/null) && kill -` + sig + ` -"$p" 2>/dev/null`
 }
 
 // execQuiet runs a helper command in the container, waiting for it, and
