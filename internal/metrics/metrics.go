@@ -43,6 +43,14 @@ type Metrics struct {
 	ImagePullSeconds   *prometheus.HistogramVec // backend
 	OOMKills           *prometheus.CounterVec   // backend
 	HostAccessRefusals *prometheus.CounterVec   // backend
+
+	SSHConnections       *prometheus.CounterVec // backend, result: ok, error
+	SSHConnected         *prometheus.GaugeVec   // backend
+	SSHReconnects        *prometheus.CounterVec // backend
+	SSHResumedStreams    *prometheus.CounterVec // backend
+	SSHRemoteKills       *prometheus.CounterVec // backend, signal
+	SSHHostKeyRejections *prometheus.CounterVec // backend, reason: changed, unknown, revoked
+	SSHSessionsInUse     *prometheus.GaugeVec   // backend
 }
 
 // New creates the metrics on a fresh registry, with the Go and process
@@ -139,6 +147,21 @@ func New() *Metrics {
 		Name: "sandrun_oom_kills_total", Help: "Jobs killed for exceeding their memory limit."}, []string{"backend"})
 	m.HostAccessRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sandrun_host_access_refusals_total", Help: "Jobs refused because their workload would reach the host."}, []string{"backend"})
+	m.SSHConnections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_ssh_connections_total", Help: "SSH connections dialled (through any jump hosts), by result (ok, error)."}, []string{"backend", "result"})
+	m.SSHConnected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sandrun_ssh_connected", Help: "1 while the profile's multiplexed SSH connection is up."}, []string{"backend"})
+	m.SSHReconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_ssh_reconnects_total", Help: "SSH connections re-dialled after the previous one broke."}, []string{"backend"})
+	m.SSHResumedStreams = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_ssh_resumed_streams_total", Help: "Remote jobs whose output was resumed from its offset on a new connection, or adopted from an earlier attempt."}, []string{"backend"})
+	m.SSHRemoteKills = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_ssh_remote_kills_total", Help: "Signals sent to remote process groups (timeouts, cancels, orphans)."}, []string{"backend", "signal"})
+	m.SSHHostKeyRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_ssh_host_key_rejections_total", Help: "Connections refused because the host key was unknown, changed or revoked."}, []string{"backend", "reason"})
+	m.SSHSessionsInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sandrun_ssh_sessions_in_use", Help: "SSH exec sessions open on the profile's connection (bounded by max_sessions)."}, []string{"backend"})
+	r.MustRegister(m.SSHConnections, m.SSHConnected, m.SSHReconnects, m.SSHResumedStreams, m.SSHRemoteKills, m.SSHHostKeyRejections, m.SSHSessionsInUse)
 	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,

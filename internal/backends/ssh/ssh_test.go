@@ -1,0 +1,289 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
+	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/metrics"
+)
+
+// fixture is an sshd on loopback that a user key may log in to, with a
+// known_hosts file that trusts it.
+type fixture struct {
+	srv        *sshtest.Server
+	key        *sshtest.Key
+	knownHosts string
+	dir        string
+}
+
+// sshdExtra lets the parallel sub-tests of one server connect at once.
+const sshdExtra = "MaxStartups 200\n"
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	key := sshtest.NewKey(t, dir, "id_ed25519", "")
+	srv := sshtest.Start(t, sshtest.ServerOptions{AuthorizedKeys: []*sshtest.Key{key}, ExtraConfig: sshdExtra})
+	f := &fixture{srv: srv, key: key, dir: dir, knownHosts: filepath.Join(dir, "known_hosts")}
+	f.trust(t, srv.Addr)
+	return f
+}
+
+// trust appends a known_hosts line for the server's key at addr.
+func (f *fixture) trust(t *testing.T, addr string) {
+	t.Helper()
+	appendFile(t, f.knownHosts, knownhosts.Line([]string{knownhosts.Normalize(addr)}, f.srv.HostKey.Public)+"\n")
+}
+
+// config is a profile for the fixture's server; each call gets its own run root.
+func (f *fixture) config(t *testing.T) Config {
+	t.Helper()
+	root, err := os.MkdirTemp(f.dir, "runs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{
+		Host: "127.0.0.1", Port: f.srv.Port, User: f.srv.User,
+		IdentityFiles: []string{f.key.Path}, KnownHosts: []string{f.knownHosts}, RunRoot: root,
+	}
+}
+
+// backend builds and validates a backend, closed with the test.
+func backend(t *testing.T, cfg Config) *Backend {
+	t.Helper()
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Validate(t.Context()); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	return b
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	f := newFixture(t)
+	backendtest.Run(t, func(t *testing.T) backends.Backend { return backend(t, f.config(t)) }, backendtest.Options{
+		ProcessGone: backendtest.HostProcessGone, // sshd runs on this host
+		StopMargin:  10 * time.Second,
+	})
+}
+
+// buffer is a concurrency-safe output recorder.
+type buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitFor waits until the buffer holds s, or fails the test.
+func (b *buffer) waitFor(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the output within %s; output so far %q", s, within, b.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type outcome struct {
+	res backends.Result
+	err error
+}
+
+func start(ctx context.Context, b *Backend, spec backends.Spec, stdout, stderr io.Writer) <-chan outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := b.Run(ctx, spec, backends.Output{Stdout: stdout, Stderr: stderr})
+		done <- outcome{res, err}
+	}()
+	return done
+}
+
+// numbered prints the lines 1..n, one every 100 ms.
+func numbered(n int) string {
+	return fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo $i; i=$((i+1)); sleep 0.1; done`, n)
+}
+
+func wantNumbered(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i) + "\n")
+	}
+	return b.String()
+}
+
+// TestOutputSurvivesCuts cuts the connection twice while a job prints a
+// numbered line every 100 ms for 10 s: the job succeeds and every line
+// arrives exactly once.
+func TestOutputSurvivesCuts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	proxy := sshtest.NewProxy(t, f.srv.Addr)
+	f.trust(t, proxy.Addr)
+	m := metrics.New()
+	cfg := f.config(t)
+	cfg.Port, cfg.Metrics, cfg.Profile = proxy.Port, m, "lab"
+	b := backend(t, cfg)
+
+	var stdout, stderr buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := start(ctx, b, backends.Spec{JobID: "cuts", Attempt: 1, Command: numbered(100)}, &stdout, &stderr)
+	stdout.waitFor(t, "\n20\n", 20*time.Second)
+	if n := proxy.Cut(); n == 0 {
+		t.Fatal("first cut: no live connection to cut")
+	}
+	stdout.waitFor(t, "\n50\n", 20*time.Second)
+	if n := proxy.Cut(); n == 0 {
+		t.Fatal("second cut: no live connection to cut")
+	}
+	o := <-done
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("Run: %+v, %v; stderr %q", o.res, o.err, stderr.String())
+	}
+	if got, want := stdout.String(), wantNumbered(100); got != want {
+		t.Fatalf("output has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+	if n := testutil.ToFloat64(m.SSHReconnects.WithLabelValues("lab")); n < 2 {
+		t.Errorf("reconnects %v, want at least 2", n)
+	}
+	if n := testutil.ToFloat64(m.SSHResumedStreams.WithLabelValues("lab")); n < 2 {
+		t.Errorf("resumed streams %v, want at least 2", n)
+	}
+}
+
+// grandchildren prints the pids of a child, a grandchild shell and a
+// great-grandchild, then "ready".
+const grandchildren = `sleep 3011 & echo "pid $!"
+sh -c 'echo "pid $$"; sleep 3012 & echo "pid $!"; wait' &
+sleep 0.2; echo ready; wait`
+
+func pids(t *testing.T, out string) []int {
+	t.Helper()
+	var ps []int
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "pid "); ok {
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				t.Fatalf("bad pid line %q", line)
+			}
+			ps = append(ps, n)
+		}
+	}
+	if len(ps) != 3 {
+		t.Fatalf("want 3 pids, got %v from %q", ps, out)
+	}
+	return ps
+}
+
+// awaitGone fails the test unless every pid is gone within d.
+func awaitGone(t *testing.T, ps []int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for _, pid := range ps {
+		for !backendtest.HostProcessGone(t, pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("remote process %d still runs", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestTimeoutKillsRemoteGrandchildren: a timeout ends the whole remote
+// process tree, checked by pid on the server's side.
+func TestTimeoutKillsRemoteGrandchildren(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := metrics.New()
+	cfg := f.config(t)
+	cfg.Metrics, cfg.Profile = m, "lab"
+	b := backend(t, cfg)
+	var stdout, stderr buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	o := <-start(ctx, b, backends.Spec{JobID: "grandkids", Attempt: 1, Command: "trap '' TERM\n" + grandchildren, KillGrace: 500 * time.Millisecond}, &stdout, &stderr)
+	if !errors.Is(o.err, context.DeadlineExceeded) {
+		t.Fatalf("Run error %v, want deadline exceeded", o.err)
+	}
+	if o.res.Signal != "SIGKILL" {
+		t.Errorf("signal %q, want SIGKILL (the job ignores TERM)", o.res.Signal)
+	}
+	awaitGone(t, pids(t, stdout.String()), 5*time.Second)
+	if n := testutil.ToFloat64(m.SSHRemoteKills.WithLabelValues("lab", "SIGKILL")); n != 1 {
+		t.Errorf("remote SIGKILLs %v, want 1", n)
+	}
+}
+
+// TestWatchdogKillsWithoutWorker: when the worker cannot reach the host at
+// the deadline, the remote watchdog ends the job on its own.
+func TestWatchdogKillsWithoutWorker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	proxy := sshtest.NewProxy(t, f.srv.Addr)
+	f.trust(t, proxy.Addr)
+	cfg := f.config(t)
+	cfg.Port, cfg.ReconnectTimeout, cfg.WatchdogMargin = proxy.Port, 5*time.Second, time.Second
+	b := backend(t, cfg)
+	var stdout, stderr buffer
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	done := start(ctx, b, backends.Spec{JobID: "watchdog", Attempt: 1, Command: grandchildren, KillGrace: time.Second}, &stdout, &stderr)
+	stdout.waitFor(t, "ready", 10*time.Second)
+	ps := pids(t, stdout.String())
+	proxy.Block()
+	o := <-done
+	if !errors.Is(o.err, context.DeadlineExceeded) {
+		t.Fatalf("Run error %v, want deadline exceeded", o.err)
+	}
+	// Deadline 2s + grace 1s + margin 1s, rounded up: about 4s after launch.
+	awaitGone(t, ps, 15*time.Second)
+	data, err := os.ReadFile(filepath.Join(cfg.RunRoot, "watchdog-1", "killed"))
+	if err != nil || strings.TrimSpace(string(data)) != "TERM watchdog" {
+		t.Errorf("killed marker %q, %v; want TERM from the watchdog", data, err)
+	}
+}
