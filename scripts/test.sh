@@ -19,6 +19,10 @@ need make || pkgs+=(make)
 # The docker backend's tests import an image made from busybox-static
 # (no registry is reachable); the engine itself comes with the machine.
 [ -x /bin/busybox ] || pkgs+=(busybox-static)
+# The ssh backend's tests run Debian's OpenSSH server on loopback, and
+# ssh-agent/ssh-add from the client package.
+[ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
+need ssh-agent && need ssh-add || pkgs+=(openssh-client)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"

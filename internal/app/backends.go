@@ -8,8 +8,11 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/backends/ssh"
 	"github.com/sandrun/sandrun/internal/metrics"
 )
+
+const knownKinds = "local, docker, ssh"
 
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
@@ -32,10 +35,20 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics) (*backends.
 			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
 				ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle, Pull: bc.Pull, Metrics: m, Profile: name})
+		case "ssh":
+			b, err = ssh.New(ssh.Config{Host: bc.Host, Port: bc.Port, User: bc.User,
+				IdentityFiles: bc.IdentityFiles, CertificateFiles: bc.CertificateFiles,
+				PassphraseEnv: bc.PassphraseEnv, PassphraseFile: bc.PassphraseFile,
+				Agent: bc.Agent, AgentSocket: bc.AgentSocket,
+				KnownHosts: bc.KnownHosts, HostKeyPolicy: bc.HostKeyPolicy, HashKnownHosts: bc.HashKnownHosts,
+				ProxyJump: bc.ProxyJump, SSHConfig: bc.SSHConfig, RunRoot: bc.RunRoot, OnOrphan: bc.OnOrphan,
+				MaxSessions: bc.MaxSessions, KeepaliveInterval: bc.KeepaliveInterval, KeepaliveCountMax: bc.KeepaliveCountMax,
+				ConnectTimeout: bc.ConnectTimeout, ReconnectTimeout: bc.ReconnectTimeout, KeepFailed: bc.KeepFailed,
+				PollInterval: bc.PollInterval, WatchdogMargin: bc.WatchdogMargin, Metrics: m, Profile: name})
 		case "":
-			err = fmt.Errorf("kind: required (known kinds: local, docker)")
+			err = fmt.Errorf("kind: required (known kinds: %s)", knownKinds)
 		default:
-			err = fmt.Errorf("kind: unknown backend kind %q (known kinds: local, docker)", bc.Kind)
+			err = fmt.Errorf("kind: unknown backend kind %q (known kinds: %s)", bc.Kind, knownKinds)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("backends.%s.%w", name, err)

@@ -83,6 +83,30 @@ type BackendConfig struct {
 	AllowedVolumeDrivers []string      `yaml:"allowed_volume_drivers"`
 	SessionIdle          time.Duration `yaml:"session_idle"`
 	Pull                 string        `yaml:"pull"`
+	// ssh (host and user above name the remote host and login): see
+	// docs/configuration.md.
+	Port              int           `yaml:"port"`
+	IdentityFiles     []string      `yaml:"identity_files"`
+	CertificateFiles  []string      `yaml:"certificate_files"`
+	PassphraseEnv     string        `yaml:"passphrase_env"`
+	PassphraseFile    string        `yaml:"passphrase_file"`
+	Agent             bool          `yaml:"agent"`
+	AgentSocket       string        `yaml:"agent_socket"`
+	KnownHosts        []string      `yaml:"known_hosts"`
+	HostKeyPolicy     string        `yaml:"host_key_policy"`
+	HashKnownHosts    bool          `yaml:"hash_known_hosts"`
+	ProxyJump         string        `yaml:"proxy_jump"`
+	SSHConfig         string        `yaml:"ssh_config"`
+	RunRoot           string        `yaml:"run_root"`
+	OnOrphan          string        `yaml:"on_orphan"`
+	MaxSessions       int           `yaml:"max_sessions"`
+	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
+	KeepaliveCountMax int           `yaml:"keepalive_count_max"`
+	ConnectTimeout    time.Duration `yaml:"connect_timeout"`
+	ReconnectTimeout  time.Duration `yaml:"reconnect_timeout"`
+	KeepFailed        time.Duration `yaml:"keep_failed"`
+	PollInterval      time.Duration `yaml:"poll_interval"`
+	WatchdogMargin    time.Duration `yaml:"watchdog_margin"`
 }
 
 // PolicyConfig is the worker's approval policy.

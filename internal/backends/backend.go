@@ -234,6 +234,15 @@ type HostAccessChecker interface {
 	HostAccess(ctx context.Context, spec Spec) (reasons []string, allowed bool, err error)
 }
 
+// Finisher is implemented by backends that keep an attempt's state after
+// Run returns (an SSH run directory with the output files). The worker
+// calls Finished once the attempt's outcome is recorded — the result
+// committed, or the retry recorded — saying whether it succeeded; the
+// backend may then clean up. Errors are only logged.
+type Finisher interface {
+	Finished(ctx context.Context, spec Spec, succeeded bool) error
+}
+
 // OrphanReaper is implemented by backends whose workloads can outlive a
 // worker that dies (containers keep running after kill -9). ReapOrphans
 // removes every workload of the deployment whose job attempt live reports

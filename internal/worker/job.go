@@ -27,6 +27,8 @@ type job struct {
 	releaseSlot func()
 
 	started time.Time
+	ran     backends.Finisher // the backend that ran the attempt, if it wants to hear its end
+	bspec   backends.Spec
 	br      backends.Result
 	stdout  *sink
 	stderr  *sink
@@ -91,6 +93,9 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Inc()
 	j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: j.stdout, Stderr: j.stderr})
 	tcancel()
+	if f, ok := be.(backends.Finisher); ok {
+		j.ran, j.bspec = f, bspec
+	}
 	j.releaseSlot()
 	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Dec()
 	j.stdout.flushLive()
@@ -176,12 +181,26 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 		return
 	}
 	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(r.State)).Inc()
+	j.finished(ctx, r.State == jobs.StateSucceeded)
 	j.stopKeeper()
 	if err := w.finalize(ctx, j.lease, r, &j.run); err != nil {
 		j.log.Warn("finalize after commit (the reaper will repair it)", "err", err)
 		return
 	}
 	j.releaseQuiet(ctx)
+}
+
+// finished tells the backend that ran the attempt that its outcome is
+// recorded, so that it may clean up.
+func (j *job) finished(ctx context.Context, succeeded bool) {
+	if j.ran == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := j.ran.Finished(fctx, j.bspec, succeeded); err != nil {
+		j.log.Warn("backend clean-up after the outcome", "backend", j.spec.Backend, "err", err)
+	}
 }
 
 // retry records the failed attempt and schedules the next one after its
@@ -204,6 +223,7 @@ func (j *job) retry(ctx context.Context, msg string) {
 		j.log.Warn("record retry failed", "err", err)
 		return
 	}
+	j.finished(ctx, false)
 	if err := j.retryWrite(ctx, "schedule retry", func() error {
 		return w.store.ScheduleJob(ctx, j.spec, run.NextAttemptAt, retryMsgID(j.spec.ID, j.attempt))
 	}); err != nil {

@@ -322,7 +322,7 @@ func (b *Backend) exec(ctx context.Context, c *conn, script string, args ...stri
 		g.Inc()
 		defer g.Dec()
 	}
-	s, err := c.client.NewSession()
+	s, err := newSession(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("new session: %w", err)
 	}
@@ -355,4 +355,27 @@ func (b *Backend) exec(ctx context.Context, c *conn, script string, args ...stri
 		return stdout.String(), fmt.Errorf("remote sh: %w: %s", err, msg)
 	}
 	return stdout.String(), nil
+}
+
+// newSession opens a session on c. A server at its MaxSessions refuses
+// the channel; a slot freed by a session that just closed may not be free
+// yet on its side, so a refusal is retried for a few seconds.
+func newSession(ctx context.Context, c *conn) (*ssh.Session, error) {
+	wait := 20 * time.Millisecond
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := c.client.NewSession()
+		var refused *ssh.OpenChannelError
+		if err == nil || !errors.As(err, &refused) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-c.dead:
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 500*time.Millisecond)
+	}
 }

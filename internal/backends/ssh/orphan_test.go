@@ -146,7 +146,9 @@ func TestRunDirectoryCleanup(t *testing.T) {
 		out := abandoned(t, b, proxy, spec, "pid ")
 		pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out.String(), "pid ")))
 		pids = append(pids, pid)
-		t.Cleanup(func() { _, _ = b.exec(context.Background(), mustConn(t, b), stopScript, filepath.Join(cfg.RunRoot, spec.JobID+"-1"), "1") })
+		t.Cleanup(func() {
+			_, _ = b.exec(context.Background(), mustConn(t, b), stopScript, filepath.Join(cfg.RunRoot, spec.JobID+"-1"), "1")
+		})
 	}
 	old := time.Now().Add(-48 * time.Hour)
 	if err := os.Chtimes(filepath.Join(cfg.RunRoot, "failed-1", "exit"), old, old); err != nil {

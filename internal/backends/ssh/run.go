@@ -71,15 +71,19 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 	b.dirs[fmt.Sprintf("%s-%d", spec.JobID, spec.Attempt)] = r.dir
 	b.mu.Unlock()
 
+	var stopErr error
 	err = r.follow(ctx)
 	if err != nil && ctx.Err() != nil {
-		r.stop()
+		stopErr = r.stop()
 	} else if err != nil {
 		return res, runErr(ctx, "follow", err)
 	}
 	res.FinishedAt = time.Now()
 	if code, sig, ok := r.exitStatus(); ok {
 		res.ExitCode, res.Signal = code, sig
+	}
+	if stopErr != nil {
+		return res, fmt.Errorf("ssh: %w; stopping the remote job failed, its watchdog will end it: %w", context.Cause(ctx), stopErr)
 	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("ssh: %w", context.Cause(ctx))
@@ -91,7 +95,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 // the step.
 func runErr(ctx context.Context, step string, err error) error {
 	if ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)) {
-		return fmt.Errorf("ssh: %s: %w (%v)", step, context.Cause(ctx), err)
+		return fmt.Errorf("ssh: %s: %w (%w)", step, context.Cause(ctx), err)
 	}
 	return fmt.Errorf("ssh: %s: %w", step, err)
 }
@@ -290,7 +294,7 @@ func (r *remoteRun) read(i int, w io.Writer) (int64, error) {
 // stop ends the attempt after ctx is done: TERM to its process group,
 // KILL after the grace (one remote script does both), reading the output
 // written meanwhile. It has its own budget, since ctx is over.
-func (r *remoteRun) stop() {
+func (r *remoteRun) stop() error {
 	grace := r.spec.Grace()
 	ctx, cancel := context.WithTimeout(context.Background(), grace+min(r.b.cfg.ReconnectTimeout, 15*time.Second))
 	defer cancel()
@@ -299,10 +303,10 @@ func (r *remoteRun) stop() {
 	go func() { done <- r.b.stopDir(ctx, &cp, r.dir, grace) }()
 	for {
 		select {
-		case <-done:
+		case err := <-done:
 			r.c = cp
 			r.drainQuietly()
-			return
+			return err
 		case <-time.After(50 * time.Millisecond):
 			r.drainQuietly()
 		}

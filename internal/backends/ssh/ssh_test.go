@@ -287,3 +287,39 @@ func TestWatchdogKillsWithoutWorker(t *testing.T) {
 		t.Errorf("killed marker %q, %v; want TERM from the watchdog", data, err)
 	}
 }
+
+// TestSessionsBounded: sshd allows 3 sessions per connection (one is the
+// file-transfer session); 12 concurrent jobs on one backend with
+// max_sessions 2 all run, none refused by the server.
+func TestSessionsBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := sshtest.NewKey(t, dir, "id", "")
+	srv := sshtest.Start(t, sshtest.ServerOptions{AuthorizedKeys: []*sshtest.Key{key}, MaxSessions: 3})
+	m := metrics.New()
+	b := backend(t, Config{Host: "127.0.0.1", Port: srv.Port, User: srv.User, IdentityFiles: []string{key.Path},
+		KnownHosts: []string{srv.WriteKnownHosts(t)}, RunRoot: filepath.Join(dir, "runs"), MaxSessions: 2, Metrics: m, Profile: "lab"})
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for i := range 12 {
+		wg.Go(func() {
+			var stdout buffer
+			res, err := b.Run(t.Context(), backends.Spec{JobID: fmt.Sprintf("many-%d", i), Attempt: 1, Command: fmt.Sprintf("sleep 0.2; echo %d", i)},
+				backends.Output{Stdout: &stdout, Stderr: io.Discard})
+			if err == nil && (res.ExitCode != 0 || stdout.String() != fmt.Sprintf("%d\n", i)) {
+				err = fmt.Errorf("job %d: exit %d, stdout %q", i, res.ExitCode, stdout.String())
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := testutil.ToFloat64(m.SSHConnections.WithLabelValues("lab", "ok")); n != 1 {
+		t.Errorf("connections %v, want 1 shared by every job", n)
+	}
+}

@@ -86,7 +86,7 @@ func Start(t testing.TB, opts ServerOptions) *Server {
 		t.Fatalf("sshtest: current user: %v", err)
 	}
 	if os.Geteuid() == 0 {
-		if err := os.MkdirAll(privsepDir, 0o755); err != nil {
+		if err := os.MkdirAll(privsepDir, 0o755); err != nil { //nolint:gosec // sshd wants its privilege separation directory root-owned and 0755
 			t.Fatalf("sshtest: sshd privilege separation directory: %v", err)
 		}
 	}

@@ -155,8 +155,8 @@ func TestProxyCut(t *testing.T) {
 	if n := p.Cut(); n != 1 {
 		t.Fatalf("Cut cut %d connections, want 1", n)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- client.Wait() }()
+	waited := make(chan struct{})
+	go func() { _ = client.Wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-time.After(10 * time.Second):
@@ -222,8 +222,8 @@ func TestServerStopCutsSessions(t *testing.T) {
 	}
 	s.Stop()
 	s.Stop()
-	waited := make(chan error, 1)
-	go func() { waited <- client.Wait() }()
+	waited := make(chan struct{})
+	go func() { _ = client.Wait(); close(waited) }()
 	select {
 	case <-waited:
 	case <-time.After(10 * time.Second):
