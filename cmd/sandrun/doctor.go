@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends/docker"
+	"github.com/sandrun/sandrun/internal/backends/ssh"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
@@ -67,7 +68,7 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 			report("backend "+p, err, "")
 			continue
 		}
-		d, ok := be.(*docker.Docker)
+		d, ok := be.(describer)
 		if !ok {
 			report("backend "+p, nil, be.Kind())
 			continue
@@ -84,13 +85,25 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 			report("orphans "+p, err, "")
 			continue
 		}
-		report("orphans "+p, nil, fmt.Sprintf("%d container(s) the reaper would remove", len(orphans)))
+		report("orphans "+p, nil, fmt.Sprintf("%d workload(s) the reaper would remove", len(orphans)))
 		for _, o := range orphans {
 			fmt.Fprintf(c.stdout, "      %s\n", o)
 		}
 	}
 	return doctorExit(problems)
 }
+
+// describer is what doctor asks of backends that can say more than
+// Validate: the docker and ssh backends.
+type describer interface {
+	Describe(ctx context.Context) (string, error)
+	Orphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) ([]string, error)
+}
+
+var (
+	_ describer = (*docker.Docker)(nil)
+	_ describer = (*ssh.Backend)(nil)
+)
 
 func doctorExit(problems int) error {
 	if problems > 0 {

@@ -75,24 +75,11 @@ func parseRuns(out string) []runInfo {
 	return runs
 }
 
-// ReapOrphans implements backends.OrphanReaper for the remote host: a run
-// of this deployment still running while its attempt is not live is
-// killed and removed (under on_orphan: kill; with adopt it is left for the
-// job's next attempt to take over); ended runs older than KeepFailed, and
-// dead ones whose attempt is not live, are removed.
-func (b *Backend) ReapOrphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) (int, error) {
-	c, err := b.pool.get(ctx)
-	if err != nil {
-		return 0, err
-	}
-	runs, err := b.listRuns(ctx, &c, "")
-	if err != nil {
-		return 0, err
-	}
-	var (
-		remove []string
-		reaped int
-	)
+// plan sorts the run directories for the reaper: running orphans of
+// deployment to stop (under on_orphan: kill; with adopt they are left for
+// the job's next attempt), and directories to remove — ended ones older
+// than KeepFailed, and dead ones whose attempt is not live.
+func (b *Backend) plan(runs []runInfo, deployment string, live func(jobID string, attempt int, worker string) bool) (stop []runInfo, remove []string) {
 	for _, run := range runs {
 		dir := path.Join(b.cfg.RunRoot, run.name)
 		switch {
@@ -105,12 +92,33 @@ func (b *Backend) ReapOrphans(ctx context.Context, deployment string, live func(
 		case run.state == stateDead:
 			remove = append(remove, dir)
 		case b.cfg.OnOrphan == orphanKill:
-			if err := b.stopDir(ctx, &c, dir, backends.DefaultKillGrace); err != nil {
-				return reaped, fmt.Errorf("kill orphan %s: %w", dir, err)
-			}
-			remove = append(remove, dir)
-			reaped++
+			stop = append(stop, run)
 		}
+	}
+	return stop, remove
+}
+
+// ReapOrphans implements backends.OrphanReaper for the remote host (see
+// plan): orphans are stopped (TERM, then KILL) and their directories
+// removed with the stale ones.
+func (b *Backend) ReapOrphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) (int, error) {
+	c, err := b.pool.get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	runs, err := b.listRuns(ctx, &c, "")
+	if err != nil {
+		return 0, err
+	}
+	stop, remove := b.plan(runs, deployment, live)
+	reaped := 0
+	for _, run := range stop {
+		dir := path.Join(b.cfg.RunRoot, run.name)
+		if err := b.stopDir(ctx, &c, dir, backends.DefaultKillGrace); err != nil {
+			return reaped, fmt.Errorf("kill orphan %s: %w", dir, err)
+		}
+		remove = append(remove, dir)
+		reaped++
 	}
 	if len(remove) > 0 {
 		if _, err := b.exec(ctx, c, removeScript, remove...); err != nil {
@@ -118,4 +126,47 @@ func (b *Backend) ReapOrphans(ctx context.Context, deployment string, live func(
 		}
 	}
 	return reaped, nil
+}
+
+// Orphans lists, without touching anything, the running orphans
+// ReapOrphans would stop (for `sandrun doctor`).
+func (b *Backend) Orphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) ([]string, error) {
+	c, err := b.pool.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := b.listRuns(ctx, &c, "")
+	if err != nil {
+		return nil, err
+	}
+	stop, _ := b.plan(runs, deployment, live)
+	out := make([]string, 0, len(stop))
+	for _, run := range stop {
+		out = append(out, fmt.Sprintf("%s job %s attempt %d worker %s", path.Join(b.cfg.RunRoot, run.name), run.meta.job, run.meta.attempt, run.meta.worker))
+	}
+	return out, nil
+}
+
+// Describe reports the connection and the run directories (for `sandrun
+// doctor`).
+func (b *Backend) Describe(ctx context.Context) (string, error) {
+	c, err := b.pool.get(ctx)
+	if err != nil {
+		return "", fmt.Errorf("host: %w", err)
+	}
+	runs, err := b.listRuns(ctx, &c, "")
+	if err != nil {
+		return "", err
+	}
+	count := map[string]int{}
+	for _, r := range runs {
+		count[r.state]++
+	}
+	via := ""
+	for _, h := range b.target.hops {
+		via += " via " + h.user + "@" + h.addr()
+	}
+	return fmt.Sprintf("%s@%s%s (%s), run root %s: %d running, %d ended, %d dead; on_orphan %s, host keys %s",
+		b.target.host.user, b.target.host.addr(), via, c.client.ServerVersion(), b.cfg.RunRoot,
+		count[stateRunning], count[stateEnded], count[stateDead], b.cfg.OnOrphan, b.cfg.HostKeyPolicy), nil
 }
