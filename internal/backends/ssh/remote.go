@@ -1,8 +1,6 @@
 package ssh
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"regexp"
@@ -20,27 +18,29 @@ import (
 //
 // A run directory holds:
 //
-//	cmd, env, cwd, meta   the job, written at launch (env removed once read)
+//	cmd, env, meta        the job, written at launch (env removed once read)
 //	run.sh                the supervisor, job and watchdog (below)
 //	super.pid, pid        the supervisor's pid; the job's process group
 //	stdout, stderr        the job's output, read by offset over SFTP
 //	killed                the last signal sent to the job (TERM or KILL,
 //	                      followed by "watchdog" when the watchdog sent it)
-//	exit                  the job's exit status, written (renamed into
-//	                      place) after the job and its group are dead
+//	exit                  the job's exit status, written after the job
+//	                      and its group are dead (a reader may find it
+//	                      empty for an instant)
 //
 // The supervisor runs in a session of its own, so it survives the SSH
 // connection and the worker; the job runs in another, whose process group
 // is what a timeout, a cancel or an orphan kill signals.
 
-// runScript is run.sh. `super W G` starts the job and, when W > 0, a
-// watchdog that ends it W seconds later (TERM, then KILL after G seconds)
-// even if no worker is left to do so; then it waits for the job, kills
-// what is left of its process group and records the exit status.
+// runScript is run.sh. `super W G CWD` starts the job in CWD and, when
+// W > 0, a watchdog that ends it W seconds later (TERM, then KILL after G
+// seconds) even if no worker is left to do so; then it waits for the
+// job, kills what is left of its process group and records the exit
+// status. Process start-ups are few: on slow hosts each costs milliseconds.
 const runScript = `case $1 in
 super)
-	echo $$ >super.pid.tmp && mv super.pid.tmp super.pid
-	setsid sh ./run.sh job </dev/null >stdout 2>stderr &
+	echo $$ >super.pid
+	setsid env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" PATH="$PATH" SHELL="$SHELL" sh ./run.sh job "$4" </dev/null >stdout 2>stderr &
 	p=$!
 	wd=
 	if [ "$2" -gt 0 ]; then
@@ -51,19 +51,21 @@ super)
 	rc=$?
 	kill -KILL -"$p" 2>/dev/null
 	[ -n "$wd" ] && kill -KILL -"$wd" 2>/dev/null
-	echo "$rc" >exit.tmp && mv exit.tmp exit
+	echo "$rc" >exit
 	;;
 job)
-	echo $$ >pid.tmp && mv pid.tmp pid
-	exec env -i HOME="$HOME" USER="$USER" LOGNAME="$LOGNAME" PATH="$PATH" SHELL="$SHELL" sh ./run.sh exec
-	;;
-exec)
-	. ./env
-	rm -f ./env
-	set -- "$(pwd)" "$(cat ./cwd)"
-	if [ -n "$2" ]; then
-		cd "$2" || exit 127
-	fi
+	echo $$ >pid
+	exec 3<./env
+	rm -f ./env &
+	. /dev/fd/3
+	exec 3<&-
+	set -- "$PWD" "$2"
+	case $2 in
+	'') set -- "$1" "$HOME" ;;
+	/*) ;;
+	*) set -- "$1" "$HOME/$2" ;;
+	esac
+	cd "$2" || exit 127
 	exec sh "$1/cmd"
 	;;
 watchdog)
@@ -89,8 +91,9 @@ esac
 // signal sent, and fails if the run outlives KILL by 10 seconds.
 const shellLib = `running() {
 	[ -f "$1/exit" ] && return 1
-	s=$(cat "$1/super.pid" 2>/dev/null)
-	p=$(cat "$1/pid" 2>/dev/null)
+	s= p=
+	[ -f "$1/super.pid" ] && { read -r s <"$1/super.pid" || [ -n "$s" ] || return 0; }
+	[ -f "$1/pid" ] && read -r p <"$1/pid"
 	[ -n "$s" ] && kill -0 "$s" 2>/dev/null && return 0
 	[ -n "$p" ] && kill -0 -"$p" 2>/dev/null && return 0
 	[ -f "$1/super.pid" ] && return 1
@@ -101,7 +104,9 @@ stop() {
 	i=0
 	while [ ! -f "$1/pid" ] && [ ! -f "$1/exit" ] && [ $i -lt 50 ] && running "$1"; do sleep 0.1; i=$((i+1)); done
 	[ -f "$1/pid" ] && [ ! -f "$1/exit" ] || return 0
-	p=$(cat "$1/pid")
+	p=
+	while [ -z "$p" ] && [ ! -f "$1/exit" ]; do read -r p <"$1/pid" || sleep 0.01; done
+	[ -n "$p" ] || return 0
 	n=$2
 	for sig in TERM KILL; do
 		echo $sig >"$1/killed"
@@ -165,15 +170,10 @@ func (l launch) script() (string, []string, error) {
 		fmt.Fprintf(&env, "export %s=%s\n", k, shQuote(l.env[k]))
 	}
 	files := []struct{ name, body string }{
-		{"cmd", l.command},
+		{"cmd", l.command + "\n"},
 		{"env", env.String()},
-		{"cwd", l.cwd},
 		{"meta", l.meta.String()},
 		{"run.sh", runScript},
-	}
-	delim, err := delimiter(files)
-	if err != nil {
-		return "", nil, err
 	}
 	var b strings.Builder
 	b.WriteString(shellLib)
@@ -183,7 +183,7 @@ func (l launch) script() (string, []string, error) {
 	job=${d##*/}
 	job=${job%-*}
 	umask 077
-	mkdir -p "$root" || exit 1
+	[ -d "$root" ] || mkdir -p "$root" || exit 1
 	adopted=
 	for o in "$root/$job"-*; do
 		[ -d "$o" ] && [ "$o" != "$d" ] || continue
@@ -202,39 +202,19 @@ func (l launch) script() (string, []string, error) {
 		rm -rf "$d" && mkdir "$d" || exit 1
 	fi
 `)
+	// printf is a shell built-in: no process per file.
 	for _, f := range files {
-		fmt.Fprintf(&b, "\tcat >\"$d/%s\" <<'%s'\n%s\n%s\n", f.name, delim, f.body, delim)
+		fmt.Fprintf(&b, "\tprintf '%%s' %s >\"$d/%s\"\n", shQuote(f.body), f.name)
 	}
-	b.WriteString(`	cd "$d" || exit 1
-	setsid sh ./run.sh super "$watchdog" "$grace" </dev/null >/dev/null 2>&1 &
+	fmt.Fprintf(&b, `	cd "$d" || exit 1
+	setsid sh ./run.sh super "$watchdog" "$grace" %s </dev/null >/dev/null 2>&1 &
 	echo launched
 }
 main "$@"
-`)
+`, shQuote(l.cwd))
 	args := []string{l.dir, l.onOrphan, strconv.Itoa(tenths(l.grace)),
 		strconv.FormatFloat(float64(tenths(l.grace))/10, 'f', 1, 64), strconv.Itoa(l.watchdog)}
 	return b.String(), args, nil
-}
-
-// delimiter returns a here-document delimiter that no line of the files is.
-func delimiter(files []struct{ name, body string }) (string, error) {
-	for range 8 {
-		var r [8]byte
-		if _, err := rand.Read(r[:]); err != nil {
-			return "", err
-		}
-		d := "SANDRUN_" + hex.EncodeToString(r[:])
-		clash := false
-		for _, f := range files {
-			if strings.Contains(f.body, d) {
-				clash = true
-			}
-		}
-		if !clash {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("no here-document delimiter fits the command")
 }
 
 // shQuote quotes s for sh: single quotes, with ' as '\”.

@@ -20,7 +20,7 @@ import (
 )
 
 // minPoll is the wait between reads of the output files while output
-// flows; with none, the wait doubles up to PollInterval.
+// flows; with none, the wait grows by half up to PollInterval.
 const minPoll = 10 * time.Millisecond
 
 // remoteRun is one attempt on the remote host, followed by one Run call.
@@ -197,7 +197,7 @@ func (r *remoteRun) follow(ctx context.Context) error {
 		if n > 0 {
 			wait = minPoll
 		} else {
-			wait = min(wait*2, r.b.cfg.PollInterval)
+			wait = min(wait*3/2, r.b.cfg.PollInterval)
 		}
 		select {
 		case <-ctx.Done():
@@ -339,11 +339,18 @@ func (r *remoteRun) exitStatus() (code int, signal string, ok bool) {
 	if r.c.isDead() {
 		return 0, "", false
 	}
-	data, err := r.readFile("exit")
-	if err != nil {
-		return 0, "", false
+	// The supervisor creates exit, then writes it: an empty read is retried.
+	var err error
+	for range 100 {
+		var data []byte
+		if data, err = r.readFile("exit"); err != nil {
+			return 0, "", false
+		}
+		if code, err = strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	code, err = strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil {
 		return 0, "", false
 	}

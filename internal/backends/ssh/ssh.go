@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -155,8 +156,32 @@ func (b *Backend) Finished(ctx context.Context, spec backends.Spec, succeeded bo
 	if err != nil {
 		return err
 	}
-	_, err = b.exec(ctx, c, removeScript, dir)
-	return err
+	return b.removeRun(ctx, c, dir)
+}
+
+// removeRun removes a run directory over SFTP — no remote process to
+// start — or, should it hold subdirectories, with rm -rf.
+func (b *Backend) removeRun(ctx context.Context, c *conn, dir string) error {
+	entries, err := c.sftp.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			_, err := b.exec(ctx, c, removeScript, dir)
+			return err
+		}
+		if err := c.sftp.Remove(path.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := c.sftp.RemoveDirectory(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // errNotRemote reports a job option the ssh backend cannot honour.
