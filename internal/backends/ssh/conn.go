@@ -31,10 +31,12 @@ type conn struct {
 func (c *conn) close() {
 	c.once.Do(func() {
 		close(c.dead)
+		// The transport first: on a silent link, closing the file-transfer
+		// session would wait for an answer that never comes.
+		_ = c.client.Close()
 		if c.sftp != nil {
 			_ = c.sftp.Close()
 		}
-		_ = c.client.Close()
 		for i := len(c.hops) - 1; i >= 0; i-- {
 			_ = c.hops[i].Close()
 		}

@@ -323,3 +323,36 @@ func TestSessionsBounded(t *testing.T) {
 		t.Errorf("connections %v, want 1 shared by every job", n)
 	}
 }
+
+// TestKeepaliveFindsSilentLink: a link that goes silent without a reset
+// (no error on the socket) is found by unanswered keepalives and
+// re-dialled; the job's output still arrives whole.
+func TestKeepaliveFindsSilentLink(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	proxy := sshtest.NewProxy(t, f.srv.Addr)
+	f.trust(t, proxy.Addr)
+	m := metrics.New()
+	cfg := f.config(t)
+	cfg.Port, cfg.Metrics, cfg.Profile = proxy.Port, m, "lab"
+	cfg.KeepaliveInterval, cfg.KeepaliveCountMax = 200*time.Millisecond, 2
+	b := backend(t, cfg)
+	var stdout, stderr buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := start(ctx, b, backends.Spec{JobID: "silent", Attempt: 1, Command: numbered(30)}, &stdout, &stderr)
+	stdout.waitFor(t, "\n5\n", 20*time.Second)
+	if n := proxy.Freeze(); n == 0 {
+		t.Fatal("no live connection to freeze")
+	}
+	o := <-done
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("Run: %+v, %v; stderr %q", o.res, o.err, stderr.String())
+	}
+	if got, want := stdout.String(), wantNumbered(30); got != want {
+		t.Fatalf("output:\ngot  %q\nwant %q", got, want)
+	}
+	if n := testutil.ToFloat64(m.SSHReconnects.WithLabelValues("lab")); n < 1 {
+		t.Errorf("reconnects %v, want at least 1", n)
+	}
+}

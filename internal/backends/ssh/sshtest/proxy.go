@@ -2,9 +2,9 @@ package sshtest
 
 import (
 	"errors"
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,6 +32,7 @@ type Proxy struct {
 type proxied struct {
 	client, target net.Conn
 	once           sync.Once
+	frozen         atomic.Bool // bytes are read and dropped: a link gone silent
 }
 
 // close closes both sides; it may be called more than once.
@@ -109,7 +110,18 @@ func (p *Proxy) serve(client net.Conn) {
 	p.mu.Unlock()
 	copyHalf := func(dst, src net.Conn) {
 		defer p.wg.Done()
-		_, _ = io.Copy(dst, src)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 && !c.frozen.Load() {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
 		c.close()
 		p.mu.Lock()
 		delete(p.live, c)
@@ -131,6 +143,19 @@ func (p *Proxy) Cut() int {
 		delete(p.live, c)
 	}
 	return n
+}
+
+// Freeze silences every live connection without closing it — bytes
+// sent either way are dropped, as on a link that went dead without a
+// reset — and returns how many there were. New connections are proxied
+// normally.
+func (p *Proxy) Freeze() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.live {
+		c.frozen.Store(true)
+	}
+	return len(p.live)
 }
 
 // Block cuts the live connections and, until Unblock, closes every new
