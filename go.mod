@@ -1,6 +1,6 @@
 module github.com/sandrun/sandrun
 
-go 1.26.0
+go 1.26.5
 
 require (
 	github.com/containerd/errdefs v1.0.0
@@ -24,6 +24,7 @@ require (
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
+	github.com/apptainer/sif/v2 v2.25.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect

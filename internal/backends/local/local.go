@@ -1,6 +1,7 @@
 // Package local runs job commands as child processes of the worker, each
 // in a process group of its own. It is Linux-only, and it is the only
-// package that starts job commands with os/exec.
+// package that starts job commands with os/exec: backends that wrap a
+// runtime's CLI (apptainer) run it through RunProcess.
 //
 // A job's command runs as `Shell -c Command`. What it sees:
 //

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -33,14 +34,54 @@ const outputDrain = 2 * time.Second
 // A failing writer does not stop the job: its output is discarded from
 // then on and the write error is returned after the command has ended.
 func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
-	res := backends.Result{ExitCode: -1}
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("local: not started: %w", context.Cause(ctx))
+		return backends.Result{ExitCode: -1}, fmt.Errorf("local: not started: %w", context.Cause(ctx))
 	}
 	cmd, err := l.command(spec)
 	if err != nil {
-		return res, err
+		return backends.Result{ExitCode: -1}, err
 	}
+	return runCmd(ctx, cmd, spec.Grace(), out)
+}
+
+// Process is a program that a backend wrapping a runtime's CLI (apptainer,
+// say) runs the way this package runs job commands. It is the one way,
+// outside this package, to start a process for a job.
+type Process struct {
+	// Path is the program's absolute path; Args follow it (argv[1:]).
+	Path string
+	Args []string
+	// Env is the program's whole environment; nothing else is inherited.
+	Env []string
+	// Dir is its working directory; empty means the worker's.
+	Dir string
+}
+
+// RunProcess runs p as Run runs a job command: in a process group of its
+// own, TERM then KILL after grace when ctx is done, what is left of the
+// group killed when it ends, output copied to out. The error contract is
+// Run's.
+func RunProcess(ctx context.Context, p Process, grace time.Duration, out backends.Output) (backends.Result, error) {
+	if ctx.Err() != nil {
+		return backends.Result{ExitCode: -1}, fmt.Errorf("local: not started: %w", context.Cause(ctx))
+	}
+	if !filepath.IsAbs(p.Path) {
+		return backends.Result{ExitCode: -1}, fmt.Errorf("local: program %q: must be an absolute path: %w", p.Path, backends.ErrPermanent)
+	}
+	cmd := exec.Command(p.Path, p.Args...)
+	cmd.Dir = p.Dir
+	cmd.Env = p.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = outputDrain
+	return runCmd(ctx, cmd, grace, out)
+}
+
+// runCmd starts cmd (a process group leader) and waits for it; see Run.
+func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
 	stdout, stderr := guard(out.Stdout), guard(out.Stderr)
 	if stdout != nil {
 		cmd.Stdout = stdout
@@ -56,7 +97,7 @@ func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output
 		}
 		return res, fmt.Errorf("local: start: %w", err)
 	}
-	stopped, ended, err := wait(ctx, cmd, spec.Grace())
+	stopped, ended, err := wait(ctx, cmd, grace)
 	res.FinishedAt = ended
 	if cmd.ProcessState != nil {
 		fillResult(&res, cmd.ProcessState)
