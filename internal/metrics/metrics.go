@@ -51,6 +51,14 @@ type Metrics struct {
 	SSHRemoteKills       *prometheus.CounterVec // backend, signal
 	SSHHostKeyRejections *prometheus.CounterVec // backend, reason: changed, unknown, revoked
 	SSHSessionsInUse     *prometheus.GaugeVec   // backend
+
+	SIFCacheBytes  prometheus.Gauge
+	SIFCacheImages prometheus.Gauge
+	SIFHits        prometheus.Counter
+	SIFMisses      prometheus.Counter
+	SIFEvictions   *prometheus.CounterVec // reason: size, age, corrupt, purged
+	SIFPulls       *prometheus.CounterVec // result: ok, error
+	SIFPullSeconds prometheus.Histogram
 }
 
 // New creates the metrics on a fresh registry, with the Go and process
@@ -161,6 +169,21 @@ func New() *Metrics {
 		Name: "sandrun_ssh_host_key_rejections_total", Help: "Connections refused because the host key was unknown, changed or revoked."}, []string{"backend", "reason"})
 	m.SSHSessionsInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "sandrun_ssh_sessions_in_use", Help: "SSH exec sessions open on the profile's connection (bounded by max_sessions)."}, []string{"backend"})
+	m.SIFCacheBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sandrun_sif_cache_bytes", Help: "Bytes of SIF images in the cache (as of this process's last change or scan)."})
+	m.SIFCacheImages = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sandrun_sif_cache_images", Help: "SIF images in the cache."})
+	m.SIFHits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sandrun_sif_cache_hits_total", Help: "Image uses served from the cache after the file checked sound."})
+	m.SIFMisses = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sandrun_sif_cache_misses_total", Help: "Image uses that needed a pull (not cached, purged or corrupt)."})
+	m.SIFEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_sif_cache_evictions_total", Help: "SIF images dropped from the cache, by reason (size, age, corrupt, purged)."}, []string{"reason"})
+	m.SIFPulls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_sif_pulls_total", Help: "SIF pulls, by result (ok, error)."}, []string{"result"})
+	m.SIFPullSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "sandrun_sif_pull_seconds", Help: "Time to pull (build) one SIF image.", Buckets: []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 1800}})
+	r.MustRegister(m.SIFCacheBytes, m.SIFCacheImages, m.SIFHits, m.SIFMisses, m.SIFEvictions, m.SIFPulls, m.SIFPullSeconds)
 	r.MustRegister(m.SSHConnections, m.SSHConnected, m.SSHReconnects, m.SSHResumedStreams, m.SSHRemoteKills, m.SSHHostKeyRejections, m.SSHSessionsInUse)
 	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
