@@ -210,6 +210,10 @@ func (r *Registry) ValidateAll(ctx context.Context) error {
 // (bind mounts, host-backed volumes, privileged mode, host namespaces,
 // devices, dangerous capabilities) is host access: see HostAccessChecker.
 type ContainerOptions struct {
+	// Image replaces the profile's image, where the backend allows it
+	// (singularity: a docker://, oras://, library:// reference or an
+	// absolute .sif path).
+	Image string `json:"image,omitempty"`
 	// Mounts are "SOURCE:TARGET[:ro]": SOURCE is a host path (absolute,
 	// ~, ., ..) for a bind mount, else a named volume.
 	Mounts []string `json:"mounts,omitempty"`

@@ -172,6 +172,9 @@ func (d *Docker) Capabilities() backends.Capabilities {
 // containerConfig is the hardened configuration of spec's container, with
 // the job's container options applied.
 func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *container.HostConfig, error) {
+	if spec.Container != nil && spec.Container.Image != "" {
+		return nil, nil, fmt.Errorf("%w: container.image: the docker backend runs its profile's image (%s); use a profile per image", backends.ErrPermanent, d.cfg.Image)
+	}
 	env := make([]string, 0, len(spec.Env)+1)
 	if _, ok := spec.Env["PATH"]; !ok {
 		env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
