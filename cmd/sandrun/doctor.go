@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends/docker"
+	"github.com/sandrun/sandrun/internal/backends/singularity"
 	"github.com/sandrun/sandrun/internal/backends/ssh"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
@@ -75,10 +76,11 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 		}
 		desc, err := d.Describe(cctx)
 		report("backend "+p, err, desc)
-		if store == nil {
+		o, ok := be.(orphanLister)
+		if !ok || store == nil {
 			continue
 		}
-		orphans, err := d.Orphans(cctx, store.Deployment, func(id string, attempt int, worker string) bool {
+		orphans, err := o.Orphans(cctx, store.Deployment, func(id string, attempt int, worker string) bool {
 			return attemptLive(cctx, store, id, attempt, worker)
 		})
 		if err != nil {
@@ -94,15 +96,20 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 }
 
 // describer is what doctor asks of backends that can say more than
-// Validate: the docker and ssh backends.
-type describer interface {
-	Describe(ctx context.Context) (string, error)
-	Orphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) ([]string, error)
-}
+// Validate; orphanLister of those whose workloads can outlive a worker.
+type (
+	describer interface {
+		Describe(ctx context.Context) (string, error)
+	}
+	orphanLister interface {
+		Orphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) ([]string, error)
+	}
+)
 
 var (
-	_ describer = (*docker.Docker)(nil)
-	_ describer = (*ssh.Backend)(nil)
+	_ orphanLister = (*docker.Docker)(nil)
+	_ orphanLister = (*ssh.Backend)(nil)
+	_ describer    = (*singularity.Backend)(nil)
 )
 
 func doctorExit(problems int) error {

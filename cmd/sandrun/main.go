@@ -31,6 +31,8 @@ Usage:
   sandrun policy check [flags] -- CMD    judge a command as a worker would (exit 0 approve, 3 deny)
   sandrun policy rules                   list the policy's rules
   sandrun doctor [--config FILE]         check NATS, the policy and every backend profile
+  sandrun sif ls|prune [--dry-run]|pull REF  [--config FILE [--profile P] | --scratch DIR]
+                                         the SIF cache of a singularity profile
   sandrun dev [flags]                    embedded NATS + worker + scheduler in one process
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
@@ -91,6 +93,8 @@ func (c cli) run(args []string) int {
 		err = c.schedules(ctx, rest)
 	case "doctor":
 		err = c.doctor(ctx, rest)
+	case "sif":
+		err = c.sif(ctx, rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -8,11 +8,12 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/backends/singularity"
 	"github.com/sandrun/sandrun/internal/backends/ssh"
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
-const knownKinds = "local, docker, ssh"
+const knownKinds = "local, docker, ssh, singularity"
 
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
@@ -45,6 +46,8 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics) (*backends.
 				MaxSessions: bc.MaxSessions, KeepaliveInterval: bc.KeepaliveInterval, KeepaliveCountMax: bc.KeepaliveCountMax,
 				ConnectTimeout: bc.ConnectTimeout, ReconnectTimeout: bc.ReconnectTimeout, KeepFailed: bc.KeepFailed,
 				PollInterval: bc.PollInterval, WatchdogMargin: bc.WatchdogMargin, Metrics: m, Profile: name})
+		case "singularity", "apptainer":
+			b, err = singularity.New(bc.Singularity(name, m))
 		case "":
 			err = fmt.Errorf("kind: required (known kinds: %s)", knownKinds)
 		default:

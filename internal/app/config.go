@@ -12,7 +12,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandrun/sandrun/internal/backends/singularity"
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/policy"
 	"github.com/sandrun/sandrun/internal/scheduler"
@@ -107,6 +109,26 @@ type BackendConfig struct {
 	KeepFailed        time.Duration `yaml:"keep_failed"`
 	PollInterval      time.Duration `yaml:"poll_interval"`
 	WatchdogMargin    time.Duration `yaml:"watchdog_margin"`
+	// singularity (image, network and allow_host_access above apply too):
+	// see docs/configuration.md.
+	Binary         string        `yaml:"binary"`
+	Scratch        string        `yaml:"scratch"`
+	WritableTmpfs  bool          `yaml:"writable_tmpfs"`
+	Binds          []string      `yaml:"binds"`
+	Pwd            string        `yaml:"pwd"`
+	Fakeroot       bool          `yaml:"fakeroot"`
+	CacheMaxBytes  int64         `yaml:"cache_max_bytes"`
+	CacheMaxImages int           `yaml:"cache_max_images"`
+	CacheMaxAge    time.Duration `yaml:"cache_max_age"`
+	PullTimeout    time.Duration `yaml:"pull_timeout"`
+}
+
+// Singularity returns the singularity backend's configuration of a profile.
+func (bc BackendConfig) Singularity(name string, m *metrics.Metrics) singularity.Config {
+	return singularity.Config{Binary: bc.Binary, Image: bc.Image, Scratch: bc.Scratch, Network: bc.Network,
+		WritableTmpfs: bc.WritableTmpfs, Binds: bc.Binds, Pwd: bc.Pwd, Fakeroot: bc.Fakeroot,
+		AllowHostAccess: bc.AllowHostAccess, CacheMaxBytes: bc.CacheMaxBytes, CacheMaxImages: bc.CacheMaxImages,
+		CacheMaxAge: bc.CacheMaxAge, PullTimeout: bc.PullTimeout, Metrics: m, Profile: name}
 }
 
 // PolicyConfig is the worker's approval policy.

@@ -317,6 +317,28 @@ func (b *Backend) pull(ctx context.Context, out, ref string) error {
 	return nil
 }
 
+// Describe reports the runtime's version, the scratch directory and the
+// SIF cache (for `sandrun doctor`).
+func (b *Backend) Describe(ctx context.Context) (string, error) {
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := local.RunProcess(ctx, local.Process{Path: b.binary, Args: []string{"version"}, Env: b.baseEnv()},
+		time.Second, backends.Output{Stdout: &out, Stderr: &out}); err != nil {
+		return "", fmt.Errorf("binary: %w", err)
+	}
+	entries, err := b.cache.List()
+	if err != nil {
+		return "", fmt.Errorf("scratch: %w", err)
+	}
+	var bytes int64
+	for _, e := range entries {
+		bytes += e.Size
+	}
+	return fmt.Sprintf("%s (%s), scratch %s, SIF cache %d image(s) %d bytes of %d", strings.TrimSpace(out.String()), b.binary,
+		b.cfg.Scratch, len(entries), bytes, b.cfg.CacheMaxBytes), nil
+}
+
 var _ backends.Backend = (*Backend)(nil)
 
 // sortedKeys returns m's keys in order.
