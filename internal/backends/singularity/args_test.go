@@ -43,7 +43,7 @@ func TestInvocationGolden(t *testing.T) {
 		{"defaults", Config{}, backends.Spec{}, cat(base, []string{"--net", "--network", "none"}, tail)},
 		{"host network", Config{Network: "host"}, backends.Spec{}, cat(base, tail)},
 		{"writable tmpfs", Config{WritableTmpfs: true}, backends.Spec{}, cat(base, []string{"--net", "--network", "none", "--writable-tmpfs"}, tail)},
-		{"fakeroot", Config{Fakeroot: true}, backends.Spec{}, cat(base, []string{"--net", "--network", "none", "--fakeroot"}, tail)},
+		{"fakeroot", Config{Fakeroot: true, Network: "host"}, backends.Spec{}, cat(base, []string{"--fakeroot"}, tail)},
 		{"binds", Config{Binds: []string{"/data:/data:ro", "/scratch/x"}}, backends.Spec{},
 			cat(base, []string{"--net", "--network", "none", "--bind", "/data:/data:ro", "--bind", "/scratch/x"}, tail)},
 		{"profile pwd", Config{Pwd: "/work"}, backends.Spec{}, cat(base, []string{"--net", "--network", "none", "--pwd", "/work"}, tail)},
@@ -52,8 +52,10 @@ func TestInvocationGolden(t *testing.T) {
 			backends.Spec{Container: &backends.ContainerOptions{Mounts: []string{"/b:/b:rw"}}},
 			cat(base, []string{"--net", "--network", "none", "--bind", "/a:/a", "--bind", "/b:/b:rw"}, tail)},
 		{"job network host", Config{}, backends.Spec{Container: &backends.ContainerOptions{Network: "host"}}, cat(base, tail)},
-		{"everything", Config{Network: "none", WritableTmpfs: true, Fakeroot: true, Binds: []string{"/d"}, Pwd: "/w"}, backends.Spec{},
-			cat(base, []string{"--net", "--network", "none", "--writable-tmpfs", "--fakeroot", "--bind", "/d", "--pwd", "/w"}, tail)},
+		{"everything", Config{Network: "none", WritableTmpfs: true, Binds: []string{"/d"}, Pwd: "/w"}, backends.Spec{},
+			cat(base, []string{"--net", "--network", "none", "--writable-tmpfs", "--bind", "/d", "--pwd", "/w"}, tail)},
+		{"everything with fakeroot", Config{Network: "host", WritableTmpfs: true, Fakeroot: true, Binds: []string{"/d"}, Pwd: "/w"}, backends.Spec{},
+			cat(base, []string{"--writable-tmpfs", "--fakeroot", "--bind", "/d", "--pwd", "/w"}, tail)},
 	} {
 		b := newArgsBackend(t, tc.cfg)
 		tc.spec.Command = "echo hi"
@@ -175,6 +177,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Binary: "/bin/true", Image: "alpine:3"}, "image:"},
 		{Config{Binary: "/bin/true", Binds: []string{"rel:/x"}}, "binds[0]:"},
 		{Config{Binary: "/bin/true", Pwd: "work"}, "pwd:"},
+		{Config{Binary: "/bin/true", Fakeroot: true}, "fakeroot:"},
 		{Config{Binary: "/bin/true", Scratch: "/proc/sandrun-cannot"}, "scratch:"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.HasPrefix(err.Error(), tc.field) {

@@ -99,6 +99,9 @@ func New(cfg Config) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("network: %q: want none or host (non-root users may only use none)", cfg.Network)
 	}
+	if cfg.Fakeroot && cfg.Network == "none" {
+		return nil, errors.New("fakeroot: apptainer allows only its fakeroot network type with --fakeroot, not --network none: set network: host to use fakeroot")
+	}
 	if cfg.Image != "" {
 		if err := sifcache.CheckRef(cfg.Image); err != nil {
 			return nil, fmt.Errorf("image: %w", err)
