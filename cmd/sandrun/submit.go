@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
@@ -30,6 +31,7 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	fs.Func("label", "K=V label (repeatable)", func(s string) error { labels = append(labels, s); return nil })
 	fs.StringVar(&spec.Cwd, "cwd", "", "working directory")
 	fs.StringVar(&spec.Session, "session", "", "run in the backend's persistent session of this key (docker: a shared container)")
+	image := fs.String("image", "", "container image (singularity: docker://, oras://, library:// or a .sif path)")
 	fs.StringVar(&spec.Approval, "approval", "", "approval mode: deny, approve or allowlist (default: the origin's)")
 	origin := fs.String("origin", "", "origin: manual, cron, batch or subagent (default manual)")
 	fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts before the job is dead (default 3)")
@@ -51,6 +53,12 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	}
 	if spec.Command == "" {
 		return usageErr("command: give it after --, e.g. sandrun submit -- echo hi")
+	}
+	if *image != "" {
+		if spec.Container == nil {
+			spec.Container = &backends.ContainerOptions{}
+		}
+		spec.Container.Image = *image
 	}
 	if *timeout != "" {
 		var d jobs.Duration
