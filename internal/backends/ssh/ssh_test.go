@@ -63,6 +63,16 @@ func (f *fixture) config(t *testing.T) Config {
 	}
 }
 
+// proxiedConfig is config through a TCP proxy the test can cut.
+func (f *fixture) proxiedConfig(t *testing.T) (Config, *sshtest.Proxy) {
+	t.Helper()
+	proxy := sshtest.NewProxy(t, f.srv.Addr)
+	f.trust(t, proxy.Addr)
+	cfg := f.config(t)
+	cfg.Port = proxy.Port
+	return cfg, proxy
+}
+
 // backend builds and validates a backend, closed with the test.
 func backend(t *testing.T, cfg Config) *Backend {
 	t.Helper()
@@ -148,6 +158,18 @@ func numbered(n int) string {
 	return fmt.Sprintf(`i=1; while [ $i -le %d ]; do echo $i; i=$((i+1)); sleep 0.1; done`, n)
 }
 
+// mustBeNumbered fails the test unless the run succeeded and printed
+// numbered(n)'s lines, each once and in order.
+func mustBeNumbered(t *testing.T, o outcome, stdout, stderr *buffer, n int) {
+	t.Helper()
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("Run: %+v, %v; stderr %q", o.res, o.err, stderr.String())
+	}
+	if got, want := stdout.String(), wantNumbered(n); got != want {
+		t.Fatalf("output has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+}
+
 func wantNumbered(n int) string {
 	var b strings.Builder
 	for i := 1; i <= n; i++ {
@@ -162,11 +184,9 @@ func wantNumbered(n int) string {
 func TestOutputSurvivesCuts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	proxy := sshtest.NewProxy(t, f.srv.Addr)
-	f.trust(t, proxy.Addr)
+	cfg, proxy := f.proxiedConfig(t)
 	m := metrics.New()
-	cfg := f.config(t)
-	cfg.Port, cfg.Metrics, cfg.Profile = proxy.Port, m, "lab"
+	cfg.Metrics, cfg.Profile = m, "lab"
 	b := backend(t, cfg)
 
 	var stdout, stderr buffer
@@ -181,13 +201,7 @@ func TestOutputSurvivesCuts(t *testing.T) {
 	if n := proxy.Cut(); n == 0 {
 		t.Fatal("second cut: no live connection to cut")
 	}
-	o := <-done
-	if o.err != nil || o.res.ExitCode != 0 {
-		t.Fatalf("Run: %+v, %v; stderr %q", o.res, o.err, stderr.String())
-	}
-	if got, want := stdout.String(), wantNumbered(100); got != want {
-		t.Fatalf("output has gaps or repeats:\ngot  %q\nwant %q", got, want)
-	}
+	mustBeNumbered(t, <-done, &stdout, &stderr, 100)
 	if n := testutil.ToFloat64(m.SSHReconnects.WithLabelValues("lab")); n < 2 {
 		t.Errorf("reconnects %v, want at least 2", n)
 	}
@@ -264,10 +278,8 @@ func TestTimeoutKillsRemoteGrandchildren(t *testing.T) {
 func TestWatchdogKillsWithoutWorker(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	proxy := sshtest.NewProxy(t, f.srv.Addr)
-	f.trust(t, proxy.Addr)
-	cfg := f.config(t)
-	cfg.Port, cfg.ReconnectTimeout, cfg.WatchdogMargin = proxy.Port, 5*time.Second, time.Second
+	cfg, proxy := f.proxiedConfig(t)
+	cfg.ReconnectTimeout, cfg.WatchdogMargin = 5*time.Second, time.Second
 	b := backend(t, cfg)
 	var stdout, stderr buffer
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
@@ -330,11 +342,9 @@ func TestSessionsBounded(t *testing.T) {
 func TestKeepaliveFindsSilentLink(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	proxy := sshtest.NewProxy(t, f.srv.Addr)
-	f.trust(t, proxy.Addr)
+	cfg, proxy := f.proxiedConfig(t)
 	m := metrics.New()
-	cfg := f.config(t)
-	cfg.Port, cfg.Metrics, cfg.Profile = proxy.Port, m, "lab"
+	cfg.Metrics, cfg.Profile = m, "lab"
 	cfg.KeepaliveInterval, cfg.KeepaliveCountMax = 200*time.Millisecond, 2
 	b := backend(t, cfg)
 	var stdout, stderr buffer
@@ -345,13 +355,7 @@ func TestKeepaliveFindsSilentLink(t *testing.T) {
 	if n := proxy.Freeze(); n == 0 {
 		t.Fatal("no live connection to freeze")
 	}
-	o := <-done
-	if o.err != nil || o.res.ExitCode != 0 {
-		t.Fatalf("Run: %+v, %v; stderr %q", o.res, o.err, stderr.String())
-	}
-	if got, want := stdout.String(), wantNumbered(30); got != want {
-		t.Fatalf("output:\ngot  %q\nwant %q", got, want)
-	}
+	mustBeNumbered(t, <-done, &stdout, &stderr, 30)
 	if n := testutil.ToFloat64(m.SSHReconnects.WithLabelValues("lab")); n < 1 {
 		t.Errorf("reconnects %v, want at least 1", n)
 	}
