@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/sandrun/sandrun/internal/app"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 

@@ -438,7 +438,7 @@ func (c *Cache) writeMeta(k string, e Entry) error {
 		return err
 	}
 	tmp := c.metaPath(k) + fmt.Sprintf(".%d.tmp", os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o640); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, c.metaPath(k))
@@ -464,7 +464,7 @@ func lock(ctx context.Context, path string, how int) (*os.File, error) {
 
 // tryLock takes a flock on path without waiting.
 func tryLock(path string, how int) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o640)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
 	if err != nil {
 		return nil, err
 	}

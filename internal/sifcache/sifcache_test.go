@@ -40,7 +40,7 @@ type puller struct {
 	delay time.Duration
 }
 
-func (p *puller) pull(ctx context.Context, out, ref string) error {
+func (p *puller) pull(_ context.Context, out, ref string) error {
 	p.n.Add(1)
 	time.Sleep(p.delay)
 	return writeSIF(out, []byte(strings.Repeat(ref, 100)))

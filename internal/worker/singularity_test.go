@@ -115,3 +115,49 @@ func TestSingularityMetricsOnWorker(t *testing.T) {
 func withImage(ref, cmd string) jobs.Spec {
 	return jobs.Spec{Command: cmd, Container: &backends.ContainerOptions{Image: ref}}
 }
+
+// TestTwoWorkersPullOnce: two worker processes sharing a scratch
+// directory start jobs of the same image at once; the image is pulled
+// once (the pull lock holds across processes), and both jobs run.
+func TestTwoWorkersPullOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	fake := apptainertest.Install(t)
+	fake.Configure(t, apptainertest.Config{PullDelay: 2 * time.Second})
+	scratch := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "worker.yaml")
+	cfg := fmt.Sprintf("backends:\n  hpc: {kind: singularity, binary: %s, scratch: %s}\n", fake.Bin, scratch)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, e.url, "hpc-a", "--config", cfgFile, "--queues", "qa")
+	startProc(t, e.url, "hpc-b", "--config", cfgFile, "--queues", "qb")
+	var ids []string
+	for _, q := range []string{"qa", "qb"} {
+		spec := withImage("docker://pytorch:2.5", "echo ran on "+q)
+		spec.Queue, spec.Backend, spec.MaxAttempts = q, "hpc", 1
+		s, err := e.c.Submit(e.ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	workers := map[string]bool{}
+	for _, id := range ids {
+		r := sandruntest.WaitResult(t, e.c, id, time.Minute)
+		if r.State != jobs.StateSucceeded {
+			t.Fatalf("job %s: %s %s", id, r.State, r.Error)
+		}
+		workers[r.Worker] = true
+	}
+	if len(workers) != 2 {
+		t.Fatalf("jobs ran on %v: want one on each worker", workers)
+	}
+	pulls := fake.CallsOf(t, "pull")
+	if len(pulls) != 1 {
+		t.Fatalf("%d pulls, want 1: %+v", len(pulls), pulls)
+	}
+	if execs := fake.CallsOf(t, "exec"); len(execs) != 2 || execs[0].PID == execs[1].PID {
+		t.Fatalf("execs %+v", execs)
+	}
+}

@@ -264,8 +264,11 @@ func (b *Backend) Validate(ctx context.Context) error {
 	defer cancel()
 	res, err := local.RunProcess(ctx, local.Process{Path: b.binary, Args: []string{"version"}, Env: b.baseEnv()},
 		time.Second, backends.Output{Stdout: &out, Stderr: &out})
-	if err != nil || res.ExitCode != 0 {
-		return fmt.Errorf("binary: %s version: exit %d: %v %s", b.binary, res.ExitCode, err, strings.TrimSpace(out.String()))
+	if err != nil {
+		return fmt.Errorf("binary: %s version: %w", b.binary, err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("binary: %s version: exit %d: %s", b.binary, res.ExitCode, strings.TrimSpace(out.String()))
 	}
 	if !writable(b.cfg.Scratch) {
 		return fmt.Errorf("scratch: %s is not writable", b.cfg.Scratch)
