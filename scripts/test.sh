@@ -19,6 +19,7 @@ need make || pkgs+=(make)
 # The docker backend's tests import an image made from busybox-static
 # (no registry is reachable); the engine itself comes with the machine.
 [ -x /bin/busybox ] || pkgs+=(busybox-static)
+need mksquashfs || pkgs+=(squashfs-tools)
 # The ssh backend's tests run Debian's OpenSSH server on loopback, and
 # ssh-agent/ssh-add from the client package.
 [ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
