@@ -203,9 +203,19 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 		}
 		return res, fmt.Errorf("singularity: %w", err)
 	}
-	if res.ExitCode == 255 && strings.HasPrefix(stderr.head(), "FATAL:") {
-		line, _, _ := strings.Cut(stderr.head(), "\n")
-		return res, fmt.Errorf("singularity: %s failed: %s", filepath.Base(b.binary), strings.TrimSpace(line))
+	// The runtime's own failures: FATAL (exit 255) after any WARNING
+	// lines, and its command-line errors (exit 1), which are ours.
+	runtime := filepath.Base(b.binary)
+	for _, line := range strings.Split(stderr.head(), "\n") {
+		switch {
+		case res.ExitCode == 255 && strings.HasPrefix(line, "FATAL:"):
+			return res, fmt.Errorf("singularity: %s failed: %s", runtime, strings.TrimSpace(line))
+		case res.ExitCode == 1 && strings.HasPrefix(line, "Error for command"):
+			return res, fmt.Errorf("%w: singularity: %s refused its command line: %s", backends.ErrPermanent, runtime, strings.TrimSpace(line))
+		case strings.HasPrefix(line, "WARNING:") || strings.HasPrefix(line, "INFO:"):
+			continue
+		}
+		break
 	}
 	return res, nil
 }
@@ -220,7 +230,7 @@ type headWriter struct {
 
 func (h *headWriter) Write(p []byte) (int, error) {
 	h.mu.Lock()
-	if n := 512 - len(h.b); n > 0 {
+	if n := 2048 - len(h.b); n > 0 {
 		h.b = append(h.b, p[:min(n, len(p))]...)
 	}
 	h.mu.Unlock()

@@ -198,3 +198,97 @@ func TestPurgedImageIsPulledAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceInContainer runs the suite with the fake runtime
+// running jobs as apptainer does: in new mount, PID and network
+// namespaces, chrooted into the image. Working directories are paths in
+// the image; the jobs' pids are in their own namespace, so the suite
+// cannot look them up on the host.
+func TestConformanceInContainer(t *testing.T) {
+	apptainertest.RequireChroot(t)
+	image := filepath.Join(t.TempDir(), "busybox.sif")
+	apptainertest.BuildSIF(t, image, "docker://busybox:contained")
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		b, fake := newFakeBackend(t, Config{Image: image})
+		fake.Configure(t, apptainertest.Config{Chroot: true})
+		return b
+	}, backendtest.Options{TempDir: func(*testing.T) string { return "/etc" }, StopMargin: 10 * time.Second})
+}
+
+// TestContainedJobSeesTheImage: in a contained run the job sees the
+// image's files, not the host's; a bind brings in a host directory.
+func TestContainedJobSeesTheImage(t *testing.T) {
+	t.Parallel()
+	apptainertest.RequireChroot(t)
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "input.txt"), []byte("from the host\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, fake := newFakeBackend(t, Config{Image: "docker://busybox:seen", Binds: []string{host + ":/data:ro"}, AllowHostAccess: true})
+	fake.Configure(t, apptainertest.Config{Chroot: true})
+	var stdout, stderr strings.Builder
+	res, err := b.Run(t.Context(), backends.Spec{JobID: "seen", Attempt: 1,
+		Command: `cat /etc/sandrun-ref; cat /data/input.txt; test -e ` + host + ` && echo host-visible; echo x >/data/w 2>/dev/null || echo read-only`},
+		backends.Output{Stdout: &stdout, Stderr: &stderr})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: %+v, %v, stderr %q", res, err, stderr.String())
+	}
+	if want := "docker://busybox:seen\nfrom the host\nread-only\n"; stdout.String() != want {
+		t.Fatalf("stdout %q, want %q", stdout.String(), want)
+	}
+}
+
+// TestTimeoutKillsContainedTree: a timeout ends every process of a
+// contained job, found on the host by their command lines.
+func TestTimeoutKillsContainedTree(t *testing.T) {
+	t.Parallel()
+	apptainertest.RequireChroot(t)
+	b, fake := newFakeBackend(t, Config{Image: "docker://busybox:tree"})
+	fake.Configure(t, apptainertest.Config{Chroot: true})
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	var stdout strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Run(ctx, backends.Spec{JobID: "tree", Attempt: 1, KillGrace: 500 * time.Millisecond,
+			Command: `trap '' TERM; sleep 3021 & sh -c 'sleep 3022 & wait' & wait`}, backends.Output{Stdout: &stdout})
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(hostProcesses(t, "sleep 3021", "sleep 3022")) == 2 })
+	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := hostProcesses(t, "sleep 3021", "sleep 3022")
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still running on the host: %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// hostProcesses returns the live (not zombie) host processes whose
+// command line is one of cmds.
+func hostProcesses(t *testing.T, cmds ...string) []string {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || len(cmdline) == 0 {
+			continue
+		}
+		line := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
+		if slices.Contains(cmds, line) {
+			out = append(out, d.Name()+": "+line)
+		}
+	}
+	return out
+}
