@@ -68,6 +68,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 	cfg.NATS.URL = srv.ClientURL()
+	cfg.Collectors = append(cfg.Collectors, metrics.NewServerCollector(natsutil.Stats(srv)))
 	if !*demo {
 		fmt.Fprintf(c.stderr, "sandrun dev: embedded NATS at %s (data in %s); Ctrl-C to stop\n", srv.ClientURL(), *dir)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sandrun/sandrun/internal/backends/singularity"
@@ -37,6 +38,9 @@ type Config struct {
 	Schedules []scheduler.Schedule `yaml:"-"`
 	// LogFormat is json (default for daemons) or text.
 	LogFormat string `yaml:"log_format"`
+	// Collectors are registered with the process's metrics (sandrun dev:
+	// the embedded server's figures).
+	Collectors []prometheus.Collector `yaml:"-"`
 }
 
 // NATSConfig says how to reach NATS.

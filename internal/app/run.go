@@ -27,6 +27,7 @@ type Roles struct {
 func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
 	// Validate everything first: nothing should fail at 3 a.m.
 	m := metrics.New()
+	m.Registry.MustRegister(cfg.Collectors...)
 	var (
 		wcfg  = cfg.Worker.WithDefaults()
 		deps  worker.Deps

@@ -43,6 +43,7 @@ type Metrics struct {
 	ImagePullSeconds   *prometheus.HistogramVec // backend
 	OOMKills           *prometheus.CounterVec   // backend
 	HostAccessRefusals *prometheus.CounterVec   // backend
+	BackendErrors      *prometheus.CounterVec   // backend, kind: permanent, unavailable, other
 
 	SSHConnections       *prometheus.CounterVec // backend, result: ok, error
 	SSHConnected         *prometheus.GaugeVec   // backend
@@ -185,7 +186,9 @@ func New() *Metrics {
 		Name: "sandrun_sif_pull_seconds", Help: "Time to pull (build) one SIF image.", Buckets: []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 1800}})
 	r.MustRegister(m.SIFCacheBytes, m.SIFCacheImages, m.SIFHits, m.SIFMisses, m.SIFEvictions, m.SIFPulls, m.SIFPullSeconds)
 	r.MustRegister(m.SSHConnections, m.SSHConnected, m.SSHReconnects, m.SSHResumedStreams, m.SSHRemoteKills, m.SSHHostKeyRejections, m.SSHSessionsInUse)
-	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals)
+	m.BackendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_backend_errors_total", Help: "Job attempts a backend failed to run (not the command's own failure), by kind: permanent, unavailable, other."}, []string{"backend", "kind"})
+	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
 		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries,

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // EmbeddedConfig configures an in-process JetStream server.
@@ -90,4 +92,24 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		return nil, errors.New("embedded nats: not ready after 10s")
 	}
 	return s, nil
+}
+
+// Stats returns a reader of srv's own figures for the metrics.
+func Stats(srv *server.Server) func() (metrics.ServerStats, error) {
+	return func() (metrics.ServerStats, error) {
+		v, err := srv.Varz(nil)
+		if err != nil {
+			return metrics.ServerStats{}, err
+		}
+		st := metrics.ServerStats{Connections: v.Connections, InMsgs: v.InMsgs, OutMsgs: v.OutMsgs,
+			InBytes: v.InBytes, OutBytes: v.OutBytes, SlowConsumers: v.SlowConsumers}
+		if js := v.JetStream.Stats; js != nil {
+			st.JetStreamMemory, st.JetStreamStore, st.JetStreamReservedStorage = js.Memory, js.Store, js.ReservedStore
+			st.JetStreamAPIRequests, st.JetStreamAPIErrors = js.API.Total, js.API.Errors
+		}
+		if jsz, err := srv.Jsz(nil); err == nil {
+			st.JetStreamStreams, st.JetStreamConsumers = jsz.Streams, jsz.Consumers
+		}
+		return st, nil
+	}
 }

@@ -85,6 +85,8 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	run.NextAttemptAt = time.Time{}
 	j.attempt = run.Attempt
 	j.run = run
+	// Every line about the job names it whole.
+	j.log = log.With("attempt", j.attempt, "queue", j.spec.Queue, "backend", j.spec.Backend)
 	if _, err := w.store.UpdateRun(ctx, run, runRev); err != nil {
 		// Changed under us (cancel of a queued job, dlq retry): let the
 		// message come back and decide again on fresh state.

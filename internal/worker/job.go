@@ -63,6 +63,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)
 	if err != nil {
+		w.countBackendError(j.spec.Backend, err)
 		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
 		return
 	}
@@ -124,8 +125,21 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	case errors.Is(err, errDrained):
 		j.handBack(ctx)
 	default:
+		w.countBackendError(j.spec.Backend, err)
 		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
 	}
+}
+
+// countBackendError counts a backend's failure to run an attempt by kind.
+func (w *Worker) countBackendError(backend string, err error) {
+	kind := "other"
+	switch {
+	case errors.Is(err, backends.ErrPermanent):
+		kind = "permanent"
+	case errors.Is(err, backends.ErrUnavailable):
+		kind = "unavailable"
+	}
+	w.m.BackendErrors.WithLabelValues(backend, kind).Inc()
 }
 
 // failed ends a failed attempt: a retry after backoff while attempts

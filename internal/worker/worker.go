@@ -82,7 +82,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		consumers[q] = c
 	}
 	w.m.Slots.Set(float64(w.cfg.Slots))
-	w.m.Registry.MustRegister(metrics.NewDepthCollector(depthSource{store: w.store, consumers: consumers}))
+	w.m.Registry.MustRegister(metrics.NewStateCollector(stateSource{store: w.store, consumers: consumers}))
 
 	// Jobs outlive ctx (they drain); they stop on jobsCancel.
 	jobsCtx, jobsCancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -283,33 +283,45 @@ func (w *Worker) register(ctx context.Context) {
 	_ = l.Release(rctx)
 }
 
-type depthSource struct {
+// stateSource reads the JetStream state behind the worker's metrics: its
+// queues' consumers and the layout's streams (KV buckets and the object
+// store are streams too).
+type stateSource struct {
 	store     *jobs.Store
 	consumers map[string]jetstream.Consumer
 }
 
-func (d depthSource) QueueDepths(ctx context.Context) (map[string]uint64, error) {
-	out := make(map[string]uint64, len(d.consumers))
+// layoutStreams are the streams whose sizes are exported.
+var layoutStreams = []string{jobs.StreamJobs, jobs.StreamEvents, jobs.StreamDLQ,
+	"KV_" + jobs.BucketState, "KV_" + jobs.BucketSchedules, "OBJ_" + jobs.BucketOutputs}
+
+func (d stateSource) JetStreamState(ctx context.Context) (metrics.JetStreamState, error) {
+	st := metrics.JetStreamState{Consumers: map[string]metrics.ConsumerState{}, Streams: map[string]metrics.StreamState{}}
 	for q, c := range d.consumers {
 		info, err := c.Info(ctx)
 		if err != nil {
-			return nil, err
+			return st, err
 		}
-		out[q] = info.NumPending
+		st.Consumers[q] = metrics.ConsumerState{Pending: info.NumPending, AckPending: uint64(info.NumAckPending), Redelivered: uint64(info.NumRedelivered)}
 	}
-	return out, nil
-}
-
-func (d depthSource) DLQSize(ctx context.Context) (uint64, error) {
-	s, err := d.store.JS.Stream(ctx, jobs.StreamDLQ)
-	if err != nil {
-		return 0, err
+	for _, name := range layoutStreams {
+		s, err := d.store.JS.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return st, err
+		}
+		st.Streams[name] = metrics.StreamState{Messages: info.State.Msgs, Bytes: info.State.Bytes}
+		if name == jobs.StreamDLQ {
+			st.DLQ = info.State.Msgs
+		}
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return info.State.Msgs, nil
+	return st, nil
 }
 
 func b2f(b bool) float64 {
