@@ -24,6 +24,8 @@ need mksquashfs || pkgs+=(squashfs-tools)
 # ssh-agent/ssh-add from the client package.
 [ -x /usr/sbin/sshd ] || pkgs+=(openssh-server)
 need ssh-agent && need ssh-add || pkgs+=(openssh-client)
+# The dashboards' and alert rules' tests run Prometheus and promtool.
+need prometheus && need promtool || pkgs+=(prometheus)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"

@@ -54,6 +54,7 @@ type Metrics struct {
 	SSHSessionsInUse     *prometheus.GaugeVec   // backend
 
 	SIFCacheBytes  prometheus.Gauge
+	SIFCacheBudget prometheus.Gauge
 	SIFCacheImages prometheus.Gauge
 	SIFHits        prometheus.Counter
 	SIFMisses      prometheus.Counter
@@ -172,6 +173,8 @@ func New() *Metrics {
 		Name: "sandrun_ssh_sessions_in_use", Help: "SSH exec sessions open on the profile's connection (bounded by max_sessions)."}, []string{"backend"})
 	m.SIFCacheBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "sandrun_sif_cache_bytes", Help: "Bytes of SIF images in the cache (as of this process's last change or scan)."})
+	m.SIFCacheBudget = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sandrun_sif_cache_budget_bytes", Help: "The SIF cache's size budget (0: none); images in use may hold it over."})
 	m.SIFCacheImages = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "sandrun_sif_cache_images", Help: "SIF images in the cache."})
 	m.SIFHits = prometheus.NewCounter(prometheus.CounterOpts{
@@ -184,7 +187,7 @@ func New() *Metrics {
 		Name: "sandrun_sif_pulls_total", Help: "SIF pulls, by result (ok, error)."}, []string{"result"})
 	m.SIFPullSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "sandrun_sif_pull_seconds", Help: "Time to pull (build) one SIF image.", Buckets: []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 1800}})
-	r.MustRegister(m.SIFCacheBytes, m.SIFCacheImages, m.SIFHits, m.SIFMisses, m.SIFEvictions, m.SIFPulls, m.SIFPullSeconds)
+	r.MustRegister(m.SIFCacheBytes, m.SIFCacheBudget, m.SIFCacheImages, m.SIFHits, m.SIFMisses, m.SIFEvictions, m.SIFPulls, m.SIFPullSeconds)
 	r.MustRegister(m.SSHConnections, m.SSHConnected, m.SSHReconnects, m.SSHResumedStreams, m.SSHRemoteKills, m.SSHHostKeyRejections, m.SSHSessionsInUse)
 	m.BackendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sandrun_backend_errors_total", Help: "Job attempts a backend failed to run (not the command's own failure), by kind: permanent, unavailable, other."}, []string{"backend", "kind"})

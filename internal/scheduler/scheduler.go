@@ -68,6 +68,14 @@ func New(cfg Config, store *jobs.Store, m *metrics.Metrics, log *slog.Logger) (*
 // while leading, until ctx is done. A leader that loses its lease stops
 // firing at once.
 func (s *Scheduler) Run(ctx context.Context) error {
+	// Series at zero before the first event: absent is not zero in PromQL.
+	for _, k := range []string{"slot", "catchup", "trigger"} {
+		s.m.ScheduleFires.WithLabelValues(k)
+	}
+	for _, r := range []string{"overlap", "suspended"} {
+		s.m.ScheduleSkipped.WithLabelValues(r)
+	}
+	s.m.Leader.WithLabelValues("scheduler")
 	for _, sc := range s.cfg.Schedules {
 		if err := s.cat.Put(ctx, sc, true); err != nil {
 			return fmt.Errorf("seed schedule %s: %w", sc.Name, err)

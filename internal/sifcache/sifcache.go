@@ -108,6 +108,14 @@ func New(cfg Config) (*Cache, error) {
 		}
 	}
 	c := &Cache{cfg: cfg}
+	c.count(func(m *metrics.Metrics) {
+		m.SIFCacheBudget.Set(float64(cfg.MaxBytes))
+		for _, r := range []string{ReasonSize, ReasonAge, ReasonCorrupt, ReasonPurged} {
+			m.SIFEvictions.WithLabelValues(r)
+		}
+		m.SIFPulls.WithLabelValues("ok")
+		m.SIFPulls.WithLabelValues("error")
+	})
 	c.updateGauges()
 	return c, nil
 }

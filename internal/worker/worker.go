@@ -65,6 +65,28 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 	}, nil
 }
 
+// initSeries creates the per-queue and per-backend series at zero, so
+// that a dashboard or alert sees 0 rather than nothing before the first
+// event (absent is not zero in PromQL).
+func (w *Worker) initSeries() {
+	for _, p := range w.deps.Backends.Profiles() {
+		w.m.ScriptTimeouts.WithLabelValues(p)
+		w.m.OOMKills.WithLabelValues(p)
+		w.m.HostAccessRefusals.WithLabelValues(p)
+		w.m.OrphansReaped.WithLabelValues(p)
+		for _, kind := range []string{"permanent", "unavailable", "other"} {
+			w.m.BackendErrors.WithLabelValues(p, kind)
+		}
+	}
+	for _, q := range w.cfg.Queues {
+		w.m.JobsRunning.WithLabelValues(q)
+		w.m.Retries.WithLabelValues(q)
+	}
+	for _, a := range []string{"requeued", "dead", "finalized"} {
+		w.m.ReaperRecovered.WithLabelValues(a)
+	}
+}
+
 // Name returns the worker's name.
 func (w *Worker) Name() string { return w.cfg.Name }
 
@@ -82,6 +104,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		consumers[q] = c
 	}
 	w.m.Slots.Set(float64(w.cfg.Slots))
+	w.initSeries()
 	w.m.Registry.MustRegister(metrics.NewStateCollector(stateSource{store: w.store, consumers: consumers}))
 
 	// Jobs outlive ctx (they drain); they stop on jobsCancel.
