@@ -4,6 +4,7 @@ package jobs
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
@@ -234,6 +235,13 @@ func (s Spec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// LogValue implements slog.LogValuer: a spec logged as a value shows its
+// identity, never its environment, whatever the handler.
+func (s Spec) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("id", s.ID), slog.String("queue", s.Queue), slog.String("backend", s.Backend),
+		slog.String("origin", string(s.Origin)), slog.Int("env_vars", len(s.Env)), slog.Int("secret_env_vars", len(s.SecretEnv)))
 }
 
 // Redacted returns a copy of s whose secret env values are replaced, for

@@ -87,6 +87,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	j.run = run
 	// Every line about the job names it whole.
 	j.log = log.With("attempt", j.attempt, "queue", j.spec.Queue, "backend", j.spec.Backend)
+	j.log.Debug("job claimed", "spec", j.spec)
 	if _, err := w.store.UpdateRun(ctx, run, runRev); err != nil {
 		// Changed under us (cancel of a queued job, dlq retry): let the
 		// message come back and decide again on fresh state.

@@ -195,6 +195,7 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 		return
 	}
 	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(r.State)).Inc()
+	j.log.Info("job finished", "state", r.State, "exit_code", r.ExitCode, "wall_seconds", r.WallSeconds, "error", r.Error)
 	j.finished(ctx, r.State == jobs.StateSucceeded)
 	j.stopKeeper()
 	if err := w.finalize(ctx, j.lease, r, &j.run); err != nil {
@@ -246,6 +247,7 @@ func (j *job) retry(ctx context.Context, msg string) {
 		return
 	}
 	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(jobs.StateRetryWait)).Inc()
+	j.log.Info("job attempt failed; retry scheduled", "error", msg, "retry_in", delay.Round(time.Millisecond).String())
 	w.m.Retries.WithLabelValues(j.spec.Queue).Inc()
 	w.store.PublishEvent(jobs.Event{Kind: "retry", JobID: j.spec.ID, Attempt: j.attempt, State: jobs.StateRetryWait,
 		Worker: w.cfg.Name, Time: w.now().UTC(), Message: fmt.Sprintf("%s; next attempt in %s", run.LastError, delay.Round(time.Millisecond))})
