@@ -26,6 +26,8 @@ Usage:
   sandrun cancel ID                      cancel a queued or running job
   sandrun ls [--state S] [--queue Q]     list jobs
   sandrun dlq ls | dlq retry ID          dead-letter queue
+  sandrun batch submit FILE.jsonl        many jobs as one batch (or --template SPEC --params FILE.jsonl)
+  sandrun batch status|wait|results|cancel ID ; batch retry ID --failed
   sandrun schedules ls|add FILE|rm|suspend|resume|trigger|history NAME
                                          cron schedules (the schedulers watch them)
   sandrun policy check [flags] -- CMD    judge a command as a worker would (exit 0 approve, 3 deny)
@@ -95,6 +97,8 @@ func (c cli) run(args []string) int {
 		err = c.doctor(ctx, rest)
 	case "sif":
 		err = c.sif(ctx, rest)
+	case "batch":
+		err = c.batch(ctx, rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

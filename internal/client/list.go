@@ -27,7 +27,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) ([]Status, error) {
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
-	lister, err := c.store.State.ListKeysFiltered(ctx, jobs.RunKey("*"))
+	lister, err := c.store.State.ListKeysFiltered(ctx, jobs.RunKey(">"))
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func (b Backoff) Retryable(exitCode int) bool {
 }
 
 var (
-	idRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	idRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}(\.[0-9]{1,9})?$`) // .N: a batch item
 	queueRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	envRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -176,7 +176,7 @@ func (s Spec) WithDefaults() Spec {
 func (s Spec) Validate() error {
 	switch {
 	case s.ID != "" && !idRE.MatchString(s.ID):
-		return fieldErr("id", "must be 1-128 characters of A-Z a-z 0-9 _ -, got %q", s.ID)
+		return fieldErr("id", "must be 1-128 characters of A-Z a-z 0-9 _ - (a batch item adds .INDEX), got %q", s.ID)
 	case !queueRE.MatchString(s.Queue):
 		return fieldErr("queue", "must be 1-64 characters of a-z 0-9 _ -, got %q", s.Queue)
 	case !nameRE.MatchString(s.Backend):

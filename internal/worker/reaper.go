@@ -64,7 +64,7 @@ func (w *Worker) reap(ctx context.Context) {
 	expired := make(chan string, 1024)
 	var follow sync.WaitGroup
 	follow.Go(func() {
-		w.store.Follow(ctx, w.store.State, jobs.LeaseKey("*"), nil, func(e jetstream.KeyValueEntry) {
+		w.store.Follow(ctx, w.store.State, jobs.LeaseKey(">"), nil, func(e jetstream.KeyValueEntry) {
 			// Expiry (a MaxAge/TTL marker) shows as a purge; a holder's
 			// own release is a delete and needs nothing.
 			if e.Operation() != jetstream.KeyValuePurge {
@@ -94,7 +94,7 @@ func (w *Worker) reap(ctx context.Context) {
 
 // rescan recovers every running job that has no lease.
 func (w *Worker) rescan(ctx context.Context) {
-	lister, err := w.store.State.ListKeysFiltered(ctx, jobs.RunKey("*"))
+	lister, err := w.store.State.ListKeysFiltered(ctx, jobs.RunKey(">"))
 	if err != nil {
 		w.log.Warn("reaper: list jobs", "err", err)
 		return

@@ -269,7 +269,7 @@ func (w *Worker) runningCount() int {
 
 // watchCancels cancels running jobs whose cancel key appears.
 func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
-	w.store.Follow(ctx, w.store.State, jobs.CancelKey("*"), func(err error) { ready <- err }, func(e jetstream.KeyValueEntry) {
+	w.store.Follow(ctx, w.store.State, jobs.CancelKey(">"), func(err error) { ready <- err }, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
 			return
 		}

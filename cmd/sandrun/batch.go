@@ -1,0 +1,490 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/app"
+	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// batch runs the batch subcommands:
+//
+//	sandrun batch submit FILE.jsonl | --template SPEC --params FILE.jsonl
+//	sandrun batch status|wait|results|cancel ID
+//	sandrun batch retry ID --failed
+func (c cli) batch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageErr("batch submit|status|wait|results|retry|cancel")
+	}
+	sub, rest := args[0], args[1:]
+	var n app.NATSConfig
+	fs := c.flags("batch "+sub, &n)
+	var (
+		id, queue, backend, timeout, approval, origin, tmpl, params, format string
+		maxAttempts, inFlight                                               int
+		failed, asJSON                                                      bool
+		labels                                                              []string
+		interval                                                            time.Duration
+	)
+	switch sub {
+	case "submit":
+		fs.StringVar(&id, "id", "", "batch id (default: derived from the input, so the same input is the same batch)")
+		fs.StringVar(&queue, "queue", "", "queue of items that name none")
+		fs.StringVar(&backend, "backend", "", "backend profile of items that name none")
+		fs.StringVar(&timeout, "timeout", "", "timeout of items that set none, e.g. 10m")
+		fs.IntVar(&maxAttempts, "max-attempts", 0, "attempts per item, for items that set none")
+		fs.StringVar(&approval, "approval", "", "approval mode of every item: deny, approve or allowlist")
+		fs.StringVar(&origin, "origin", "", "origin of every item (default batch; subagent batches are denied by default)")
+		fs.StringVar(&tmpl, "template", "", "item template (a job spec, JSON or YAML, using {{.index}} and the params' fields)")
+		fs.StringVar(&params, "params", "", "with --template: one JSON object of fields per line, one item each")
+		fs.IntVar(&inFlight, "in-flight", 4096, "writes awaiting JetStream's acknowledgement at once")
+		fs.Func("label", "K=V label on every item (repeatable)", func(s string) error { labels = append(labels, s); return nil })
+	case "status":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+	case "wait":
+		fs.DurationVar(&interval, "interval", 0, "progress interval (default 500ms on a terminal, 2s otherwise)")
+	case "results":
+		fs.StringVar(&format, "format", "jsonl", "jsonl or csv")
+	case "retry":
+		fs.BoolVar(&failed, "failed", false, "run again the items that failed, timed out, died or were canceled")
+	case "cancel":
+	default:
+		return usageErr("batch submit|status|wait|results|retry|cancel, not %q", sub)
+	}
+	// Flags may follow the ID too (`batch retry ID --failed`).
+	var positional []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	cl, closeFn, err := connect(ctx, n)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if sub == "submit" {
+		items, derived, err := batchItems(positional, tmpl, params)
+		if err != nil {
+			return err
+		}
+		for i := range items {
+			it := &items[i]
+			it.Queue = cmp(it.Queue, queue)
+			it.Backend = cmp(it.Backend, backend)
+			if it.MaxAttempts == 0 {
+				it.MaxAttempts = maxAttempts
+			}
+			if approval != "" {
+				it.Approval = approval
+			}
+			if origin != "" {
+				it.Origin = jobs.Origin(origin)
+			}
+			if timeout != "" && it.Timeout == 0 {
+				if err := it.Timeout.UnmarshalJSON([]byte(strconv.Quote(timeout))); err != nil {
+					return usageErr("--timeout: %v", err)
+				}
+			}
+		}
+		lm, err := parseKVs("label", labels)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			id = derived
+		}
+		began := time.Now()
+		res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: id, Labels: lm, InFlight: inFlight}, items)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout, id)
+		fmt.Fprintf(c.stderr, "batch %s: %d items (%d new, %d already submitted) in %s\n", id, res.Batch.Total, res.Submitted, res.Existing,
+			time.Since(began).Round(time.Millisecond))
+		return nil
+	}
+	if len(positional) != 1 {
+		return usageErr("batch %s ID", sub)
+	}
+	id = positional[0]
+	switch sub {
+	case "status":
+		v, err := cl.Batch(ctx, id)
+		if err != nil {
+			return err
+		}
+		p := newProgress(v)
+		if asJSON {
+			enc := json.NewEncoder(c.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(p)
+		}
+		fmt.Fprintln(c.stdout, p.line())
+		return nil
+	case "wait":
+		return c.batchWait(ctx, cl, id, interval)
+	case "results":
+		v, err := cl.Batch(ctx, id)
+		if err != nil {
+			return err
+		}
+		return writeResults(c.stdout, v, format)
+	case "retry":
+		if !failed {
+			return usageErr("batch retry ID --failed")
+		}
+		k, err := cl.RetryFailed(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "%d item(s) run again\n", k)
+		return nil
+	case "cancel":
+		k, err := cl.CancelBatch(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "%d item(s) asked to stop\n", k)
+		return nil
+	}
+	return nil
+}
+
+func cmp(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
+// parseKVs parses K=V flags.
+func parseKVs(flagName string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr("--%s %q: want K=V", flagName, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// batchItems reads the items: a JSONL file of job specs (or stdin for
+// "-"), or a template and a JSONL file of fields. It also returns a batch
+// ID derived from the input.
+func batchItems(files []string, tmplFile, paramsFile string) ([]jobs.Spec, string, error) {
+	h := sha256.New()
+	if tmplFile != "" {
+		if len(files) != 0 || paramsFile == "" {
+			return nil, "", usageErr("--template needs --params and no FILE")
+		}
+		tdata, err := os.ReadFile(tmplFile)
+		if err != nil {
+			return nil, "", err
+		}
+		base, err := jobs.DecodeFile(tmplFile, bytes.NewReader(tdata))
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", tmplFile, err)
+		}
+		pdata, err := os.ReadFile(paramsFile)
+		if err != nil {
+			return nil, "", err
+		}
+		h.Write(tdata)
+		h.Write(pdata)
+		var items []jobs.Spec
+		err = eachLine(pdata, func(n int, line []byte) error {
+			fields := map[string]any{}
+			if err := json.Unmarshal(line, &fields); err != nil {
+				return fmt.Errorf("%s:%d: %w", paramsFile, n, err)
+			}
+			fields["index"] = len(items)
+			it, err := expand(base, fields)
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w", paramsFile, n, err)
+			}
+			items = append(items, it)
+			return nil
+		})
+		return items, derivedID(h.Sum(nil)), err
+	}
+	if len(files) != 1 {
+		return nil, "", usageErr("batch submit FILE.jsonl (- for stdin), or --template SPEC --params FILE.jsonl")
+	}
+	var data []byte
+	var err error
+	if files[0] == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(files[0])
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	h.Write(data)
+	var items []jobs.Spec
+	err = eachLine(data, func(n int, line []byte) error {
+		s, err := jobs.DecodeJSON(line)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", files[0], n, err)
+		}
+		items = append(items, s)
+		return nil
+	})
+	return items, derivedID(h.Sum(nil)), err
+}
+
+func derivedID(sum []byte) string { return "b" + hex.EncodeToString(sum[:8]) }
+
+// eachLine calls f with each non-blank line of data and its number.
+func eachLine(data []byte, f func(n int, line []byte) error) error {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if err := f(n, line); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// expand fills a template spec's command, cwd, env values and image with
+// fields.
+func expand(base jobs.Spec, fields map[string]any) (jobs.Spec, error) {
+	s := base
+	s.Env, s.Labels = maps.Clone(base.Env), maps.Clone(base.Labels)
+	if base.Container != nil {
+		c := *base.Container
+		s.Container = &c
+	}
+	render := func(what, text string) (string, error) {
+		t, err := template.New(what).Option("missingkey=error").Parse(text)
+		if err != nil {
+			return "", fmt.Errorf("template %s: %w", what, err)
+		}
+		var b strings.Builder
+		if err := t.Execute(&b, fields); err != nil {
+			return "", fmt.Errorf("template %s: %w", what, err)
+		}
+		return b.String(), nil
+	}
+	var err error
+	if s.Command, err = render("command", s.Command); err != nil {
+		return s, err
+	}
+	if s.Cwd, err = render("cwd", s.Cwd); err != nil {
+		return s, err
+	}
+	for k, v := range s.Env {
+		if s.Env[k], err = render("env."+k, v); err != nil {
+			return s, err
+		}
+	}
+	if s.Container != nil && s.Container.Image != "" {
+		if s.Container.Image, err = render("container.image", s.Container.Image); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// progress is a batch's state at one moment.
+type progress struct {
+	ID        string             `json:"id"`
+	Total     int                `json:"total"`
+	Done      int                `json:"done"`
+	Running   int                `json:"running"`
+	Counts    map[jobs.State]int `json:"counts"`
+	PerSecond float64            `json:"per_second"`
+	ETA       string             `json:"eta,omitempty"`
+}
+
+func newProgress(v client.BatchView) progress {
+	p := progress{ID: v.Batch.ID, Total: v.Batch.Total, Done: v.Done(), Counts: v.Counts()}
+	p.Running = p.Counts[jobs.StateRunning]
+	var first, last time.Time
+	for _, it := range v.Items {
+		if r := it.Result; r != nil {
+			if first.IsZero() || (!r.StartedAt.IsZero() && r.StartedAt.Before(first)) {
+				first = r.StartedAt
+			}
+			if r.FinishedAt.After(last) {
+				last = r.FinishedAt
+			}
+		}
+	}
+	if p.Done > 0 && last.After(first) && !first.IsZero() {
+		p.PerSecond = float64(p.Done) / last.Sub(first).Seconds()
+		if left := p.Total - p.Done; left > 0 && p.PerSecond > 0 {
+			p.ETA = (time.Duration(float64(left)/p.PerSecond) * time.Second / time.Second).Round(time.Second).String()
+		}
+	}
+	return p
+}
+
+// line is the one-line form of p.
+func (p progress) line() string {
+	var parts []string
+	for _, st := range []jobs.State{jobs.StateSucceeded, jobs.StateFailed, jobs.StateTimedOut, jobs.StateDenied, jobs.StateCanceled, jobs.StateDead} {
+		if n := p.Counts[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, n))
+		}
+	}
+	s := fmt.Sprintf("batch %s: %d/%d done", p.ID, p.Done, p.Total)
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	s += fmt.Sprintf(", %d running, %.1f/s", p.Running, p.PerSecond)
+	if p.ETA != "" {
+		s += ", ETA " + p.ETA
+	}
+	return s
+}
+
+// bar is the terminal form of p: a bar and the line.
+func (p progress) bar(width int) string {
+	filled := 0
+	if p.Total > 0 {
+		filled = p.Done * width / p.Total
+	}
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "] " + p.line()
+}
+
+// batchWait follows a batch until every item has ended: a redrawn bar on
+// a terminal, a line every interval otherwise. Interrupted and started
+// again, it picks up from the batch's state. It exits 1 when an item did
+// not succeed.
+func (c cli) batchWait(ctx context.Context, cl *client.Client, id string, interval time.Duration) error {
+	tty := isTerminal(c.stdout)
+	if interval <= 0 {
+		interval = 2 * time.Second
+		if tty {
+			interval = 500 * time.Millisecond
+		}
+	}
+	for {
+		v, err := cl.Batch(ctx, id)
+		if err != nil {
+			return err
+		}
+		p := newProgress(v)
+		if tty {
+			fmt.Fprintf(c.stdout, "\r\x1b[K%s", p.bar(30))
+		} else {
+			fmt.Fprintln(c.stdout, p.line())
+		}
+		if p.Done == p.Total {
+			if tty {
+				fmt.Fprintln(c.stdout)
+			}
+			if p.Counts[jobs.StateSucceeded] != p.Total {
+				return exitError{code: 1}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if tty {
+				fmt.Fprintln(c.stdout)
+			}
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// resultRow is one item in `batch results`.
+type resultRow struct {
+	Index       int     `json:"index"`
+	ID          string  `json:"id"`
+	Status      string  `json:"status"`
+	ExitCode    *int    `json:"exit_code"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Attempts    int     `json:"attempts"`
+	Output      string  `json:"output"`
+	OutputRef   string  `json:"output_ref,omitempty"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// writeResults prints one row per item, in index order.
+func writeResults(w io.Writer, v client.BatchView, format string) error {
+	rows := make([]resultRow, 0, len(v.Items))
+	for _, it := range v.Items {
+		row := resultRow{Index: it.Index, ID: it.Run.Spec.ID, Status: string(it.State()), Attempts: it.Run.Attempt}
+		if r := it.Result; r != nil {
+			code := r.ExitCode
+			row.ExitCode, row.WallSeconds, row.Attempts, row.Error = &code, r.WallSeconds, r.Attempt, r.Error
+			row.Output = r.Stdout.Head
+			if len(row.Output) > 200 {
+				row.Output = row.Output[:200]
+			}
+			row.OutputRef = r.Stdout.Object
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b resultRow) int { return a.Index - b.Index })
+	switch format {
+	case "jsonl":
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "csv":
+		cw := csv.NewWriter(w)
+		_ = cw.Write([]string{"index", "id", "status", "exit_code", "wall_seconds", "attempts", "output", "output_ref", "error"})
+		for _, r := range rows {
+			code := ""
+			if r.ExitCode != nil {
+				code = strconv.Itoa(*r.ExitCode)
+			}
+			_ = cw.Write([]string{strconv.Itoa(r.Index), r.ID, r.Status, code, strconv.FormatFloat(r.WallSeconds, 'f', 3, 64),
+				strconv.Itoa(r.Attempts), r.Output, r.OutputRef, r.Error})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	return usageErr("--format: %q: want jsonl or csv", format)
+}

@@ -1,0 +1,329 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// BatchOptions shape a batch submit.
+type BatchOptions struct {
+	// ID names the batch; a re-submit with the same ID and items creates
+	// nothing twice. Required (the CLI derives one from the input).
+	ID string
+	// Labels are added to every item.
+	Labels map[string]string
+	// InFlight bounds the writes awaiting JetStream's acknowledgement
+	// (default 4096).
+	InFlight int
+}
+
+// BatchSubmit reports a batch submit.
+type BatchSubmit struct {
+	Batch     jobs.Batch
+	Submitted int // items recorded by this submit
+	Existing  int // items already recorded (an earlier submit)
+}
+
+// SubmitBatch validates every item, then records the batch and publishes
+// its items asynchronously, at most InFlight writes unacknowledged. Item i
+// is job BATCH.i (six digits at least), its message deduplicated by that ID: running the same
+// submit again (after a crash half-way, say) records nothing twice and
+// republishes the items whose message may have been lost.
+func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.Spec) (BatchSubmit, error) {
+	if err := jobs.CheckBatchID(o.ID); err != nil {
+		return BatchSubmit{}, err
+	}
+	if len(items) == 0 {
+		return BatchSubmit{}, errors.New("batch: no items")
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 4096
+	}
+	now := c.now().UTC()
+	specs := make([]jobs.Spec, len(items))
+	for i, it := range items {
+		s := it.WithDefaults()
+		if s.ID != "" {
+			return BatchSubmit{}, fmt.Errorf("item %d: id: batch items are named by the batch (%s)", i, jobs.BatchItemID(o.ID, i))
+		}
+		s.ID = jobs.BatchItemID(o.ID, i)
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		maps.Copy(s.Labels, o.Labels)
+		s.Labels[jobs.LabelBatch] = o.ID
+		s.Labels[jobs.LabelBatchIndex] = fmt.Sprint(i)
+		if s.Origin == "" {
+			s.Origin = jobs.OriginBatch
+		}
+		if s.SubmittedAt.IsZero() {
+			s.SubmittedAt = now
+		}
+		if err := s.Validate(); err != nil {
+			return BatchSubmit{}, fmt.Errorf("item %d: %w", i, err)
+		}
+		specs[i] = s
+	}
+	b := jobs.Batch{ID: o.ID, Total: len(specs), Queue: specs[0].Queue, Labels: o.Labels, CreatedAt: now}
+	if err := c.store.PutBatch(ctx, b); err != nil {
+		return BatchSubmit{}, err
+	}
+	res := BatchSubmit{Batch: b}
+	type pending struct{ rec, job jetstream.PubAckFuture }
+	window := make([]pending, 0, o.InFlight)
+	settle := func(p pending) error {
+		for i, f := range []jetstream.PubAckFuture{p.rec, p.job} {
+			select {
+			case <-f.Ok():
+				if i == 0 {
+					res.Submitted++
+				}
+			case err := <-f.Err():
+				if i == 0 && jobs.IsExists(err) {
+					res.Existing++
+					continue
+				}
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	for _, s := range specs {
+		if len(window) == cap(window) {
+			if err := settle(window[0]); err != nil {
+				return res, err
+			}
+			window = window[1:]
+			if cap(window) == 0 { // re-slicing shrank the capacity
+				window = make([]pending, 0, o.InFlight)
+			}
+		}
+		rec, job, err := c.store.PublishRunAsync(jobs.Run{Spec: s, State: jobs.StateQueued, UpdatedAt: now}, s.ID)
+		if err != nil {
+			return res, err
+		}
+		window = append(window, pending{rec, job})
+	}
+	for _, p := range window {
+		if err := settle(p); err != nil {
+			return res, err
+		}
+	}
+	c.store.PublishEvent(jobs.Event{Kind: "batch_submitted", JobID: o.ID, Time: now, Message: fmt.Sprintf("%d items", len(specs))})
+	return res, nil
+}
+
+// BatchItem is one item of a batch as it stands.
+type BatchItem struct {
+	Index  int
+	Run    jobs.Run
+	Result *jobs.Result
+}
+
+// State is the item's current state.
+func (i BatchItem) State() jobs.State {
+	if i.Result != nil {
+		return i.Result.State
+	}
+	return i.Run.State
+}
+
+// BatchView is a batch's record and its items, by index.
+type BatchView struct {
+	Batch jobs.Batch
+	Items []BatchItem // index order; items not recorded yet are absent
+}
+
+// Counts returns the number of items in each state.
+func (v BatchView) Counts() map[jobs.State]int {
+	out := map[jobs.State]int{}
+	for _, it := range v.Items {
+		out[it.State()]++
+	}
+	return out
+}
+
+// Done returns how many items have ended.
+func (v BatchView) Done() int {
+	n := 0
+	for _, it := range v.Items {
+		if it.State().Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// Batch reads a batch and every item's record and result with two KV
+// watches (one pass over the keys each, not one request per item).
+func (c *Client) Batch(ctx context.Context, id string) (BatchView, error) {
+	b, err := c.store.GetBatch(ctx, id)
+	if err != nil {
+		return BatchView{}, err
+	}
+	items := map[int]*BatchItem{}
+	item := func(key, prefix string) (*BatchItem, bool) {
+		jid := strings.TrimPrefix(key, prefix)
+		idx, ok := jobs.BatchItemIndex(id, jid)
+		if !ok {
+			return nil, false
+		}
+		if items[idx] == nil {
+			items[idx] = &BatchItem{Index: idx}
+		}
+		return items[idx], true
+	}
+	err = c.scan(ctx, jobs.RunKey(id+".*"), func(key string, value []byte) error {
+		it, ok := item(key, "run.")
+		if !ok {
+			return nil
+		}
+		return json.Unmarshal(value, &it.Run)
+	})
+	if err != nil {
+		return BatchView{}, err
+	}
+	err = c.scan(ctx, jobs.ResultKey(id+".*"), func(key string, value []byte) error {
+		it, ok := item(key, "result.")
+		if !ok {
+			return nil
+		}
+		var r jobs.Result
+		if err := json.Unmarshal(value, &r); err != nil {
+			return err
+		}
+		it.Result = &r
+		return nil
+	})
+	if err != nil {
+		return BatchView{}, err
+	}
+	v := BatchView{Batch: b, Items: make([]BatchItem, 0, len(items))}
+	for _, idx := range slices.Sorted(maps.Keys(items)) {
+		v.Items = append(v.Items, *items[idx])
+	}
+	return v, nil
+}
+
+// scan calls f with the latest value of every key matching filter.
+func (c *Client) scan(ctx context.Context, filter string, f func(key string, value []byte) error) error {
+	w, err := c.store.State.Watch(ctx, filter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Stop() }()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	// A key written while the watch starts can come after the end-of-
+	// initial-values marker (its earlier value is no longer the last one):
+	// read on until the updates pause.
+	var settle <-chan time.Time
+	for {
+		select {
+		case <-settle:
+			return nil
+		case e := <-w.Updates():
+			if e == nil {
+				settle = time.After(50 * time.Millisecond)
+				continue
+			}
+			if err := f(e.Key(), e.Value()); err != nil {
+				return fmt.Errorf("%s: %w", e.Key(), err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("scan %s: no end of the initial values within 30s", filter)
+		}
+	}
+}
+
+// failedStates are the outcomes `batch retry --failed` runs again.
+var failedStates = []jobs.State{jobs.StateFailed, jobs.StateTimedOut, jobs.StateDead, jobs.StateCanceled}
+
+// RetryFailed runs again every ended item of batch id that did not
+// succeed (failed, timed out, dead, canceled), with a fresh attempt
+// budget, and returns how many.
+func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
+	v, err := c.Batch(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, it := range v.Items {
+		if it.Result == nil || !slices.Contains(failedStates, it.Result.State) {
+			continue
+		}
+		if err := c.Rerun(ctx, it.Run.Spec.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Rerun runs an ended job again under its ID with a fresh attempt
+// budget: its result is cleared, its record reset to queued and its
+// message published again. It works under the job's lease.
+func (c *Client) Rerun(ctx context.Context, id string) error {
+	l, err := c.acquireLease(ctx, id, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("rerun %s: %w", id, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = l.Release(rctx)
+	}()
+	run, rev, err := c.store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !run.State.Terminal() {
+		return fmt.Errorf("rerun %s: job is %s, not ended", id, run.State)
+	}
+	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
+		return fmt.Errorf("rerun %s: clear result: %w", id, err)
+	}
+	run.LastError = "run again after: " + string(run.State)
+	run.State = jobs.StateQueued
+	run.Attempt = 0
+	run.CancelRequested = false
+	run.UpdatedAt = c.now().UTC()
+	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
+		return err
+	}
+	return c.store.PublishJob(ctx, run.Spec, fmt.Sprintf("%s.rerun.%d", id, rev))
+}
+
+// CancelBatch cancels every item of a batch that has not ended and
+// returns how many it asked to stop.
+func (c *Client) CancelBatch(ctx context.Context, id string) (int, error) {
+	v, err := c.Batch(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, it := range v.Items {
+		if it.State().Terminal() {
+			continue
+		}
+		if _, err := c.Cancel(ctx, it.Run.Spec.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

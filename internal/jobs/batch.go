@@ -1,0 +1,122 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A batch is many jobs submitted as one: items are ordinary jobs whose IDs
+// are BATCH.INDEX (so that re-submitting the same batch creates nothing
+// twice, and a batch's records are one key token apart: run.BATCH.*) and
+// whose labels name the batch and the index.
+const (
+	LabelBatch      = "sandrun_batch"
+	LabelBatchIndex = "sandrun_batch_index"
+	// MaxBatchIDLen leaves room in a job ID for the item index.
+	MaxBatchIDLen = 100
+)
+
+var batchIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+
+// Batch is a batch's record, stored under BatchKey.
+type Batch struct {
+	ID        string            `json:"id"`
+	Total     int               `json:"total"`
+	Queue     string            `json:"queue,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// BatchKey is the key of a batch's record in the jobstate bucket.
+func BatchKey(id string) string { return "batch." + id }
+
+// BatchItemID is the job ID of a batch's item.
+func BatchItemID(batch string, index int) string { return fmt.Sprintf("%s.%06d", batch, index) }
+
+// BatchItemIndex returns the index of a batch item's job ID.
+func BatchItemIndex(batch, id string) (int, bool) {
+	rest, ok := strings.CutPrefix(id, batch+".")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil
+}
+
+// CheckBatchID reports an ID a batch cannot have.
+func CheckBatchID(id string) error {
+	if !batchIDRE.MatchString(id) {
+		return fieldErr("batch.id", "must be 1-%d characters of A-Z a-z 0-9 _ -, got %q", MaxBatchIDLen, id)
+	}
+	return nil
+}
+
+// PutBatch creates a batch's record. A record already there for the same
+// batch (a re-submit) is kept if it agrees on the item count.
+func (s *Store) PutBatch(ctx context.Context, b Batch) error {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	_, err = s.State.Create(ctx, BatchKey(b.ID), data)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		old, gerr := s.GetBatch(ctx, b.ID)
+		if gerr != nil {
+			return gerr
+		}
+		if old.Total != b.Total {
+			return fmt.Errorf("batch %s exists with %d items, not %d: %w", b.ID, old.Total, b.Total, ErrExists)
+		}
+		return nil
+	}
+	return err
+}
+
+// GetBatch reads a batch's record.
+func (s *Store) GetBatch(ctx context.Context, id string) (Batch, error) {
+	e, err := s.State.Get(ctx, BatchKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return Batch{}, fmt.Errorf("batch %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Batch{}, err
+	}
+	var b Batch
+	if err := json.Unmarshal(e.Value(), &b); err != nil {
+		return Batch{}, fmt.Errorf("batch record %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// PublishRunAsync starts the writes of a submit without waiting: the
+// record (created only if absent) and the job message (deduplicated by
+// msgID). The futures resolve when JetStream has stored each.
+func (s *Store) PublishRunAsync(r Run, msgID string) (rec, job jetstream.PubAckFuture, err error) {
+	recData, err := json.Marshal(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	jobData, err := json.Marshal(r.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec, err = s.JS.PublishAsync(kvSubject(RunKey(r.Spec.ID)), recData, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+		return nil, nil, err
+	}
+	if job, err = s.JS.PublishAsync(JobSubject(r.Spec.Queue), jobData, jetstream.WithMsgID(msgID)); err != nil {
+		return rec, nil, err
+	}
+	return rec, job, nil
+}
+
+// IsExists reports whether a record write failed because the record
+// already existed.
+func IsExists(err error) bool { return isWrongLastSequence(err) || errors.Is(err, ErrExists) }
