@@ -37,6 +37,8 @@ func main() {
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	sched := flag.Bool("scheduler", false, "run the scheduler benchmarks instead")
 	dock := flag.Bool("docker", false, "run the docker backend benchmark instead")
+	batch := flag.Int("batch", 0, "run the batch benchmark with this many items instead")
+	slots := flag.Int("slots", 16, "worker slots for -batch")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -49,6 +51,8 @@ func main() {
 	}
 	var err error
 	switch {
+	case *batch > 0:
+		err = benchBatch(*batch, *slots)
 	case *dock:
 		err = benchDocker(30)
 	case *sched:

@@ -108,6 +108,10 @@ func TestBatchResubmitAfterCrash(t *testing.T) {
 	for i := range items {
 		items[i] = jobs.Spec{Command: "echo $SANDRUN_X", Env: map[string]string{"SANDRUN_X": fmt.Sprint(i)}}
 	}
+	sub, err := st.JS.Conn().SubscribeSync(jobs.EventSubject("crashy", jobs.EventBatchCompleted))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		time.Sleep(20 * time.Millisecond)
@@ -137,6 +141,18 @@ func TestBatchResubmitAfterCrash(t *testing.T) {
 					strings.TrimSpace(it.Result.Stdout.Head) != fmt.Sprint(it.Index) {
 					t.Fatalf("item %d: %+v", it.Index, it.Result)
 				}
+			}
+			// One completion event, saying all succeeded.
+			m, err := sub.NextMsg(10 * time.Second)
+			if err != nil {
+				t.Fatalf("no batch completion event: %v", err)
+			}
+			var e jobs.Event
+			if err := json.Unmarshal(m.Data, &e); err != nil || e.Message != "2000 of 2000 items succeeded" {
+				t.Fatalf("completion event %s: %v", m.Data, err)
+			}
+			if m, err := sub.NextMsg(500 * time.Millisecond); err == nil {
+				t.Fatalf("a second completion event: %s", m.Data)
 			}
 			return
 		}

@@ -261,17 +261,22 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	var again []string
 	for _, it := range v.Items {
-		if it.Result == nil || !slices.Contains(failedStates, it.Result.State) {
-			continue
+		if it.Result != nil && slices.Contains(failedStates, it.Result.State) {
+			again = append(again, it.Run.Spec.ID)
 		}
-		if err := c.Rerun(ctx, it.Run.Spec.ID); err != nil {
-			return n, err
-		}
-		n++
 	}
-	return n, nil
+	// The completion counter first, so the batch completes again only
+	// once the reruns have ended.
+	c.store.AdjustBatchCount(ctx, id, -len(again))
+	for i, jid := range again {
+		if err := c.Rerun(ctx, jid); err != nil {
+			c.store.AdjustBatchCount(ctx, id, len(again)-i)
+			return i, err
+		}
+	}
+	return len(again), nil
 }
 
 // Rerun runs an ended job again under its ID with a fresh attempt

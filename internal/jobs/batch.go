@@ -66,6 +66,9 @@ func (s *Store) PutBatch(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
+	if err := s.initBatchCount(ctx, b); err != nil {
+		return err
+	}
 	_, err = s.State.Create(ctx, BatchKey(b.ID), data)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		old, gerr := s.GetBatch(ctx, b.ID)
@@ -100,13 +103,17 @@ func (s *Store) GetBatch(ctx context.Context, id string) (Batch, error) {
 // record (created only if absent) and the job message (deduplicated by
 // msgID). The futures resolve when JetStream has stored each.
 func (s *Store) PublishRunAsync(r Run, msgID string) (rec, job jetstream.PubAckFuture, err error) {
-	recData, err := json.Marshal(r)
-	if err != nil {
-		return nil, nil, err
-	}
 	jobData, err := json.Marshal(r.Spec)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The record embeds the spec: marshal it once (a new record has no
+	// other fields set but its state and time).
+	recData := queuedRecord(jobData, r)
+	if recData == nil {
+		if recData, err = json.Marshal(r); err != nil {
+			return nil, nil, err
+		}
 	}
 	if rec, err = s.JS.PublishAsync(kvSubject(RunKey(r.Spec.ID)), recData, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
 		return nil, nil, err
@@ -120,3 +127,100 @@ func (s *Store) PublishRunAsync(r Run, msgID string) (rec, job jetstream.PubAckF
 // IsExists reports whether a record write failed because the record
 // already existed.
 func IsExists(err error) bool { return isWrongLastSequence(err) || errors.Is(err, ErrExists) }
+
+// queuedRecord writes a fresh queued Run around an already marshalled
+// spec, or returns nil when r has more than a new record holds.
+func queuedRecord(spec []byte, r Run) []byte {
+	if r.State != StateQueued || r.Attempt != 0 || r.Worker != "" || !r.NextAttemptAt.IsZero() || r.LastError != "" || r.CancelRequested {
+		return nil
+	}
+	ts, err := r.UpdatedAt.MarshalJSON()
+	if err != nil {
+		return nil
+	}
+	b := make([]byte, 0, len(spec)+len(ts)+64)
+	b = append(b, `{"spec":`...)
+	b = append(b, spec...)
+	b = append(b, `,"state":"queued","attempt":0,"updated_at":`...)
+	b = append(b, ts...)
+	return append(b, '}')
+}
+
+// EventBatchCompleted is published (subject sandrun.events.BATCH.batch_completed)
+// when the last item of a batch ends; Message says how many succeeded.
+const EventBatchCompleted = "batch_completed"
+
+// batchCount is a batch's completion counter, stored under
+// BatchCountKey: items ended so far.
+type batchCount struct {
+	Done      int `json:"done"`
+	Succeeded int `json:"succeeded"`
+	Total     int `json:"total"`
+}
+
+// BatchCountKey is the key of a batch's completion counter.
+func BatchCountKey(id string) string { return "batchcount." + id }
+
+// batchOf returns the batch a job ID belongs to, if it is a batch item.
+func batchOf(id string) (string, bool) {
+	b, rest, ok := strings.Cut(id, ".")
+	if !ok {
+		return "", false
+	}
+	_, err := strconv.Atoi(rest)
+	return b, err == nil
+}
+
+// countBatchItem adds an ended item to its batch's counter (CAS, so
+// concurrent committers do not lose counts) and publishes the batch's
+// completion event when it was the last. Best effort: the items' results
+// are the truth; `sandrun batch status` counts them.
+func (s *Store) countBatchItem(ctx context.Context, r Result) {
+	batch, ok := batchOf(r.JobID)
+	if !ok || !r.State.Terminal() {
+		return
+	}
+	s.adjustBatchCount(ctx, batch, 1, r.State == StateSucceeded)
+}
+
+// AdjustBatchCount moves a batch's counter by delta ended items (negative
+// before items are run again).
+func (s *Store) AdjustBatchCount(ctx context.Context, batch string, delta int) {
+	s.adjustBatchCount(ctx, batch, delta, false)
+}
+
+func (s *Store) adjustBatchCount(ctx context.Context, batch string, delta int, succeeded bool) {
+	for range 50 {
+		e, err := s.State.Get(ctx, BatchCountKey(batch))
+		if err != nil {
+			return // not a batch submitted with a counter
+		}
+		var c batchCount
+		if json.Unmarshal(e.Value(), &c) != nil {
+			return
+		}
+		c.Done += delta
+		if succeeded {
+			c.Succeeded++
+		}
+		data, _ := json.Marshal(c)
+		if _, err := s.State.Update(ctx, BatchCountKey(batch), data, e.Revision()); err != nil {
+			continue // a concurrent update: read again
+		}
+		if delta > 0 && c.Done == c.Total {
+			s.PublishEvent(Event{Kind: EventBatchCompleted, JobID: batch, Time: time.Now().UTC(),
+				Message: fmt.Sprintf("%d of %d items succeeded", c.Succeeded, c.Total)})
+		}
+		return
+	}
+}
+
+// initBatchCount creates a batch's counter at zero (kept on re-submit).
+func (s *Store) initBatchCount(ctx context.Context, b Batch) error {
+	data, _ := json.Marshal(batchCount{Total: b.Total})
+	_, err := s.State.Create(ctx, BatchCountKey(b.ID), data)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil
+	}
+	return err
+}
