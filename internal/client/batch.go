@@ -267,12 +267,8 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 			again = append(again, it.Run.Spec.ID)
 		}
 	}
-	// The completion counter first, so the batch completes again only
-	// once the reruns have ended.
-	c.store.AdjustBatchCount(ctx, id, -len(again))
 	for i, jid := range again {
 		if err := c.Rerun(ctx, jid); err != nil {
-			c.store.AdjustBatchCount(ctx, id, len(again)-i)
 			return i, err
 		}
 	}

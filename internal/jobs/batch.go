@@ -66,9 +66,6 @@ func (s *Store) PutBatch(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
-	if err := s.initBatchCount(ctx, b); err != nil {
-		return err
-	}
 	_, err = s.State.Create(ctx, BatchKey(b.ID), data)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		old, gerr := s.GetBatch(ctx, b.ID)
@@ -144,83 +141,4 @@ func queuedRecord(spec []byte, r Run) []byte {
 	b = append(b, `,"state":"queued","attempt":0,"updated_at":`...)
 	b = append(b, ts...)
 	return append(b, '}')
-}
-
-// EventBatchCompleted is published (subject sandrun.events.BATCH.batch_completed)
-// when the last item of a batch ends; Message says how many succeeded.
-const EventBatchCompleted = "batch_completed"
-
-// batchCount is a batch's completion counter, stored under
-// BatchCountKey: items ended so far.
-type batchCount struct {
-	Done      int `json:"done"`
-	Succeeded int `json:"succeeded"`
-	Total     int `json:"total"`
-}
-
-// BatchCountKey is the key of a batch's completion counter.
-func BatchCountKey(id string) string { return "batchcount." + id }
-
-// batchOf returns the batch a job ID belongs to, if it is a batch item.
-func batchOf(id string) (string, bool) {
-	b, rest, ok := strings.Cut(id, ".")
-	if !ok {
-		return "", false
-	}
-	_, err := strconv.Atoi(rest)
-	return b, err == nil
-}
-
-// countBatchItem adds an ended item to its batch's counter (CAS, so
-// concurrent committers do not lose counts) and publishes the batch's
-// completion event when it was the last. Best effort: the items' results
-// are the truth; `sandrun batch status` counts them.
-func (s *Store) countBatchItem(ctx context.Context, r Result) {
-	batch, ok := batchOf(r.JobID)
-	if !ok || !r.State.Terminal() {
-		return
-	}
-	s.adjustBatchCount(ctx, batch, 1, r.State == StateSucceeded)
-}
-
-// AdjustBatchCount moves a batch's counter by delta ended items (negative
-// before items are run again).
-func (s *Store) AdjustBatchCount(ctx context.Context, batch string, delta int) {
-	s.adjustBatchCount(ctx, batch, delta, false)
-}
-
-func (s *Store) adjustBatchCount(ctx context.Context, batch string, delta int, succeeded bool) {
-	for range 50 {
-		e, err := s.State.Get(ctx, BatchCountKey(batch))
-		if err != nil {
-			return // not a batch submitted with a counter
-		}
-		var c batchCount
-		if json.Unmarshal(e.Value(), &c) != nil {
-			return
-		}
-		c.Done += delta
-		if succeeded {
-			c.Succeeded++
-		}
-		data, _ := json.Marshal(c)
-		if _, err := s.State.Update(ctx, BatchCountKey(batch), data, e.Revision()); err != nil {
-			continue // a concurrent update: read again
-		}
-		if delta > 0 && c.Done == c.Total {
-			s.PublishEvent(Event{Kind: EventBatchCompleted, JobID: batch, Time: time.Now().UTC(),
-				Message: fmt.Sprintf("%d of %d items succeeded", c.Succeeded, c.Total)})
-		}
-		return
-	}
-}
-
-// initBatchCount creates a batch's counter at zero (kept on re-submit).
-func (s *Store) initBatchCount(ctx context.Context, b Batch) error {
-	data, _ := json.Marshal(batchCount{Total: b.Total})
-	_, err := s.State.Create(ctx, BatchCountKey(b.ID), data)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return nil
-	}
-	return err
 }

@@ -165,11 +165,7 @@ func (s *Store) CommitResult(ctx context.Context, r Result, leaseRev uint64) err
 	if err != nil {
 		return err
 	}
-	if err := s.publishFenced(ctx, r.JobID, ResultKey(r.JobID), data, leaseRev); err != nil {
-		return err
-	}
-	s.countBatchItem(ctx, r)
-	return nil
+	return s.publishFenced(ctx, r.JobID, ResultKey(r.JobID), data, leaseRev)
 }
 
 func (s *Store) publishFenced(ctx context.Context, id, key string, data []byte, leaseRev uint64) error {

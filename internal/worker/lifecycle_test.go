@@ -243,7 +243,7 @@ func TestNonRetryableExitCodeFailsAtOnce(t *testing.T) {
 
 func (e env) dlqEntry(t *testing.T, id string) jobs.DLQEntry {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a 10 MB message under a loaded CI machine takes a while
 	for {
 		entry, _, err := e.st.GetDLQ(e.ctx, id)
 		if err == nil {
