@@ -279,34 +279,16 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 // budget: its result is cleared, its record reset to queued and its
 // message published again. It works under the job's lease.
 func (c *Client) Rerun(ctx context.Context, id string) error {
-	l, err := c.acquireLease(ctx, id, 10*time.Second)
-	if err != nil {
-		return fmt.Errorf("rerun %s: %w", id, err)
+	var rev uint64
+	if _, r, err := c.store.GetRun(ctx, id); err == nil {
+		rev = r
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
-	run, rev, err := c.store.GetRun(ctx, id)
-	if err != nil {
-		return err
-	}
-	if !run.State.Terminal() {
-		return fmt.Errorf("rerun %s: job is %s, not ended", id, run.State)
-	}
-	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
-		return fmt.Errorf("rerun %s: clear result: %w", id, err)
-	}
-	run.LastError = "run again after: " + string(run.State)
-	run.State = jobs.StateQueued
-	run.Attempt = 0
-	run.CancelRequested = false
-	run.UpdatedAt = c.now().UTC()
-	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
-		return err
-	}
-	return c.store.PublishJob(ctx, run.Spec, fmt.Sprintf("%s.rerun.%d", id, rev))
+	return c.requeue(ctx, id, fmt.Sprintf("%s.rerun.%d", id, rev), func(r jobs.Run) (string, error) {
+		if !r.State.Terminal() {
+			return "", fmt.Errorf("rerun %s: job is %s, not ended", id, r.State)
+		}
+		return "run again after: " + string(r.State), nil
+	})
 }
 
 // CancelBatch cancels every item of a batch that has not ended and

@@ -107,9 +107,30 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 	if e.Spec == nil {
 		return fmt.Errorf("dlq %s: not a valid job (%s); nothing to retry", id, e.Reason)
 	}
+	err = c.requeue(ctx, id, fmt.Sprintf("%s.dlq.%d", id, seq), func(r jobs.Run) (string, error) {
+		if r.State != jobs.StateDead {
+			return "", fmt.Errorf("dlq %s: job is %s, not dead", id, r.State)
+		}
+		return "retried from the DLQ after: " + r.LastError, nil
+	})
+	if err != nil {
+		return err
+	}
+	st, err := c.store.JS.Stream(ctx, jobs.StreamDLQ)
+	if err != nil {
+		return err
+	}
+	return st.DeleteMsg(ctx, seq)
+}
+
+// requeue runs an ended job again under its lease: check accepts the
+// record (and words its new last error), the result is cleared, the record
+// reset to queued with a fresh attempt budget (the stored spec kept: a DLQ
+// copy has secrets redacted), and the job published again as msgID.
+func (c *Client) requeue(ctx context.Context, id, msgID string, check func(jobs.Run) (string, error)) error {
 	l, err := c.acquireLease(ctx, id, 10*time.Second)
 	if err != nil {
-		return fmt.Errorf("dlq %s: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -120,28 +141,20 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if run.State != jobs.StateDead {
-		return fmt.Errorf("dlq %s: job is %s, not dead", id, run.State)
-	}
-	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
-		return fmt.Errorf("dlq %s: clear result: %w", id, err)
-	}
-	// Keep the stored spec (the DLQ copy has secrets redacted).
-	run.State = jobs.StateQueued
-	run.Attempt = 0
-	run.UpdatedAt = c.now().UTC()
-	run.LastError = "retried from the DLQ after: " + run.LastError
-	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
-		return err
-	}
-	if err := c.store.PublishJob(ctx, run.Spec, fmt.Sprintf("%s.dlq.%d", id, seq)); err != nil {
-		return err
-	}
-	st, err := c.store.JS.Stream(ctx, jobs.StreamDLQ)
+	lastErr, err := check(run)
 	if err != nil {
 		return err
 	}
-	return st.DeleteMsg(ctx, seq)
+	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
+		return fmt.Errorf("%s: clear result: %w", id, err)
+	}
+	run.State, run.Attempt, run.CancelRequested = jobs.StateQueued, 0, false
+	run.UpdatedAt = c.now().UTC()
+	run.LastError = lastErr
+	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
+		return err
+	}
+	return c.store.PublishJob(ctx, run.Spec, msgID)
 }
 
 // acquireLease takes job id's lease, waiting up to wait for a holder that
