@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/scheduler"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 const rulesFile = "../deploy/prometheus/sandrun-rules.yml"
@@ -105,10 +105,7 @@ func need(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing (scripts/test.sh installs Debian's prometheus package)", name)
-		}
-		t.Skipf("%s is missing; install Debian's prometheus package", name)
+		testenv.Missing(t, "%s is missing: install Debian's prometheus package", name)
 	}
 	return p
 }
@@ -218,7 +215,7 @@ scrape_configs:
 `, mustAbs(t, rulesFile), metricsAddr))
 	prom := exec.Command(promBin, "--config.file="+promCfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promAddr, "--log.level=warn")
-	promLog := &syncBuffer{}
+	promLog := &testenv.Buffer{}
 	prom.Stdout, prom.Stderr = promLog, promLog
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
@@ -346,7 +343,7 @@ func getJSON(t *testing.T, u string, v any) {
 }
 
 // waitQuery waits until expr returns data.
-func waitQuery(t *testing.T, addr, expr string, log *syncBuffer) {
+func waitQuery(t *testing.T, addr, expr string, log *testenv.Buffer) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -368,22 +365,4 @@ func waitQuery(t *testing.T, addr, expr string, log *syncBuffer) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// syncBuffer collects a process's output for a failure message.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

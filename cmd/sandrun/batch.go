@@ -91,8 +91,8 @@ func (c cli) batch(ctx context.Context, args []string) error {
 		}
 		for i := range items {
 			it := &items[i]
-			it.Queue = cmp(it.Queue, queue)
-			it.Backend = cmp(it.Backend, backend)
+			it.Queue = orDefault(it.Queue, queue)
+			it.Backend = orDefault(it.Backend, backend)
 			if it.MaxAttempts == 0 {
 				it.MaxAttempts = maxAttempts
 			}
@@ -108,8 +108,8 @@ func (c cli) batch(ctx context.Context, args []string) error {
 				}
 			}
 		}
-		lm, err := parseKVs("label", labels)
-		if err != nil {
+		var lm map[string]string
+		if err := addKV(&lm, labels, "--label"); err != nil {
 			return err
 		}
 		if id == "" {
@@ -172,27 +172,12 @@ func (c cli) batch(ctx context.Context, args []string) error {
 	return nil
 }
 
-func cmp(v, def string) string {
+// orDefault returns v, or def when v is empty.
+func orDefault(v, def string) string {
 	if v != "" {
 		return v
 	}
 	return def
-}
-
-// parseKVs parses K=V flags.
-func parseKVs(flagName string, kvs []string) (map[string]string, error) {
-	if len(kvs) == 0 {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErr("--%s %q: want K=V", flagName, kv)
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 // batchItems reads the items: a JSONL file of job specs (or stdin for

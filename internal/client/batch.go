@@ -80,7 +80,7 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 	}
 	res := BatchSubmit{Batch: b}
 	type pending struct{ rec, job jetstream.PubAckFuture }
-	window := make([]pending, 0, o.InFlight)
+	ring := make([]pending, min(o.InFlight, len(specs))) // the writes in flight, oldest first by i
 	settle := func(p pending) error {
 		for i, f := range []jetstream.PubAckFuture{p.rec, p.job} {
 			select {
@@ -100,24 +100,21 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 		}
 		return nil
 	}
-	for _, s := range specs {
-		if len(window) == cap(window) {
-			if err := settle(window[0]); err != nil {
+	for i, s := range specs {
+		slot := &ring[i%len(ring)]
+		if i >= len(ring) { // the slot's previous write must land first
+			if err := settle(*slot); err != nil {
 				return res, err
-			}
-			window = window[1:]
-			if cap(window) == 0 { // re-slicing shrank the capacity
-				window = make([]pending, 0, o.InFlight)
 			}
 		}
 		rec, job, err := c.store.PublishRunAsync(jobs.Run{Spec: s, State: jobs.StateQueued, UpdatedAt: now}, s.ID)
 		if err != nil {
 			return res, err
 		}
-		window = append(window, pending{rec, job})
+		*slot = pending{rec, job}
 	}
-	for _, p := range window {
-		if err := settle(p); err != nil {
+	for i := max(0, len(specs)-len(ring)); i < len(specs); i++ {
+		if err := settle(ring[i%len(ring)]); err != nil {
 			return res, err
 		}
 	}

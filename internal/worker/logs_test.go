@@ -2,12 +2,10 @@ package worker_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +15,9 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/policy"
 	"github.com/sandrun/sandrun/internal/sandruntest"
+	"github.com/sandrun/sandrun/internal/testenv"
 	"github.com/sandrun/sandrun/internal/worker"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestJobLogLinesAreStructured: with JSON logs at debug level, every line
 // about a job names the job, its attempt, queue, backend and worker, and
@@ -43,7 +25,7 @@ func (l *lockedBuffer) String() string {
 func TestJobLogLinesAreStructured(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	var out lockedBuffer
+	var out testenv.Buffer
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := backends.NewRegistry()
 	lb, err := local.New(local.Config{})

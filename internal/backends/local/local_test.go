@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -209,7 +210,7 @@ func TestFailingWriterDoesNotStopJob(t *testing.T) {
 func TestEscapedProcessDoesNotHangRun(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Skip("setsid not found")
+		testenv.Missing(t, "setsid not found (util-linux)")
 	}
 	// The fifo tells the job when its child has left the group.
 	spec := backends.Spec{

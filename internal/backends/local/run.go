@@ -44,6 +44,10 @@ func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output
 	return runCmd(ctx, cmd, spec.Grace(), out)
 }
 
+// LookPath finds an executable on PATH, for backends that wrap a runtime's
+// CLI (os/exec stays in this package).
+func LookPath(name string) (string, error) { return exec.LookPath(name) }
+
 // Process is a program that a backend wrapping a runtime's CLI (apptainer,
 // say) runs the way this package runs job commands. It is the one way,
 // outside this package, to start a process for a job.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -130,7 +131,7 @@ func (b *Backend) invocation(spec backends.Spec, image string) (invocation, erro
 	}
 	args = append(args, image, "/bin/sh", "-c", spec.Command)
 	env := b.baseEnv()
-	for _, k := range sortedKeys(spec.Env) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		if !envKeyRE.MatchString(k) {
 			return invocation{}, fmt.Errorf("%w: env: %q is not a variable name", backends.ErrPermanent, k)
 		}

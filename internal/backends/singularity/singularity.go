@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -148,7 +147,7 @@ func New(cfg Config) (*Backend, error) {
 func findBinary(configured string) (string, error) {
 	if configured != "" {
 		if !filepath.IsAbs(configured) {
-			p, err := lookPath(configured)
+			p, err := local.LookPath(configured)
 			if err != nil {
 				return "", fmt.Errorf("binary: %q not found on PATH", configured)
 			}
@@ -160,26 +159,11 @@ func findBinary(configured string) (string, error) {
 		return configured, nil
 	}
 	for _, name := range []string{"apptainer", "singularity"} {
-		if p, err := lookPath(name); err == nil {
+		if p, err := local.LookPath(name); err == nil {
 			return p, nil
 		}
 	}
 	return "", errors.New("binary: neither apptainer nor singularity is on PATH: install Apptainer (https://apptainer.org/docs/admin/main/installation.html) or load its module (module load apptainer)")
-}
-
-// lookPath finds an executable on PATH (os/exec is kept to the local
-// backend).
-func lookPath(name string) (string, error) {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", os.ErrNotExist
 }
 
 // scratchDir settles the scratch directory and checks it is writable.
@@ -346,13 +330,3 @@ func (b *Backend) Describe(ctx context.Context) (string, error) {
 }
 
 var _ backends.Backend = (*Backend)(nil)
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

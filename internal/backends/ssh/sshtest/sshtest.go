@@ -19,11 +19,12 @@ package sshtest
 import (
 	"bytes"
 	"errors"
-	"os"
 	"os/exec"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // startTimeout bounds how long a helper process may take to become ready.
@@ -42,10 +43,7 @@ func requireProgram(t testing.TB, program string) string {
 	t.Helper()
 	path, err := exec.LookPath(program)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("sshtest: %s is required under CI: %v", program, err)
-		}
-		t.Skipf("sshtest: %s not available: %v", program, err)
+		testenv.Missing(t, "sshtest: %s not available: %v", program, err)
 	}
 	return path
 }
