@@ -20,11 +20,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/dashboards"
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/singularity/apptainertest"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 

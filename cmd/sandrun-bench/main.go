@@ -22,10 +22,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/local"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"

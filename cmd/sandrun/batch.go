@@ -18,8 +18,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )

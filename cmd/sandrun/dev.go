@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"

@@ -11,8 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
 )

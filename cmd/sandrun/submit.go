@@ -7,9 +7,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 

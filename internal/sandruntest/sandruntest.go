@@ -20,9 +20,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/local"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"

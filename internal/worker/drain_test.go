@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )

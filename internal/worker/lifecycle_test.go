@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
-	"github.com/sandrun/sandrun/internal/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )

@@ -20,7 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandrun/sandrun/internal/client"
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/sandruntest"
