@@ -25,6 +25,9 @@ type BatchOptions struct {
 	// InFlight bounds the writes awaiting JetStream's acknowledgement
 	// (default 4096).
 	InFlight int
+	// MaxParallel bounds how many items run at once across all workers
+	// (0: no bound beyond the workers' slots).
+	MaxParallel int
 }
 
 // BatchSubmit reports a batch submit.
@@ -45,6 +48,9 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 	}
 	if len(items) == 0 {
 		return BatchSubmit{}, errors.New("batch: no items")
+	}
+	if o.MaxParallel < 0 {
+		return BatchSubmit{}, fmt.Errorf("batch.max_parallel: must be 0 (no bound) or more, got %d", o.MaxParallel)
 	}
 	if o.InFlight <= 0 {
 		o.InFlight = 4096
@@ -74,7 +80,7 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 		}
 		specs[i] = s
 	}
-	b := jobs.Batch{ID: o.ID, Total: len(specs), Queue: specs[0].Queue, Labels: o.Labels, CreatedAt: now}
+	b := jobs.Batch{ID: o.ID, Total: len(specs), Queue: specs[0].Queue, Labels: o.Labels, CreatedAt: now, MaxParallel: o.MaxParallel}
 	if err := c.store.PutBatch(ctx, b); err != nil {
 		return BatchSubmit{}, err
 	}

@@ -1,5 +1,15 @@
-// Package client is the Go API for submitting and following sandrun jobs.
-// The CLI is built on it; agents that fan work out use it directly.
+// Package client is the Go API for submitting and following sandrun jobs:
+// submit one job or a batch, wait for results (with a callback per
+// finished batch item), stream output, cancel. The sandrun CLI is built on
+// it; agents that fan work out to subagents use it directly:
+//
+//	c, err := client.Connect(ctx, client.Options{URL: "nats://127.0.0.1:4222"})
+//	...
+//	defer c.Close()
+//	sub, err := c.SubmitBatch(ctx, client.BatchOptions{ID: "eval-42"}, specs)
+//	err = c.WaitBatch(ctx, "eval-42", func(it client.BatchItem) { ... })
+//
+// See examples/fanout for a complete program.
 package client
 
 import (
@@ -8,19 +18,75 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/lease"
+	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
-// Client talks to one sandrun deployment through its JetStream layout.
+// Client talks to one sandrun deployment through its JetStream layout. It
+// is safe for concurrent use.
 type Client struct {
 	store *jobs.Store
 	now   func() time.Time
+	nc    *nats.Conn // owned when made by Connect
 }
 
-// New returns a client over store.
+// Options say how to reach a deployment's NATS. Empty fields fall back to
+// SANDRUN_NATS_URL, SANDRUN_NATS_CREDS, SANDRUN_NATS_TLS_CERT,
+// SANDRUN_NATS_TLS_KEY and SANDRUN_NATS_TLS_CA, and the URL to the
+// embedded server of `sandrun dev` (nats://127.0.0.1:4222).
+type Options struct {
+	URL       string // comma-separated seed URLs
+	CredsFile string // NATS credentials (JWT + nkey seed)
+	TLSCert   string // client certificate (mutual TLS)
+	TLSKey    string
+	TLSCA     string // CA to verify the server
+	// Name is the connection name shown in the server's monitoring
+	// (default "sandrun-client").
+	Name string
+}
+
+// Connect dials NATS and opens the deployment's JetStream layout. Close
+// the client when done.
+func Connect(ctx context.Context, o Options) (*Client, error) {
+	if o.Name == "" {
+		o.Name = "sandrun-client"
+	}
+	nc, js, err := natsutil.Connect(ctx, natsutil.ConnConfig{URL: o.URL, CredsFile: o.CredsFile,
+		TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSCA: o.TLSCA, Name: o.Name}.FromEnv(), nil)
+	if err != nil {
+		return nil, err
+	}
+	st, err := jobs.OpenLayout(ctx, js, nc.ConnectedServerVersion())
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c := New(st)
+	c.nc = nc
+	return c, nil
+}
+
+// New returns a client over an open store (for code that already holds
+// sandrun's layout, such as the scheduler).
 func New(store *jobs.Store) *Client {
 	return &Client{store: store, now: time.Now}
+}
+
+// Close waits (up to 5s) for asynchronous publishes to be acknowledged and
+// closes the connection Connect opened. It does nothing for a client made
+// by New.
+func (c *Client) Close() {
+	if c.nc == nil {
+		return
+	}
+	select {
+	case <-c.store.JS.PublishAsyncComplete():
+	case <-time.After(5 * time.Second):
+	}
+	c.nc.Close()
 }
 
 // Store returns the underlying store.

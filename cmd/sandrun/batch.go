@@ -37,7 +37,7 @@ func (c cli) batch(ctx context.Context, args []string) error {
 	fs := c.flags("batch "+sub, &n)
 	var (
 		id, queue, backend, timeout, approval, origin, tmpl, params, format string
-		maxAttempts, inFlight                                               int
+		maxAttempts, inFlight, maxParallel                                  int
 		failed, asJSON                                                      bool
 		labels                                                              []string
 		interval                                                            time.Duration
@@ -54,6 +54,7 @@ func (c cli) batch(ctx context.Context, args []string) error {
 		fs.StringVar(&tmpl, "template", "", "item template (a job spec, JSON or YAML, using {{.index}} and the params' fields)")
 		fs.StringVar(&params, "params", "", "with --template: one JSON object of fields per line, one item each")
 		fs.IntVar(&inFlight, "in-flight", 4096, "writes awaiting JetStream's acknowledgement at once")
+		fs.IntVar(&maxParallel, "max-parallel", 0, "items running at once across all workers (0: no bound)")
 		fs.Func("label", "K=V label on every item (repeatable)", func(s string) error { labels = append(labels, s); return nil })
 	case "status":
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
@@ -116,7 +117,7 @@ func (c cli) batch(ctx context.Context, args []string) error {
 			id = derived
 		}
 		began := time.Now()
-		res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: id, Labels: lm, InFlight: inFlight}, items)
+		res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: id, Labels: lm, InFlight: inFlight, MaxParallel: maxParallel}, items)
 		if err != nil {
 			return err
 		}
@@ -131,17 +132,16 @@ func (c cli) batch(ctx context.Context, args []string) error {
 	id = positional[0]
 	switch sub {
 	case "status":
-		v, err := cl.Batch(ctx, id)
+		p, err := cl.BatchStatus(ctx, id)
 		if err != nil {
 			return err
 		}
-		p := newProgress(v)
 		if asJSON {
 			enc := json.NewEncoder(c.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(p)
 		}
-		fmt.Fprintln(c.stdout, p.line())
+		fmt.Fprintln(c.stdout, progressLine(p))
 		return nil
 	case "wait":
 		return c.batchWait(ctx, cl, id, interval)
@@ -303,42 +303,8 @@ func expand(base jobs.Spec, fields map[string]any) (jobs.Spec, error) {
 	return s, nil
 }
 
-// progress is a batch's state at one moment.
-type progress struct {
-	ID        string             `json:"id"`
-	Total     int                `json:"total"`
-	Done      int                `json:"done"`
-	Running   int                `json:"running"`
-	Counts    map[jobs.State]int `json:"counts"`
-	PerSecond float64            `json:"per_second"`
-	ETA       string             `json:"eta,omitempty"`
-}
-
-func newProgress(v client.BatchView) progress {
-	p := progress{ID: v.Batch.ID, Total: v.Batch.Total, Done: v.Done(), Counts: v.Counts()}
-	p.Running = p.Counts[jobs.StateRunning]
-	var first, last time.Time
-	for _, it := range v.Items {
-		if r := it.Result; r != nil {
-			if first.IsZero() || (!r.StartedAt.IsZero() && r.StartedAt.Before(first)) {
-				first = r.StartedAt
-			}
-			if r.FinishedAt.After(last) {
-				last = r.FinishedAt
-			}
-		}
-	}
-	if p.Done > 0 && last.After(first) && !first.IsZero() {
-		p.PerSecond = float64(p.Done) / last.Sub(first).Seconds()
-		if left := p.Total - p.Done; left > 0 && p.PerSecond > 0 {
-			p.ETA = (time.Duration(float64(left)/p.PerSecond) * time.Second / time.Second).Round(time.Second).String()
-		}
-	}
-	return p
-}
-
-// line is the one-line form of p.
-func (p progress) line() string {
+// progressLine is the one-line form of p.
+func progressLine(p client.BatchProgress) string {
 	var parts []string
 	for _, st := range []jobs.State{jobs.StateSucceeded, jobs.StateFailed, jobs.StateTimedOut, jobs.StateDenied, jobs.StateCanceled, jobs.StateDead} {
 		if n := p.Counts[st]; n > 0 {
@@ -350,62 +316,53 @@ func (p progress) line() string {
 		s += " (" + strings.Join(parts, ", ") + ")"
 	}
 	s += fmt.Sprintf(", %d running, %.1f/s", p.Running, p.PerSecond)
-	if p.ETA != "" {
-		s += ", ETA " + p.ETA
+	if p.ETA > 0 {
+		s += ", ETA " + p.ETA.String()
 	}
 	return s
 }
 
-// bar is the terminal form of p: a bar and the line.
-func (p progress) bar(width int) string {
-	filled := 0
+// progressBar is the terminal form of p: a bar of done items (failed ones
+// marked x) and the line.
+func progressBar(p client.BatchProgress, width int) string {
+	done, bad := 0, 0
 	if p.Total > 0 {
-		filled = p.Done * width / p.Total
+		done = p.Done * width / p.Total
+		bad = min(done, (p.Done-p.Counts[jobs.StateSucceeded])*width/p.Total)
 	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "] " + p.line()
+	return "[" + strings.Repeat("#", done-bad) + strings.Repeat("x", bad) + strings.Repeat(".", width-done) + "] " + progressLine(p)
 }
 
-// batchWait follows a batch until every item has ended: a redrawn bar on
-// a terminal, a line every interval otherwise. Interrupted and started
-// again, it picks up from the batch's state. It exits 1 when an item did
-// not succeed.
+// batchWait follows a batch until every item has ended: a bar redrawn in
+// place on a terminal, a line every interval otherwise. Interrupted and
+// started again, it picks up from the batch's state. It exits 1 when an
+// item did not succeed.
 func (c cli) batchWait(ctx context.Context, cl *client.Client, id string, interval time.Duration) error {
 	tty := isTerminal(c.stdout)
 	if interval <= 0 {
 		interval = 2 * time.Second
 		if tty {
-			interval = 500 * time.Millisecond
+			interval = 200 * time.Millisecond
 		}
 	}
-	for {
-		v, err := cl.Batch(ctx, id)
-		if err != nil {
-			return err
-		}
-		p := newProgress(v)
+	show := func(p client.BatchProgress) {
 		if tty {
-			fmt.Fprintf(c.stdout, "\r\x1b[K%s", p.bar(30))
+			fmt.Fprintf(c.stdout, "\r\x1b[K%s", progressBar(p, 30))
 		} else {
-			fmt.Fprintln(c.stdout, p.line())
-		}
-		if p.Done == p.Total {
-			if tty {
-				fmt.Fprintln(c.stdout)
-			}
-			if p.Counts[jobs.StateSucceeded] != p.Total {
-				return exitError{code: 1}
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if tty {
-				fmt.Fprintln(c.stdout)
-			}
-			return ctx.Err()
-		case <-time.After(interval):
+			fmt.Fprintln(c.stdout, progressLine(p))
 		}
 	}
+	p, err := cl.WaitBatch(ctx, id, client.WaitOptions{OnProgress: show, Interval: interval})
+	if tty {
+		fmt.Fprintln(c.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !p.Succeeded() {
+		return exitError{code: 1}
+	}
+	return nil
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -13,8 +13,6 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
-	"github.com/sandrun/sandrun/internal/jobs"
-	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
 const usage = `sandrun runs untrusted commands through a JetStream queue.
@@ -137,21 +135,9 @@ func (c cli) flags(name string, n *app.NATSConfig) *flag.FlagSet {
 func connect(ctx context.Context, n app.NATSConfig) (*client.Client, func(), error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	nc, js, err := natsutil.Connect(cctx, n.Conn("sandrun-cli", false), nil)
+	c, err := client.Connect(cctx, client.Options{URL: n.URL, CredsFile: n.Creds, TLSCert: n.TLSCert, TLSKey: n.TLSKey, TLSCA: n.TLSCA, Name: "sandrun-cli"})
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := jobs.OpenLayout(cctx, js, nc.ConnectedServerVersion())
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	closeFn := func() {
-		select {
-		case <-js.PublishAsyncComplete():
-		case <-time.After(5 * time.Second):
-		}
-		nc.Close()
-	}
-	return client.New(st), closeFn, nil
+	return c, c.Close, nil
 }

@@ -33,7 +33,27 @@ type Batch struct {
 	Queue     string            `json:"queue,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+	// MaxParallel bounds how many items run at once across all workers
+	// (0: no bound). Workers hold one of MaxParallel slot leases
+	// (BatchSlotKey) while an item runs.
+	MaxParallel int `json:"max_parallel,omitempty"`
+	// Completed is set when every item has ended (see batch_completed
+	// events); a rerun of items makes the batch open again.
+	Completed *BatchCompletion `json:"completed,omitempty"`
 }
+
+// BatchCompletion records that a batch's items had all ended.
+type BatchCompletion struct {
+	// At is when the completion was announced; LastFinished is the
+	// latest item end it saw, which tells a later completion (after a
+	// rerun) from this one.
+	At           time.Time     `json:"at"`
+	LastFinished time.Time     `json:"last_finished"`
+	Counts       map[State]int `json:"counts"`
+}
+
+// BatchSlotKey is the key of one of a throttled batch's run slots.
+func BatchSlotKey(batch string, slot int) string { return fmt.Sprintf("bslot.%s.%d", batch, slot) }
 
 // BatchKey is the key of a batch's record in the jobstate bucket.
 func BatchKey(id string) string { return "batch." + id }

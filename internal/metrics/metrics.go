@@ -23,6 +23,8 @@ type Metrics struct {
 	StaleCommits    prometheus.Counter
 	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, finalized
 	Retries         *prometheus.CounterVec // queue
+	BatchThrottled  *prometheus.CounterVec // queue
+	BatchesDone     prometheus.Counter
 	InvalidMessages *prometheus.CounterVec // reason
 	PolicyDecisions *prometheus.CounterVec // decision, mode, rule
 	Leader          *prometheus.GaugeVec   // role
@@ -104,6 +106,12 @@ func New() *Metrics {
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandrun_retries_total", Help: "Failed attempts scheduled for retry.",
 		}, []string{"queue"}),
+		BatchThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_batch_throttled_total", Help: "Batch items put back because their batch's max_parallel slots were all taken.",
+		}, []string{"queue"}),
+		BatchesDone: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandrun_batches_completed_total", Help: "Batch completions announced (batch_completed events).",
+		}),
 		InvalidMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandrun_invalid_messages_total", Help: "Messages on the jobs subjects that were not valid jobs (sent to the DLQ).",
 		}, []string{"reason"}),
@@ -194,7 +202,7 @@ func New() *Metrics {
 	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
-		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries,
+		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries, m.BatchThrottled, m.BatchesDone,
 		m.InvalidMessages, m.PolicyDecisions, m.Leader, m.SubmitToStart)
 	return m
 }

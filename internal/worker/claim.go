@@ -31,6 +31,24 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	}
 	log := w.log.With("job", spec.ID)
 
+	// A throttled batch's item runs only in one of its batch's slots.
+	slot, throttled, err := w.takeBatchSlot(ctx, spec)
+	if err != nil {
+		log.Warn("claim: batch slot", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if throttled && slot == nil {
+		w.m.BatchThrottled.WithLabelValues(queue).Inc()
+		_ = msg.NakWithDelay(throttleDelay(msg))
+		return
+	}
+	defer slot.release(ctx)
+	if slot != nil {
+		free := releaseSlot
+		releaseSlot = func() { slot.release(ctx); free() }
+	}
+
 	holder, _ := json.Marshal(map[string]any{"worker": w.cfg.Name})
 	l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.LeaseKey(spec.ID), w.cfg.LeaseTTL, holder)
 	if err != nil {
@@ -53,7 +71,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		return
 	}
 	defer w.untrack(spec.ID)
-	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject(), releaseSlot: releaseSlot}
+	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject(), releaseSlot: releaseSlot, batchSlot: slot}
 
 	// Read under the lease, so nothing but a cancel request can move the
 	// record until our CAS below.

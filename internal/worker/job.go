@@ -23,8 +23,12 @@ type job struct {
 	keeper     *lease.Keeper
 	log        *slog.Logger
 	msgSubject string
-	// releaseSlot gives the concurrency slot back (idempotent).
+	// releaseSlot gives the concurrency slot back (idempotent), and the
+	// batch's run slot with it.
 	releaseSlot func()
+	// batchSlot is the throttled batch's run slot the job holds, if any:
+	// losing it stops the run like losing the lease.
+	batchSlot *batchSlot
 
 	started time.Time
 	ran     backends.Finisher // the backend that ran the attempt, if it wants to hear its end
@@ -46,6 +50,8 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	go func() {
 		select {
 		case <-j.keeper.Lost():
+			cancel(errLeaseLost)
+		case <-j.batchSlot.lost():
 			cancel(errLeaseLost)
 		case <-runCtx.Done():
 		}

@@ -36,6 +36,8 @@ type Worker struct {
 
 	slots chan struct{}
 
+	limits batchLimits // throttled batches' max_parallel
+
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // job id -> cancel
 	jobWG   sync.WaitGroup
@@ -81,6 +83,7 @@ func (w *Worker) initSeries() {
 	for _, q := range w.cfg.Queues {
 		w.m.JobsRunning.WithLabelValues(q)
 		w.m.Retries.WithLabelValues(q)
+		w.m.BatchThrottled.WithLabelValues(q)
 	}
 	for _, a := range []string{"requeued", "dead", "finalized"} {
 		w.m.ReaperRecovered.WithLabelValues(a)

@@ -1,0 +1,211 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// BatchProgress is a batch's state at one moment.
+type BatchProgress struct {
+	ID      string        `json:"id"`
+	Total   int           `json:"total"`
+	Done    int           `json:"done"`    // items that ended (have a result)
+	Running int           `json:"running"` // items running now
+	Counts  map[State]int `json:"counts"`  // items by state: results first, else records
+	// PerSecond is the rate items ended at, from the first start to the
+	// last end; ETA is the time the items left take at that rate.
+	PerSecond float64       `json:"per_second"`
+	ETA       time.Duration `json:"eta_ns,omitempty"`
+}
+
+// Succeeded reports whether every item ended and succeeded.
+func (p BatchProgress) Succeeded() bool { return p.Counts[StateSucceeded] == p.Total }
+
+// WaitOptions direct WaitBatch.
+type WaitOptions struct {
+	// OnItem is called once for each item that ends, in the order the
+	// ends are seen, with the item's result (its Run holds only the ID,
+	// state and attempt: read the spec with Status if needed). Items that had already ended when WaitBatch started
+	// are reported first, so an interrupted wait started again picks up
+	// where it was. An item run again (batch retry) is reported again
+	// when it ends again.
+	OnItem func(BatchItem)
+	// OnProgress is called with the batch's progress once the items that
+	// had ended are read, then at most every Interval while it changes,
+	// and once at the end.
+	OnProgress func(BatchProgress)
+	// Interval paces OnProgress (default 500ms).
+	Interval time.Duration
+}
+
+// WaitBatch follows batch id until every item has ended and returns the
+// final progress. It reads each item's record and result once and then
+// only what changes (one KV watch), so a tick costs nothing per item.
+func (c *Client) WaitBatch(ctx context.Context, id string, o WaitOptions) (BatchProgress, error) {
+	return c.followBatch(ctx, id, o, false)
+}
+
+// BatchStatus returns a batch's progress now.
+func (c *Client) BatchStatus(ctx context.Context, id string) (BatchProgress, error) {
+	return c.followBatch(ctx, id, WaitOptions{}, true)
+}
+
+func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once bool) (BatchProgress, error) {
+	b, err := c.store.GetBatch(ctx, id)
+	if err != nil {
+		return BatchProgress{}, err
+	}
+	if o.Interval <= 0 {
+		o.Interval = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := c.store.State.WatchFiltered(ctx, []string{jobs.RunKey(id + ".*"), jobs.ResultKey(id + ".*")})
+	if err != nil {
+		return BatchProgress{}, err
+	}
+	defer func() { _ = w.Stop() }()
+	t := newTally(b)
+	tick := time.NewTicker(o.Interval)
+	defer tick.Stop()
+	report := func() {
+		if o.OnProgress != nil {
+			o.OnProgress(t.progress())
+		}
+	}
+	initial, dirty := true, false
+	for {
+		select {
+		case <-ctx.Done():
+			return t.progress(), ctx.Err()
+		case <-tick.C:
+			if dirty && !initial {
+				report()
+				dirty = false
+			}
+		case e, ok := <-w.Updates():
+			if !ok {
+				return t.progress(), fmt.Errorf("batch %s: watch ended", id)
+			}
+			if e == nil { // the values that were there are read
+				initial = false
+				if once {
+					return t.progress(), nil
+				}
+				report()
+				dirty = false
+			} else {
+				ended, err := t.apply(id, e)
+				if err != nil {
+					return t.progress(), err
+				}
+				if ended != nil && o.OnItem != nil {
+					o.OnItem(*ended)
+				}
+				dirty = true
+			}
+			if !initial && t.done == t.total {
+				report()
+				return t.progress(), nil
+			}
+		}
+	}
+}
+
+// tally counts a batch's items from their records and results.
+type tally struct {
+	total, done int
+	state       []State // latest record state, by index
+	ended       []bool  // has a result, by index
+	byState     map[State]int
+	first, last time.Time
+	id          string
+}
+
+func newTally(b jobs.Batch) *tally {
+	return &tally{id: b.ID, total: b.Total, state: make([]State, b.Total), ended: make([]bool, b.Total),
+		byState: map[State]int{}}
+}
+
+// apply folds one watch entry in and returns the item when the entry is
+// an item's result.
+func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, error) {
+	key := e.Key()
+	isResult := strings.HasPrefix(key, "result.")
+	jid := key[strings.IndexByte(key, '.')+1:]
+	idx, ok := jobs.BatchItemIndex(batch, jid)
+	if !ok || idx < 0 || idx >= t.total {
+		return nil, nil
+	}
+	deleted := e.Operation() != jetstream.KeyValuePut
+	if isResult {
+		if deleted { // run again: no longer ended
+			if t.ended[idx] {
+				t.ended[idx] = false
+				t.done--
+			}
+			return nil, nil
+		}
+		var r jobs.Result
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if !t.ended[idx] {
+			t.ended[idx] = true
+			t.done++
+		}
+		t.setState(idx, r.State)
+		if !r.StartedAt.IsZero() && (t.first.IsZero() || r.StartedAt.Before(t.first)) {
+			t.first = r.StartedAt
+		}
+		if r.FinishedAt.After(t.last) {
+			t.last = r.FinishedAt
+		}
+		run := jobs.Run{Spec: jobs.Spec{ID: jid, Queue: r.Queue, Backend: r.Backend}, State: r.State, Attempt: r.Attempt, UpdatedAt: r.FinishedAt}
+		return &BatchItem{Index: idx, Run: run, Result: &r}, nil
+	}
+	if deleted {
+		return nil, nil
+	}
+	var run struct {
+		State State `json:"state"`
+	}
+	if err := json.Unmarshal(e.Value(), &run); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	if !t.ended[idx] || run.State.Terminal() {
+		t.setState(idx, run.State)
+	}
+	return nil, nil
+}
+
+func (t *tally) setState(idx int, s State) {
+	if old := t.state[idx]; old != "" {
+		t.byState[old]--
+	}
+	t.state[idx] = s
+	t.byState[s]++
+}
+
+func (t *tally) progress() BatchProgress {
+	p := BatchProgress{ID: t.id, Total: t.total, Done: t.done, Running: t.byState[StateRunning], Counts: map[State]int{}}
+	for s, n := range t.byState {
+		if n > 0 {
+			p.Counts[s] = n
+		}
+	}
+	if t.done > 0 && !t.first.IsZero() && t.last.After(t.first) {
+		p.PerSecond = float64(t.done) / t.last.Sub(t.first).Seconds()
+		if left := t.total - t.done; left > 0 {
+			p.ETA = (time.Duration(float64(left) / p.PerSecond * float64(time.Second))).Round(time.Second)
+		}
+	}
+	return p
+}

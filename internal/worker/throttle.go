@@ -1,0 +1,142 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
+)
+
+// A batch's max_parallel is a set of slot leases, bslot.<batch>.0 ..
+// bslot.<batch>.<N-1>, in the jobstate bucket. A worker takes one before
+// it claims an item and holds it, renewed like the job's lease, until the
+// item's command has ended; a worker that dies loses it with the TTL. An
+// item that finds every slot taken goes back to the queue with a delay
+// and no attempt counted, so the bound holds across all workers however
+// many pull the batch's items.
+
+const (
+	// batchLimitTTL is how long a batch's max_parallel is cached.
+	batchLimitTTL = 10 * time.Second
+	// throttleRecheckMax bounds the delay before a throttled item is
+	// offered again.
+	throttleRecheckMax = 5 * time.Second
+	// maxSlotProbes bounds the slot keys tried per claim (large limits).
+	maxSlotProbes = 32
+)
+
+// batchLimits caches each batch's max_parallel.
+type batchLimits struct {
+	mu sync.Mutex
+	m  map[string]batchLimit
+}
+
+type batchLimit struct {
+	max int
+	at  time.Time
+}
+
+// limit returns batch's max_parallel (0: none), from the cache when fresh.
+func (w *Worker) batchLimit(ctx context.Context, batch string) (int, error) {
+	c := &w.limits
+	now := w.now()
+	c.mu.Lock()
+	l, ok := c.m[batch]
+	c.mu.Unlock()
+	if ok && now.Sub(l.at) < batchLimitTTL {
+		return l.max, nil
+	}
+	b, err := w.store.GetBatch(ctx, batch)
+	if errors.Is(err, jobs.ErrNotFound) {
+		b = jobs.Batch{} // a label without a batch record: no bound
+	} else if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]batchLimit{}
+	}
+	if len(c.m) > 10_000 { // old batches: start over rather than grow
+		clear(c.m)
+	}
+	c.m[batch] = batchLimit{max: b.MaxParallel, at: now}
+	c.mu.Unlock()
+	return b.MaxParallel, nil
+}
+
+// batchSlot is a held run slot of a throttled batch.
+type batchSlot struct {
+	lease  *lease.Lease
+	keeper *lease.Keeper
+	once   sync.Once
+}
+
+// takeBatchSlot returns a run slot for spec when its batch is throttled:
+// (nil, false) when it is not, (nil, true) when every slot is taken.
+func (w *Worker) takeBatchSlot(ctx context.Context, spec jobs.Spec) (*batchSlot, bool, error) {
+	batch := spec.Labels[jobs.LabelBatch]
+	if batch == "" {
+		return nil, false, nil
+	}
+	n, err := w.batchLimit(ctx, batch)
+	if err != nil || n <= 0 {
+		return nil, false, err
+	}
+	idx, _ := jobs.BatchItemIndex(batch, spec.ID)
+	holder, _ := json.Marshal(map[string]string{"worker": w.cfg.Name, "job": spec.ID})
+	for i := range min(n, maxSlotProbes) {
+		k := (idx + i) % n
+		if i > 0 && n > maxSlotProbes {
+			k = rand.IntN(n)
+		}
+		l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.BatchSlotKey(batch, k), w.cfg.LeaseTTL, holder)
+		if errors.Is(err, lease.ErrHeld) {
+			continue
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		return &batchSlot{lease: l, keeper: lease.Keep(l, lease.KeeperConfig{})}, true, nil
+	}
+	return nil, true, nil
+}
+
+// release gives the slot back (idempotent; nil-safe).
+func (s *batchSlot) release(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	s.once.Do(func() {
+		s.keeper.Stop()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.lease.Release(rctx)
+	})
+}
+
+// lost is closed if the slot's lease is lost (nil-safe: never).
+func (s *batchSlot) lost() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.keeper.Lost()
+}
+
+// throttleDelay is how long a throttled item waits before it is offered
+// again: 250ms doubling with each delivery up to throttleRecheckMax,
+// jittered so that waiting items do not come back together.
+func throttleDelay(msg jetstream.Msg) time.Duration {
+	n := uint64(1)
+	if md, err := msg.Metadata(); err == nil {
+		n = max(md.NumDelivered, 1)
+	}
+	d := min(250*time.Millisecond<<min(n-1, 5), throttleRecheckMax)
+	return d/2 + rand.N(d/2+1)
+}
