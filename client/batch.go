@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
 )
 
 // BatchOptions shape a batch submit.
@@ -258,7 +259,10 @@ var failedStates = []jobs.State{jobs.StateFailed, jobs.StateTimedOut, jobs.State
 
 // RetryFailed runs again every ended item of batch id that did not
 // succeed (failed, timed out, dead, canceled), with a fresh attempt
-// budget, and returns how many.
+// budget, and returns how many. It takes every such item's lease before
+// it runs any of them again, so no retried item can end — and the batch
+// look complete — before all of them are open again. (A worker offered a
+// retried item meanwhile puts it back for half its lease TTL.)
 func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 	v, err := c.Batch(ctx, id)
 	if err != nil {
@@ -270,8 +274,21 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 			again = append(again, it.Run.Spec.ID)
 		}
 	}
+	held := make([]*lease.Lease, 0, len(again))
+	defer func() {
+		for _, l := range held {
+			c.release(ctx, l)
+		}
+	}()
+	for _, jid := range again {
+		l, err := c.acquireLease(ctx, jid, 10*time.Second)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", jid, err)
+		}
+		held = append(held, l)
+	}
 	for i, jid := range again {
-		if err := c.Rerun(ctx, jid); err != nil {
+		if err := c.requeueHeld(ctx, jid, c.rerunMsgID(ctx, jid), rerunCheck(jid)); err != nil {
 			return i, err
 		}
 	}
@@ -282,16 +299,27 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 // budget: its result is cleared, its record reset to queued and its
 // message published again. It works under the job's lease.
 func (c *Client) Rerun(ctx context.Context, id string) error {
+	return c.requeue(ctx, id, c.rerunMsgID(ctx, id), rerunCheck(id))
+}
+
+// rerunMsgID names a rerun's message after the record's revision, so that
+// each rerun is a new message and a repeated request for the same one is
+// not.
+func (c *Client) rerunMsgID(ctx context.Context, id string) string {
 	var rev uint64
 	if _, r, err := c.store.GetRun(ctx, id); err == nil {
 		rev = r
 	}
-	return c.requeue(ctx, id, fmt.Sprintf("%s.rerun.%d", id, rev), func(r jobs.Run) (string, error) {
+	return fmt.Sprintf("%s.rerun.%d", id, rev)
+}
+
+func rerunCheck(id string) func(jobs.Run) (string, error) {
+	return func(r jobs.Run) (string, error) {
 		if !r.State.Terminal() {
 			return "", fmt.Errorf("rerun %s: job is %s, not ended", id, r.State)
 		}
 		return "run again after: " + string(r.State), nil
-	})
+	}
 }
 
 // CancelBatch cancels every item of a batch that has not ended and

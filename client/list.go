@@ -132,11 +132,19 @@ func (c *Client) requeue(ctx context.Context, id, msgID string, check func(jobs.
 	if err != nil {
 		return fmt.Errorf("%s: %w", id, err)
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
+	defer c.release(ctx, l)
+	return c.requeueHeld(ctx, id, msgID, check)
+}
+
+// release lets go of a lease, even when ctx is done.
+func (c *Client) release(ctx context.Context, l *lease.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = l.Release(rctx)
+}
+
+// requeueHeld is requeue for a caller that holds the job's lease.
+func (c *Client) requeueHeld(ctx context.Context, id, msgID string, check func(jobs.Run) (string, error)) error {
 	run, rev, err := c.store.GetRun(ctx, id)
 	if err != nil {
 		return err

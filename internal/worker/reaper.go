@@ -76,6 +76,7 @@ func (w *Worker) reap(ctx context.Context) {
 			}
 		})
 	})
+	follow.Go(func() { w.announceBatches(ctx) })
 	defer follow.Wait()
 	w.rescan(ctx)
 	t := time.NewTicker(w.cfg.ReaperScan)
