@@ -1,56 +1,159 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sandrun/sandrun/client"
-	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
-// benchBatch submits one batch of n `true` items to `sandrun dev`
-// in-process (embedded server, worker with slots, scheduler) and reports
-// the submit rate, the end-to-end completion rate, the Go heap the submit
-// allocated, and the process's peak RSS (server, worker and client).
+// benchBatch measures one batch of n `true` items with the server, the
+// worker and the client in separate processes, so that each one's memory
+// is its own: an embedded server (this binary with -serve), a `sandrun
+// worker` built from ./cmd/sandrun (run from the repository root), and
+// the client here. It reports the submit rate, the end-to-end completion
+// rate (submit start to last item ended, followed with WaitBatch) and
+// each process's peak RSS.
 func benchBatch(n, slots int) error {
-	s, err := startStack(slots)
+	dir, err := os.MkdirTemp("", "sandrun-bench-batch")
 	if err != nil {
 		return err
 	}
-	defer s.stop()
-	items := make([]jobs.Spec, n)
+	defer func() { _ = os.RemoveAll(dir) }()
+	bin := filepath.Join(dir, "sandrun")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sandrun").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the CLI (run from the repository root): %v\n%s", err, out)
+	}
+	srv, url, err := startChild(exec.Command(os.Args[0], "-serve", filepath.Join(dir, "js")))
+	if err != nil {
+		return err
+	}
+	defer stopChild(srv)
+	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text")
+	worker.Stdout, worker.Stderr = io.Discard, io.Discard
+	if err := worker.Start(); err != nil {
+		return err
+	}
+	defer stopChild(worker)
+
+	ctx := context.Background()
+	var cl *client.Client
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		// The worker creates the layout as it starts.
+		if cl, err = client.Connect(ctx, client.Options{URL: url}); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	items := make([]client.Spec, n)
 	for i := range items {
-		items[i] = jobs.Spec{Command: "true", MaxAttempts: 1}
+		items[i] = client.Spec{Command: "true", MaxAttempts: 1}
 	}
 	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
 	began := time.Now()
-	res, err := s.cl.SubmitBatch(context.Background(), client.BatchOptions{ID: "bench", InFlight: 4096}, items)
+	res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: "bench", InFlight: 4096}, items)
 	if err != nil {
 		return err
 	}
 	submitted := time.Since(began)
-	runtime.ReadMemStats(&after)
-	fmt.Printf("batch: %d items submitted in %s: %.0f items/s (%d new); the process (server, worker and client together) allocated %.1f MiB meanwhile, heap in use after %.1f MiB\n",
-		res.Batch.Total, submitted.Round(time.Millisecond), float64(n)/submitted.Seconds(), res.Submitted,
-		float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), float64(after.HeapInuse)/(1<<20))
-	for {
-		v, err := s.cl.Batch(context.Background(), "bench")
-		if err != nil {
-			return err
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("submit: %d items (%d new) in %s: %.0f items/s; client heap in use %.1f MiB\n",
+		res.Batch.Total, res.Submitted, submitted.Round(time.Millisecond), float64(n)/submitted.Seconds(), float64(ms.HeapInuse)/(1<<20))
+	last := time.Now()
+	p, err := cl.WaitBatch(ctx, "bench", client.WaitOptions{Interval: 10 * time.Second, OnProgress: func(p client.BatchProgress) {
+		if time.Since(last) >= 10*time.Second {
+			last = time.Now()
+			fmt.Printf("  %d/%d ended, %.0f/s\n", p.Done, p.Total, p.PerSecond)
 		}
-		if done := v.Done(); done == n {
-			total := time.Since(began)
-			var ru syscall.Rusage
-			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-			fmt.Printf("batch: all %d items ended %s after the submit began: %.0f items/s end to end with %d slots; peak RSS %.0f MiB (server, worker, client)\n",
-				n, total.Round(time.Millisecond), float64(n)/total.Seconds(), slots, float64(ru.Maxrss)/1024)
-			return nil
-		}
-		time.Sleep(2 * time.Second)
+	}})
+	if err != nil {
+		return err
 	}
+	total := time.Since(began)
+	runtime.ReadMemStats(&ms)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	fmt.Printf("end to end: %d items ended (%d succeeded) %s after the submit began: %.0f items/s with one worker of %d slots\n",
+		p.Done, p.Counts[client.StateSucceeded], total.Round(time.Millisecond), float64(n)/total.Seconds(), slots)
+	fmt.Printf("peak RSS: worker %s, server %s, client %.0f MiB (client heap in use after the wait %.1f MiB)\n",
+		peakRSS(worker.Process.Pid), peakRSS(srv.Process.Pid), float64(ru.Maxrss)/1024, float64(ms.HeapInuse)/(1<<20))
+	return nil
+}
+
+// serve runs an embedded server on a free port, prints its URL and runs
+// until its standard input closes.
+func serve(dir string) error {
+	srv, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: dir, Port: -1})
+	if err != nil {
+		return err
+	}
+	fmt.Println(srv.ClientURL())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	return nil
+}
+
+// startChild starts cmd and reads the URL it prints first.
+func startChild(cmd *exec.Cmd) (*exec.Cmd, string, error) {
+	if _, err := cmd.StdinPipe(); err != nil {
+		return nil, "", err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, "", fmt.Errorf("server: %w", err)
+	}
+	return cmd, strings.TrimSpace(line), nil
+}
+
+// stopChild interrupts a child and waits for it.
+func stopChild(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// peakRSS reads a running process's peak resident set size (VmHWM).
+func peakRSS(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int
+			_, _ = fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+		}
+	}
+	return "?"
 }

@@ -39,7 +39,15 @@ func main() {
 	dock := flag.Bool("docker", false, "run the docker backend benchmark instead")
 	batch := flag.Int("batch", 0, "run the batch benchmark with this many items instead")
 	slots := flag.Int("slots", 16, "worker slots for -batch")
+	serveDir := flag.String("serve", "", "run only an embedded server storing in this directory (the -batch benchmark's server process)")
 	flag.Parse()
+	if *serveDir != "" {
+		if err := serve(*serveDir); err != nil {
+			fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *prof != "" {
 		f, err := os.Create(*prof)
 		if err != nil {
