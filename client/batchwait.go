@@ -23,6 +23,9 @@ type BatchProgress struct {
 	// last end; ETA is the time the items left take at that rate.
 	PerSecond float64       `json:"per_second"`
 	ETA       time.Duration `json:"eta_ns,omitempty"`
+	// Completed is the batch's last announced completion, as its record
+	// held it when the batch was read.
+	Completed *BatchCompletion `json:"completed,omitempty"`
 }
 
 // Succeeded reports whether every item ended and succeeded.
@@ -127,10 +130,11 @@ type tally struct {
 	byState     map[State]int
 	first, last time.Time
 	id          string
+	completed   *BatchCompletion
 }
 
 func newTally(b jobs.Batch) *tally {
-	return &tally{id: b.ID, total: b.Total, state: make([]State, b.Total), ended: make([]bool, b.Total),
+	return &tally{id: b.ID, total: b.Total, completed: b.Completed, state: make([]State, b.Total), ended: make([]bool, b.Total),
 		byState: map[State]int{}}
 }
 
@@ -195,7 +199,7 @@ func (t *tally) setState(idx int, s State) {
 }
 
 func (t *tally) progress() BatchProgress {
-	p := BatchProgress{ID: t.id, Total: t.total, Done: t.done, Running: t.byState[StateRunning], Counts: map[State]int{}}
+	p := BatchProgress{ID: t.id, Total: t.total, Done: t.done, Running: t.byState[StateRunning], Counts: map[State]int{}, Completed: t.completed}
 	for s, n := range t.byState {
 		if n > 0 {
 			p.Counts[s] = n

@@ -32,6 +32,8 @@ type (
 	Event = jobs.Event
 	// Batch is a batch's record.
 	Batch = jobs.Batch
+	// BatchCompletion records a batch's announced completion.
+	BatchCompletion = jobs.BatchCompletion
 	// DLQEntry is a dead job as the dead-letter queue holds it.
 	DLQEntry = jobs.DLQEntry
 )
