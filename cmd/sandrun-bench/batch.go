@@ -32,14 +32,14 @@ func benchBatch(n, slots int) error {
 	defer func() { _ = os.RemoveAll(dir) }()
 	bin := filepath.Join(dir, "sandrun")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sandrun").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the CLI (run from the repository root): %v\n%s", err, out)
+		return fmt.Errorf("build the CLI (run from the repository root): %w\n%s", err, out)
 	}
-	srv, url, err := startChild(exec.Command(os.Args[0], "-serve", filepath.Join(dir, "js")))
+	srv, url, err := startChild(exec.Command(os.Args[0], "-serve", filepath.Join(dir, "js"))) //nolint:gosec // this binary, re-run as the server
 	if err != nil {
 		return err
 	}
 	defer stopChild(srv)
-	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text")
+	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text") //nolint:gosec // the CLI just built
 	worker.Stdout, worker.Stderr = io.Discard, io.Discard
 	if err := worker.Start(); err != nil {
 		return err
