@@ -121,6 +121,7 @@ func (c cli) batch(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		c.warnPlacement(ctx, cl, items[0].WithDefaults().Queue, items[0].WithDefaults().Backend)
 		fmt.Fprintln(c.stdout, id)
 		fmt.Fprintf(c.stderr, "batch %s: %d items (%d new, %d already submitted) in %s\n", id, res.Batch.Total, res.Submitted, res.Existing,
 			time.Since(began).Round(time.Millisecond))

@@ -174,3 +174,37 @@ func TestDevDemo(t *testing.T) {
 func mustStore(t *testing.T, url string) *jobs.Store {
 	return sandruntest.Store(t, url)
 }
+
+// TestSubmitWarnsWhenNoWorkerCanRunIt: submit accepts the job but says on
+// stderr when no live worker serves its queue or has its backend profile.
+func TestSubmitWarnsWhenNoWorkerCanRunIt(t *testing.T) {
+	t.Parallel()
+	url, st := setup(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ws, err := sandruntest.Client(st).Workers(t.Context())
+		if err == nil && len(ws) == 1 && ws[0].Profiles["local"].Kind == "local" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker not registered: %+v %v", ws, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		args []string
+		warn string
+	}{
+		{[]string{"--", "true"}, ""},
+		{[]string{"--queue", "gpu", "--", "true"}, `warning: no live worker serves queue "gpu"`},
+		{[]string{"--backend", "cloud", "--", "true"}, `warning: no live worker of queue "default" has backend profile "cloud"`},
+	} {
+		code, out, errOut := sandrun(t, append([]string{"submit", "--nats-url", url}, tc.args...)...)
+		if code != 0 || strings.TrimSpace(out) == "" {
+			t.Fatalf("%v: exit %d, stdout %q: the job is accepted either way", tc.args, code, out)
+		}
+		if (tc.warn == "") != !strings.Contains(errOut, "warning") || !strings.Contains(errOut, tc.warn) {
+			t.Fatalf("%v: stderr %q, want %q", tc.args, errOut, tc.warn)
+		}
+	}
+}

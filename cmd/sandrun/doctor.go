@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -52,7 +53,7 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 	} else {
 		report("nats", err, "")
 	}
-	reg, err := app.Backends(cfg.Backends, nil)
+	reg, err := app.Backends(cfg.Backends, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		report("backends", err, "")
 		return doctorExit(problems)

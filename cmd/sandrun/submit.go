@@ -96,6 +96,7 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.warnPlacement(ctx, cl, sub.Queue, sub.Backend)
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
@@ -178,4 +179,12 @@ func redactKV(s string) string {
 		return s[:3] + "…"
 	}
 	return s
+}
+
+// warnPlacement tells the user, on stderr, when no live worker could run
+// the job now (the job waits in its queue for one).
+func (c cli) warnPlacement(ctx context.Context, cl *client.Client, queue, backend string) {
+	if msg, err := cl.CheckPlacement(ctx, queue, backend); err == nil && msg != "" {
+		fmt.Fprintf(c.stderr, "sandrun: warning: %s; the job waits in its queue until one does\n", msg)
+	}
 }

@@ -2,23 +2,26 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/backends/modal"
+	"github.com/sandrun/sandrun/internal/backends/plugin"
 	"github.com/sandrun/sandrun/internal/backends/singularity"
 	"github.com/sandrun/sandrun/internal/backends/ssh"
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
-const knownKinds = "local, docker, ssh, singularity"
+const knownKinds = "local, docker, ssh, singularity, modal, plugin"
 
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
 // Errors name the profile and field.
-func Backends(profiles map[string]BackendConfig, m *metrics.Metrics) (*backends.Registry, error) {
+func Backends(profiles map[string]BackendConfig, m *metrics.Metrics, log *slog.Logger) (*backends.Registry, error) {
 	if len(profiles) == 0 {
 		profiles = map[string]BackendConfig{"local": {Kind: "local"}}
 	}
@@ -48,6 +51,21 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics) (*backends.
 				PollInterval: bc.PollInterval, WatchdogMargin: bc.WatchdogMargin, Metrics: m, Profile: name})
 		case "singularity", "apptainer":
 			b, err = singularity.New(bc.Singularity(name, m))
+		case "modal":
+			mc := modal.Config{}
+			if bc.Modal != nil {
+				mc = *bc.Modal
+			}
+			mc.Logger = log.With("backend", name)
+			b, err = modal.New(mc) // its errors name modal.FIELD
+		case "plugin":
+			pc := plugin.Config{}
+			if bc.Plugin != nil {
+				pc = *bc.Plugin
+			}
+			pc.Profile, pc.Logger = name, log.With("backend", name)
+			b, err = plugin.New(pc)
+			err = inBlock("plugin", err)
 		case "":
 			err = fmt.Errorf("kind: required (known kinds: %s)", knownKinds)
 		default:
@@ -61,4 +79,13 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics) (*backends.
 		}
 	}
 	return reg, nil
+}
+
+// inBlock prefixes a backend's configuration error with the block its
+// settings live in (backends.NAME.plugin.path: ...).
+func inBlock(block string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s.%w", block, err)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandrun/sandrun/internal/backends/modal"
+	"github.com/sandrun/sandrun/internal/backends/plugin"
 	"github.com/sandrun/sandrun/internal/backends/singularity"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
@@ -125,6 +127,10 @@ type BackendConfig struct {
 	CacheMaxImages int           `yaml:"cache_max_images"`
 	CacheMaxAge    time.Duration `yaml:"cache_max_age"`
 	PullTimeout    time.Duration `yaml:"pull_timeout"`
+	// Backends added since keep their settings in a block named after
+	// their kind (see docs/configuration.md and docs/plugins.md).
+	Modal  *modal.Config  `yaml:"modal"`
+	Plugin *plugin.Config `yaml:"plugin"`
 }
 
 // Singularity returns the singularity backend's configuration of a profile.

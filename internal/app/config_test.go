@@ -1,6 +1,7 @@
 package app
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ func TestExampleConfigsLoad(t *testing.T) {
 	if cfg.Worker.LeaseTTL != 30*time.Second || cfg.Backends["local"].Kind != "local" {
 		t.Fatalf("decoded %+v", cfg)
 	}
-	if _, err := Backends(cfg.Backends, nil); err != nil {
+	if _, err := Backends(cfg.Backends, nil, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cfg.Policy.Engine(); err != nil {
@@ -46,11 +47,22 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	if _, err := LoadFile(write("dur.yaml", "worker:\n  lease_ttl: soon\n")); err == nil || !strings.Contains(err.Error(), "soon") {
 		t.Fatalf("bad duration: %v", err)
 	}
-	if _, err := Backends(map[string]BackendConfig{"gpu": {Kind: "quantum"}}, nil); err == nil || !strings.Contains(err.Error(), "backends.gpu.kind") {
+	if _, err := Backends(map[string]BackendConfig{"gpu": {Kind: "quantum"}}, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "backends.gpu.kind") {
 		t.Fatalf("unknown kind: %v", err)
 	}
-	if _, err := Backends(map[string]BackendConfig{"box": {Kind: "docker"}}, nil); err == nil || !strings.Contains(err.Error(), "backends.box.image") {
+	if _, err := Backends(map[string]BackendConfig{"box": {Kind: "docker"}}, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "backends.box.image") {
 		t.Fatalf("docker without image: %v", err)
+	}
+	// Backends with a settings block: errors name the block's field.
+	blocks, err := LoadFile(write("blocks.yaml", "backends:\n  cloud:\n    kind: modal\n    modal: {mode: direct}\n  ext:\n    kind: plugin\n    plugin: {path: /nonexistent/sandrun-backend-x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"cloud": "backends.cloud.modal.image", "ext": "backends.ext.plugin.path"} {
+		_, err := Backends(map[string]BackendConfig{name: blocks.Backends[name]}, nil, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want an error naming %s", name, err, want)
+		}
 	}
 	if _, err := (PolicyConfig{Ceiling: map[string]string{"cron": "yolo"}}).Engine(); err == nil || !strings.Contains(err.Error(), "policy.ceiling.cron") {
 		t.Fatalf("bad mode: %v", err)

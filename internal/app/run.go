@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		if err := wcfg.Validate(); err != nil {
 			return err
 		}
-		if deps.Backends, err = Backends(cfg.Backends, m); err != nil {
+		if deps.Backends, err = Backends(cfg.Backends, m, log); err != nil {
 			return err
 		}
 		defer func() { _ = deps.Backends.Close() }()

@@ -255,3 +255,11 @@ type Finisher interface {
 type OrphanReaper interface {
 	ReapOrphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) (int, error)
 }
+
+// Describer is implemented by backends that can say, after Validate, how
+// they resolved their configuration (which credentials, which runtime
+// version). Workers publish it with their registration, and `sandrun
+// doctor` prints it. It never includes a secret.
+type Describer interface {
+	Describe(ctx context.Context) (string, error)
+}

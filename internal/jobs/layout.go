@@ -332,3 +332,22 @@ func deploymentID(ctx context.Context, js jetstream.JetStream) (string, error) {
 	}
 	return strconv.FormatInt(st.CachedInfo().Created.UnixNano(), 36), nil
 }
+
+// WorkerInfo is a live worker's entry in the workers bucket (key: its
+// name), kept while it runs.
+type WorkerInfo struct {
+	Name     string                   `json:"name"`
+	Queues   []string                 `json:"queues"`
+	Slots    int                      `json:"slots"`
+	Backends []string                 `json:"backends"`
+	Profiles map[string]WorkerProfile `json:"profiles,omitempty"`
+	// StartedAt is when the worker started.
+	StartedAt time.Time `json:"started_at"`
+}
+
+// WorkerProfile is one of a worker's backend profiles as it resolved at
+// start-up.
+type WorkerProfile struct {
+	Kind        string `json:"kind"`
+	Description string `json:"description,omitempty"`
+}

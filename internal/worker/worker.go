@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/lease"
 	"github.com/sandrun/sandrun/internal/metrics"
@@ -288,10 +289,19 @@ func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
 
 // register keeps this worker's entry in the workers bucket while it runs.
 func (w *Worker) register(ctx context.Context) {
-	info, _ := json.Marshal(map[string]any{
-		"name": w.cfg.Name, "queues": w.cfg.Queues, "slots": w.cfg.Slots,
-		"backends": w.deps.Backends.Profiles(), "started_at": w.now().UTC(),
-	})
+	profiles := map[string]jobs.WorkerProfile{}
+	for _, p := range w.deps.Backends.Profiles() {
+		be, _ := w.deps.Backends.Get(p)
+		wp := jobs.WorkerProfile{Kind: be.Kind()}
+		if d, ok := be.(backends.Describer); ok {
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			wp.Description, _ = d.Describe(dctx)
+			cancel()
+		}
+		profiles[p] = wp
+	}
+	info, _ := json.Marshal(jobs.WorkerInfo{Name: w.cfg.Name, Queues: w.cfg.Queues, Slots: w.cfg.Slots,
+		Backends: w.deps.Backends.Profiles(), Profiles: profiles, StartedAt: w.now().UTC()})
 	l, err := lease.Acquire(ctx, w.store.JS, w.store.Workers, w.cfg.Name, w.cfg.LeaseTTL, info)
 	if err != nil {
 		w.log.Warn("worker registration failed (status will not list this worker)", "err", err)

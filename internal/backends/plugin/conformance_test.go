@@ -1,0 +1,109 @@
+package plugin
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
+)
+
+// TestConformance runs the backend conformance suite on the reference
+// plugin: a plugin's jobs run on this host, so the suite checks that their
+// processes are gone too.
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		return setup(t, Config{Path: localexec()}, true).b
+	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+}
+
+func TestKindAndCapabilities(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Config{Path: localexec()}, false)
+	if got := tb.b.Kind(); got != "plugin" {
+		t.Errorf("Kind() = %q, want plugin", got)
+	}
+	if got := tb.b.Capabilities(); got != (backends.Capabilities{}) {
+		t.Errorf("Capabilities() before Validate = %+v, want none", got)
+	}
+	if err := tb.b.Validate(t.Context()); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if got, want := tb.b.Capabilities(), (backends.Capabilities{ResourceUsage: true}); got != want {
+		t.Errorf("Capabilities() = %+v, want %+v from the hello", got, want)
+	}
+}
+
+func TestPermanentSpecErrors(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		spec  backends.Spec
+		field string
+	}{
+		// The plugin finds these.
+		{"missing cwd", backends.Spec{Command: "exit 0", Dir: filepath.Join(file, "missing")}, "cwd"},
+		{"bad env key", backends.Spec{Command: "exit 0", Env: map[string]string{"A=B": secret}}, "env"},
+		// The host finds these: JSON cannot carry them.
+		{"invalid UTF-8 in env", backends.Spec{Command: "exit 0", Env: map[string]string{"TOKEN": secret + "\xff"}}, "env"},
+		{"invalid UTF-8 in command", backends.Spec{Command: "echo \xff"}, "command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, Config{Path: localexec()}, false)
+			res, err := tb.b.Run(t.Context(), tt.spec, backends.Output{})
+			tb.assertErr(t, err, []error{backends.ErrPermanent}, tt.field)
+			if res.ExitCode != -1 {
+				t.Errorf("exit code %d, want -1 for a run that never started", res.ExitCode)
+			}
+		})
+	}
+}
+
+// failingWriter fails every write with errSink.
+type failingWriter struct{}
+
+var errSink = errors.New("sink failed")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errSink }
+
+func TestFailingWriterDoesNotStopJob(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Config{Path: localexec()}, false)
+	var stderr strings.Builder
+	res, err := tb.b.Run(t.Context(), backends.Spec{Command: "echo one; head -c 1000000 /dev/zero; echo err >&2; exit 3"},
+		backends.Output{Stdout: failingWriter{}, Stderr: &stderr})
+	if !errors.Is(err, errSink) || !strings.Contains(err.Error(), "stdout") {
+		t.Errorf("error %v, want one wrapping the stdout write error", err)
+	}
+	if res.ExitCode != 3 || stderr.String() != "err\n" {
+		t.Errorf("exit %d, stderr %q; want 3, %q", res.ExitCode, stderr.String(), "err\n")
+	}
+}
+
+// underTestEnv names a plugin for TestConformanceOf: a plugin author runs
+// the suite on their own plugin with
+//
+//	SANDRUN_PLUGIN_UNDER_TEST=/path/to/plugin go test ./internal/backends/plugin -run TestConformanceOf
+const underTestEnv = "SANDRUN_PLUGIN_UNDER_TEST"
+
+// TestConformanceOf runs the conformance suite on the plugin that
+// SANDRUN_PLUGIN_UNDER_TEST names, if any. Its jobs may run elsewhere
+// than this host, so the suite does not look for their processes here.
+func TestConformanceOf(t *testing.T) {
+	path := os.Getenv(underTestEnv)
+	if path == "" {
+		t.Skip(underTestEnv + " names no plugin")
+	}
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		return setup(t, Config{Path: path}, true).b
+	}, backendtest.Options{})
+}
