@@ -7,16 +7,18 @@ import (
 	"slices"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/daytona"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/backends/modal"
 	"github.com/sandrun/sandrun/internal/backends/plugin"
 	"github.com/sandrun/sandrun/internal/backends/singularity"
 	"github.com/sandrun/sandrun/internal/backends/ssh"
+	"github.com/sandrun/sandrun/internal/backends/vercel"
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
-const knownKinds = "local, docker, ssh, singularity, modal, plugin"
+const knownKinds = "local, docker, ssh, singularity, modal, daytona, vercel, plugin"
 
 // Backends builds the registry of backend profiles. With no profiles
 // configured there is one, "local", with the local backend's defaults.
@@ -58,6 +60,20 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics, log *slog.L
 			}
 			mc.Logger = log.With("backend", name)
 			b, err = modal.New(mc) // its errors name modal.FIELD
+		case "daytona":
+			dc := daytona.Config{}
+			if bc.Daytona != nil {
+				dc = *bc.Daytona
+			}
+			dc.Logger = log.With("backend", name)
+			b, err = daytona.New(dc) // its errors name daytona.FIELD
+		case "vercel":
+			vc := vercel.Config{}
+			if bc.Vercel != nil {
+				vc = *bc.Vercel
+			}
+			vc.Logger = log.With("backend", name)
+			b, err = vercel.New(vc) // its errors name vercel.FIELD
 		case "plugin":
 			pc := plugin.Config{}
 			if bc.Plugin != nil {

@@ -13,9 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandrun/sandrun/internal/backends/daytona"
 	"github.com/sandrun/sandrun/internal/backends/modal"
 	"github.com/sandrun/sandrun/internal/backends/plugin"
 	"github.com/sandrun/sandrun/internal/backends/singularity"
+	"github.com/sandrun/sandrun/internal/backends/vercel"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
@@ -129,8 +131,10 @@ type BackendConfig struct {
 	PullTimeout    time.Duration `yaml:"pull_timeout"`
 	// Backends added since keep their settings in a block named after
 	// their kind (see docs/configuration.md and docs/plugins.md).
-	Modal  *modal.Config  `yaml:"modal"`
-	Plugin *plugin.Config `yaml:"plugin"`
+	Modal   *modal.Config   `yaml:"modal"`
+	Daytona *daytona.Config `yaml:"daytona"`
+	Vercel  *vercel.Config  `yaml:"vercel"`
+	Plugin  *plugin.Config  `yaml:"plugin"`
 }
 
 // Singularity returns the singularity backend's configuration of a profile.

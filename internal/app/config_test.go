@@ -54,11 +54,12 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		t.Fatalf("docker without image: %v", err)
 	}
 	// Backends with a settings block: errors name the block's field.
-	blocks, err := LoadFile(write("blocks.yaml", "backends:\n  cloud:\n    kind: modal\n    modal: {mode: direct}\n  ext:\n    kind: plugin\n    plugin: {path: /nonexistent/sandrun-backend-x}\n"))
+	blocks, err := LoadFile(write("blocks.yaml", "backends:\n  cloud:\n    kind: modal\n    modal: {mode: direct}\n  ext:\n    kind: plugin\n    plugin: {path: /nonexistent/sandrun-backend-x}\n  dt:\n    kind: daytona\n    daytona: {auto_stop_minutes: 0}\n  vc:\n    kind: vercel\n    vercel: {runtime: cobol}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"cloud": "backends.cloud.modal.image", "ext": "backends.ext.plugin.path"} {
+	for name, want := range map[string]string{"cloud": "backends.cloud.modal.image", "ext": "backends.ext.plugin.path",
+		"dt": "backends.dt.daytona.auto_stop_minutes", "vc": "backends.vc.vercel.runtime"} {
 		_, err := Backends(map[string]BackendConfig{name: blocks.Backends[name]}, nil, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: %v, want an error naming %s", name, err, want)

@@ -10,15 +10,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/daytona"
+	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
 	"github.com/sandrun/sandrun/internal/backends/modal"
 	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
 	"github.com/sandrun/sandrun/internal/backends/plugin"
+	"github.com/sandrun/sandrun/internal/backends/vercel"
+	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // TestRemoteBackendsThroughTheWorker runs jobs through a worker on the
-// Modal backend (its fake gRPC server) and on the reference plugin: the
+// Modal (its fake gRPC server), Daytona and Vercel (their fake HTTP APIs)
+// backends and on the reference plugin: the
 // same approval policy judges them, and a timeout is counted under the
 // profile in sandrun_script_timeouts_total.
 func TestRemoteBackendsThroughTheWorker(t *testing.T) {
@@ -45,7 +50,20 @@ func TestRemoteBackendsThroughTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string]backends.Backend{"cloud": mb, "ext": pb} {
+	dfake := daytonatest.Start(t)
+	db, err := daytona.New(daytona.Config{APIURL: dfake.URL, PollInterval: 200 * time.Millisecond,
+		LookupEnv: lookup(map[string]string{daytona.DefaultAPIKeyEnv: dfake.APIKey})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vfake := verceltest.Start(t)
+	vb, err := vercel.New(vercel.Config{APIURL: vfake.URL, TeamID: vfake.TeamID, ProjectID: vfake.ProjectID,
+		LookupEnv: lookup(map[string]string{vercel.DefaultTokenEnv: vfake.Token})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := map[string]backends.Backend{"cloud": mb, "ext": pb, "dt": db, "vc": vb}
+	for name, b := range profiles {
 		if err := b.Validate(t.Context()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -57,7 +75,7 @@ func TestRemoteBackendsThroughTheWorker(t *testing.T) {
 	c := sandruntest.Client(st)
 	ctx := sandruntest.Ctx(t)
 
-	for _, profile := range []string{"cloud", "ext"} {
+	for _, profile := range []string{"cloud", "ext", "dt", "vc"} {
 		submit := func(spec jobs.Spec) jobs.Result {
 			t.Helper()
 			spec.Backend, spec.MaxAttempts = profile, 1
@@ -87,4 +105,8 @@ func TestRemoteBackendsThroughTheWorker(t *testing.T) {
 	if live := fake.Live(); len(live) != 0 {
 		t.Fatalf("modal sandboxes left running: %+v", live)
 	}
+}
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }

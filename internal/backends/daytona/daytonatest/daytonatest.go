@@ -1,0 +1,252 @@
+// Package daytonatest is a fake Daytona for tests: one HTTP server that
+// serves the control-plane API and the sandboxes' toolbox API as the
+// v0.190.0 OpenAPI definitions describe them (paths, fields, status
+// codes), and runs commands as real local processes.
+//
+// What it covers: sandboxes created, listed by label, read and deleted,
+// with the states creating → started (or pending_build → build_failed for
+// an image RejectImage names, and 400 for an unknown snapshot); bearer
+// authentication (401 for a wrong or missing key); on the toolbox,
+// execute (its timeout kills the command's process group and answers
+// 408), sessions, asynchronous and synchronous session commands, their
+// status, and their logs as JSON or, with follow=true, as a WebSocket of
+// chunks marked 01 01 01 (stdout) and 02 02 02 (stderr).
+//
+// Commands run as `/bin/sh -c TEXT` on the host, each in a process group
+// of its own, with the sandbox's environment (HOME, its directory under
+// the test's temporary directory; PATH; DAYTONA_SANDBOX_ID; the create
+// request's env) plus, for execute, the request's envs — nothing of the
+// test process's — and an empty standard input. Deleting a sandbox kills
+// the process groups of all its commands (SIGKILL) and records it.
+//
+// What it does not cover: isolation (commands run on the host, as the
+// test's user, so absolute paths are the host's), images and snapshots
+// (nothing is built or pulled; the name is only checked), resources,
+// auto-stop and auto-delete timers, the session shell (each session
+// command runs in a shell of its own, so commands share no shell state),
+// PTYs, files, git, and the rest of the API. Output written by a
+// command's leftover processes after it ended is dropped.
+package daytonatest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// DefaultSnapshot is the snapshot a new Fake knows.
+const DefaultSnapshot = "daytonaio/sandbox:0.4.3"
+
+// Fake is a running fake Daytona. Its methods are safe for concurrent use.
+type Fake struct {
+	// URL is the control-plane API's base URL (a profile's api_url).
+	URL string
+	// APIKey is the only key the fake accepts.
+	APIKey string
+
+	srv     *httptest.Server
+	root    string
+	closing chan struct{}
+	wg      sync.WaitGroup
+
+	mu             sync.Mutex
+	sandboxes      map[string]*sandbox
+	order          []string // Sandbox IDs in creation order, for listing.
+	deleted        []string
+	kills          []Kill
+	created        []CreateRequest
+	executes       []ExecuteRequest
+	snapshots      map[string]bool
+	badImages      map[string]string
+	startPolls     int
+	executeTimeout time.Duration
+}
+
+// Kill records a signal the fake sent to a command's process group.
+type Kill struct {
+	Sandbox string
+	Pgid    int
+	Signal  syscall.Signal
+	Reason  string // "sandbox deleted", "execute timeout", "session deleted"
+}
+
+// Start starts a fake whose sandboxes live under t.TempDir(). It is
+// closed when the test ends: every process it started is killed.
+func Start(t testing.TB) *Fake {
+	t.Helper()
+	f := &Fake{
+		APIKey:     "dtn_test_" + randomHex(12),
+		root:       t.TempDir(),
+		closing:    make(chan struct{}),
+		sandboxes:  make(map[string]*sandbox),
+		snapshots:  map[string]bool{DefaultSnapshot: true},
+		badImages:  make(map[string]string),
+		startPolls: 1,
+	}
+	// Set f.srv before serving: handlers read its URL.
+	f.srv = httptest.NewUnstartedServer(f.routes())
+	f.srv.Start()
+	f.URL = f.srv.URL + "/api"
+	t.Cleanup(f.Close)
+	return f
+}
+
+// toolboxProxyURL is what sandboxes report as their toolboxProxyUrl.
+func (f *Fake) toolboxProxyURL() string { return f.srv.URL + "/proxy/toolbox" }
+
+// Close stops the server and kills every process the fake started. It
+// is idempotent.
+func (f *Fake) Close() {
+	f.mu.Lock()
+	select {
+	case <-f.closing:
+		f.mu.Unlock()
+		return
+	default:
+	}
+	close(f.closing)
+	for _, sb := range f.sandboxes {
+		for _, p := range sb.procs {
+			p.signal(syscall.SIGKILL)
+		}
+	}
+	f.mu.Unlock()
+	f.srv.Close()
+	f.wg.Wait()
+}
+
+// RejectImage makes builds from image fail (state build_failed) with
+// reason.
+func (f *Fake) RejectImage(image, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.badImages[image] = reason
+}
+
+// AddSnapshot makes a snapshot known.
+func (f *Fake) AddSnapshot(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snapshots[name] = true
+}
+
+// SetStartPolls sets how many reads a new sandbox takes to be started
+// (default 1).
+func (f *Fake) SetStartPolls(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.startPolls = n
+}
+
+// SetExecuteTimeout makes every execute time out after d (then 408), as
+// if it had asked for that timeout; 0 restores the requests' own.
+func (f *Fake) SetExecuteTimeout(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.executeTimeout = d
+}
+
+// Sandbox describes a sandbox of the fake.
+type Sandbox struct {
+	ID     string
+	State  string
+	Labels map[string]string
+	// Dir is the sandbox's home directory on the host.
+	Dir string
+	// Pgids are the process groups of the commands it ran.
+	Pgids []int
+}
+
+// Sandboxes returns the sandboxes not deleted, in creation order.
+func (f *Fake) Sandboxes() []Sandbox {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var list []Sandbox
+	for _, id := range f.order {
+		if sb, ok := f.sandboxes[id]; ok {
+			list = append(list, sb.describe())
+		}
+	}
+	return list
+}
+
+// Deleted returns the IDs of the deleted sandboxes, in order.
+func (f *Fake) Deleted() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.deleted)
+}
+
+// Kills returns the signals sent to process groups, in order.
+func (f *Fake) Kills() []Kill {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.kills)
+}
+
+// Created returns the create requests received, in order.
+func (f *Fake) Created() []CreateRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.created)
+}
+
+// ExecuteRequest is the toolbox's ExecuteRequest, as the fake received it.
+type ExecuteRequest struct {
+	Command string            `json:"command"`
+	Cwd     string            `json:"cwd"`
+	Envs    map[string]string `json:"envs"`
+	Timeout *int              `json:"timeout"`
+}
+
+// Executes returns the execute requests received, in order.
+func (f *Fake) Executes() []ExecuteRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.executes)
+}
+
+// killAll sends sig to the process groups of sb's commands and records
+// those it reached. f.mu is held.
+func (f *Fake) killAll(sb *sandbox, procs []*proc, sig syscall.Signal, reason string) {
+	for _, p := range procs {
+		if p.signal(sig) {
+			f.kills = append(f.kills, Kill{Sandbox: sb.dto.ID, Pgid: p.pgid, Signal: sig, Reason: reason})
+		}
+	}
+}
+
+// authorized checks the bearer key, answering 401 as the API does when
+// it is wrong.
+func (f *Fake) authorized(w http.ResponseWriter, r *http.Request) bool {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && key == f.APIKey {
+		return true
+	}
+	writeJSON(w, http.StatusUnauthorized, map[string]any{"statusCode": 401, "message": "Unauthorized"})
+	return false
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newID returns a sandbox ID shaped like the API's (a UUID).
+func newID() string {
+	h := randomHex(16)
+	return fmt.Sprintf("%s-%s-%s-%s-%s", h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+}
+
+// sandboxDir is the home directory of sandbox id.
+func (f *Fake) sandboxDir(id string) string { return filepath.Join(f.root, id) }

@@ -1,0 +1,68 @@
+// Package daytona runs each job attempt in a Daytona sandbox of its own,
+// through Daytona's public REST API (the control plane) and the toolbox
+// API of the sandbox's daemon, with a small hand-written client that
+// follows the v0.190.0 OpenAPI definitions (api.openapi.yaml and
+// toolbox.openapi.yaml, Apache-2.0).
+//
+// One attempt, in session mode (the default):
+//
+//  1. POST /sandbox creates the sandbox from the profile's image (as a
+//     build whose Dockerfile is `FROM image`, with the cpu, memory and
+//     disk resources) or snapshot, labelled io.sandrun.{managed,
+//     deployment,job,attempt,worker}, with autoStopInterval set (never
+//     off) and autoDeleteInterval 0: a sandbox nobody talks to any more
+//     stops, then deletes itself. GET /sandbox/{id} is polled until the
+//     state is started; build_failed or error ends the attempt with
+//     ErrPermanent (a bad image or snapshot), as does a create the API
+//     refuses with 400, 404 or 422.
+//  2. On the toolbox ({toolboxProxyUrl}/{sandboxId}) a session is created
+//     and the job runs in it as an asynchronous session command. Its
+//     output is streamed from the logs endpoint with follow=true (a
+//     WebSocket whose stdout and stderr chunks are marked with the bytes
+//     01 01 01 and 02 02 02); GET …/command/{id} is polled for the exit
+//     code.
+//  3. DELETE /sandbox/{id} removes the sandbox, whatever happened: the
+//     job's leftover background processes end with it.
+//
+// What the job sees: the session command is a small POSIX sh wrapper
+// (script.go) that records the job's pid, changes to Spec.Dir (relative
+// to the sandbox's default directory; a missing one exits 127) and runs
+// `env -i K=V... /bin/sh -c COMMAND </dev/null`. So the environment is
+// exactly Spec.Env plus PATH (DefaultPath) when the job sets none —
+// nothing of the daemon's or the worker's — and standard input is empty.
+// Session commands have no env field, so the values travel, shell-quoted,
+// in the command's text; that text lives in the sandbox until it is
+// deleted, and never appears in an error or a log of this package.
+//
+// When ctx is done (timeout, cancel, shutdown), the toolbox has no kill
+// for a command, so the backend signals the job from inside the sandbox:
+// POST /process/execute runs `kill -TERM` (and CONT) on the recorded pid —
+// on its process group when the job leads one — then, after
+// Spec.Grace(), `kill -KILL`; then the sandbox is deleted, which ends
+// every process left in it. An exit status 128+N after sandrun sent
+// signal N is reported as that signal (ExitCode -1). A job that traps
+// TERM and exits on its own keeps its exit code. Run returns an error
+// wrapping context.Cause(ctx).
+//
+// Execute mode (mode: execute) runs the job with one synchronous POST
+// /process/execute instead, the job's env in its envs field and cwd in
+// its cwd field. Its output arrives when it ends, stdout and stderr
+// combined (the API returns one string), all on Output.Stdout, and, being
+// JSON text, bytes that are not UTF-8 are replaced. The request always
+// carries a timeout: the job's remaining deadline plus a margin (or
+// execute_timeout without one), so that ctx expires first. A 408 (the
+// daemon's timeout, which has killed the command) that still comes first
+// is waited out for up to the margin: ctx ending meanwhile makes it the
+// job's timeout, otherwise it is a retryable failure. ctx done stops the
+// job as in session mode, the open request then bringing its exit code.
+//
+// Orphans: a worker killed with SIGKILL leaves its sandbox running.
+// ReapOrphans lists the deployment's sandboxes by label and deletes those
+// whose attempt is not live. Should no worker be left at all, the
+// sandbox's auto-stop (then auto-delete) ends it.
+//
+// Errors: 401 and 403 wrap backends.ErrPermanent (the message names
+// api_key_env, never the key); 429 and 5xx answers are retried with
+// backoff on idempotent calls, then, like connection failures, wrap
+// backends.ErrUnavailable.
+package daytona

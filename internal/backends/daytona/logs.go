@@ -1,0 +1,214 @@
+package daytona
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/backends"
+)
+
+// The daemon marks each chunk of a session command's log with the stream
+// it came from; the follow stream carries the marked bytes.
+var (
+	stdoutMarker = []byte{0x01, 0x01, 0x01}
+	stderrMarker = []byte{0x02, 0x02, 0x02}
+)
+
+// maxFollowTries bounds how often a broken log stream is re-opened in a
+// row without progress.
+const maxFollowTries = 5
+
+// follow copies the log stream at u to d until the server ends it (the
+// command has ended). A stream that breaks is opened again: the daemon
+// replays it from the start, and what was already copied is skipped.
+func follow(ctx context.Context, c *client, u *url.URL, d *demux) error {
+	defer d.flush()
+	var copied int64
+	for tries := 1; ; tries++ {
+		n, err := followOnce(ctx, c, u, d, copied)
+		if n > copied {
+			copied, tries = n, 1
+		}
+		if err == nil || ctx.Err() != nil || tries == maxFollowTries ||
+			hasStatus(err, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound) {
+			return err
+		}
+		t := time.NewTimer(backoff(tries - 1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// followOnce reads the stream once, skipping its first skip bytes, and
+// returns how far into it it got.
+func followOnce(ctx context.Context, c *client, u *url.URL, d *demux, skip int64) (int64, error) {
+	ws, err := dialWS(ctx, c, "follow logs", u)
+	if err != nil {
+		return 0, err
+	}
+	defer ws.close()
+	var at int64
+	for {
+		msg, err := ws.next()
+		if errors.Is(err, errClosed) {
+			return at, nil
+		}
+		if err != nil {
+			return at, err
+		}
+		if drop := min(max(skip-at, 0), int64(len(msg))); drop > 0 {
+			at += drop
+			msg = msg[drop:]
+		}
+		at += int64(len(msg))
+		d.write(msg)
+	}
+}
+
+// demux splits the marked log into stdout and stderr. Bytes before any
+// marker (a daemon that marks nothing) go to stdout. A marker split
+// between two messages is still found: trailing bytes that could start
+// one are held back until the next write or the flush. Output that itself
+// holds three 01 or 02 bytes in a row is misread: the format cannot tell.
+type demux struct {
+	out  [2]*sink // stdout, stderr
+	cur  int
+	held []byte
+}
+
+func newDemux(out [2]*sink) *demux { return &demux{out: out} }
+
+func (d *demux) write(p []byte) {
+	buf := p
+	if len(d.held) > 0 {
+		buf = append(d.held, p...)
+		d.held = nil
+	}
+	for len(buf) > 0 {
+		i, stream := nextMarker(buf)
+		if i < 0 {
+			keep := partialMarker(buf)
+			d.emit(buf[:len(buf)-keep])
+			d.held = bytes.Clone(buf[len(buf)-keep:])
+			return
+		}
+		d.emit(buf[:i])
+		d.cur = stream
+		buf = buf[i+len(stdoutMarker):]
+	}
+}
+
+// flush delivers what was held back.
+func (d *demux) flush() {
+	d.emit(d.held)
+	d.held = nil
+}
+
+func (d *demux) emit(p []byte) {
+	if len(p) > 0 {
+		_, _ = d.out[d.cur].Write(p)
+	}
+}
+
+// nextMarker finds the first marker in p: its index and stream (0
+// stdout, 1 stderr), or -1.
+func nextMarker(p []byte) (int, int) {
+	o, e := bytes.Index(p, stdoutMarker), bytes.Index(p, stderrMarker)
+	switch {
+	case o >= 0 && (e < 0 || o < e):
+		return o, 0
+	case e >= 0:
+		return e, 1
+	}
+	return -1, 0
+}
+
+// partialMarker returns how many trailing bytes of p could start a marker.
+func partialMarker(p []byte) int {
+	for k := min(len(stdoutMarker)-1, len(p)); k > 0; k-- {
+		tail := p[len(p)-k:]
+		if bytes.HasPrefix(stdoutMarker, tail) || bytes.HasPrefix(stderrMarker, tail) {
+			return k
+		}
+	}
+	return 0
+}
+
+// logDrain bounds how long the output is still waited for once the exit
+// code is known and nothing comes: only processes the job left behind
+// can hold the stream open.
+const logDrain = 2 * time.Second
+
+// logStream is the output being copied; err is set when done is closed,
+// and last is when output last came (Unix nanoseconds).
+type logStream struct {
+	done chan struct{}
+	err  error
+	last atomic.Int64
+}
+
+// sinks returns the sinks of out that note the stream's progress.
+func (l *logStream) sinks(out backends.Output) [2]*sink {
+	return [2]*sink{{w: out.Stdout, last: &l.last}, {w: out.Stderr, last: &l.last}}
+}
+
+// drain waits for the stream to end and returns its error. Once the job
+// has ended, it gives up when no output has come for logDrain, since
+// leftovers could hold the stream open; a backlog still flowing is read.
+func (l *logStream) drain(stop context.CancelFunc, ended bool) error {
+	if ended {
+		if now := time.Now().UnixNano(); l.last.Load() < now {
+			l.last.Store(now)
+		}
+		t := time.NewTicker(logDrain / 20)
+		defer t.Stop()
+	wait:
+		for {
+			select {
+			case <-l.done:
+				return l.err
+			case <-t.C:
+				if time.Since(time.Unix(0, l.last.Load())) > logDrain {
+					break wait
+				}
+			}
+		}
+	}
+	stop()
+	<-l.done
+	return nil
+}
+
+// sink forwards to w until a write fails, then discards, so that a
+// failing writer does not stop the job; err keeps the failure. A nil w
+// discards everything. Each write is noted in last (Unix nanoseconds),
+// which other goroutines may read.
+type sink struct {
+	w    io.Writer
+	err  error
+	last *atomic.Int64
+}
+
+func (s *sink) Write(p []byte) (int, error) {
+	if s.last != nil {
+		s.last.Store(time.Now().UnixNano())
+	}
+	if s.w != nil && s.err == nil {
+		n, err := s.w.Write(p)
+		if err == nil && n < len(p) {
+			err = io.ErrShortWrite
+		}
+		s.err = err
+	}
+	return len(p), nil
+}

@@ -1,0 +1,153 @@
+package daytona
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/backends"
+)
+
+// sessionID names the job's session; each sandbox runs one job.
+const sessionID = "sandrun"
+
+// run is one attempt in its started sandbox.
+type run struct {
+	b    *Backend
+	tb   *toolbox
+	job  job
+	logs *logStream
+	out  [2]*sink // stdout, stderr
+}
+
+// Run implements backends.Backend. See the package documentation.
+func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("daytona: not started: %w", context.Cause(ctx))
+	}
+	j, err := newJob(spec)
+	if err != nil {
+		return res, err
+	}
+	sb, err := b.start(ctx, j)
+	if err != nil {
+		return res, runErr(ctx, "start sandbox", err)
+	}
+	defer b.remove(ctx, sb.ID)
+	tb, err := b.api.toolbox(sb)
+	if err != nil {
+		return res, fmt.Errorf("daytona: %w", err)
+	}
+	logs := &logStream{done: make(chan struct{})}
+	r := &run{b: b, tb: tb, job: j, logs: logs, out: logs.sinks(out)}
+	if b.cfg.Mode == ModeExecute {
+		return r.execute(ctx)
+	}
+	return r.session(ctx)
+}
+
+// runErr words a failed step, wrapping the cause of ctx when ctx ended it.
+func runErr(ctx context.Context, step string, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)) {
+		return fmt.Errorf("daytona: %s: %w (%w)", step, context.Cause(ctx), err)
+	}
+	return fmt.Errorf("daytona: %s: %w", step, err)
+}
+
+// session runs the job as an asynchronous session command, streaming its
+// output until its exit code is known.
+func (r *run) session(ctx context.Context) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
+	if err := r.tb.createSession(ctx, sessionID); err != nil {
+		return res, runErr(ctx, "create session", err)
+	}
+	cid, err := r.tb.exec(ctx, sessionID, r.job.sessionCommand())
+	if err != nil {
+		return res, runErr(ctx, "start the job", err)
+	}
+	res.StartedAt = time.Now()
+
+	// The log stream outlives ctx: a stopped job's last words count.
+	lctx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLogs()
+	logs := r.logs
+	go func() {
+		defer close(logs.done)
+		logs.err = follow(lctx, r.tb.c, r.tb.logsURL(sessionID, cid), newDemux(r.out))
+	}()
+
+	poll := func(ctx context.Context, d time.Duration) (int, bool, error) {
+		return r.pollExit(ctx, cid, d, logs.done)
+	}
+	code, ended, err := poll(ctx, -1)
+	var st stopped
+	if err == nil && !ended {
+		code, ended, st = r.stop(ctx, poll)
+	}
+	res.FinishedAt = time.Now()
+	logErr := logs.drain(stopLogs, ended)
+	if err != nil {
+		return res, runErr(ctx, "wait for the job", err)
+	}
+	return r.finish(ctx, res, code, ended, st, logErr)
+}
+
+// pollFunc waits up to d (d < 0: no bound) for the job's exit code, or
+// until ctx is done; ended reports whether it came.
+type pollFunc func(ctx context.Context, d time.Duration) (code int, ended bool, err error)
+
+// pollExit is the session's pollFunc. Polls start at 50ms and grow to
+// PollInterval; the end of the log stream, which comes with the
+// command's, brings the next one forward.
+func (r *run) pollExit(ctx context.Context, cid string, d time.Duration, logsDone <-chan struct{}) (int, bool, error) {
+	var deadline <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
+	wait := 50 * time.Millisecond
+	for {
+		st, err := r.tb.command(ctx, sessionID, cid)
+		switch {
+		case err == nil && st.ExitCode != nil:
+			return *st.ExitCode, true, nil
+		case ctx.Err() != nil:
+			return -1, false, nil
+		case err != nil:
+			return -1, false, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return -1, false, nil
+		case <-deadline:
+			t.Stop()
+			return -1, false, nil
+		case <-logsDone:
+			t.Stop()
+			logsDone = nil
+		case <-t.C:
+			wait = min(wait*3/2, r.b.cfg.PollInterval)
+		}
+	}
+}
+
+// finish fills in res from how the job ended and words Run's error.
+func (r *run) finish(ctx context.Context, res backends.Result, code int, ended bool, st stopped, logErr error) (backends.Result, error) {
+	st.fill(&res, code, ended)
+	switch {
+	case st.any():
+		return res, fmt.Errorf("daytona: stopped: %w", context.Cause(ctx))
+	case r.out[0].err != nil:
+		return res, fmt.Errorf("daytona: writing stdout: %w", r.out[0].err)
+	case r.out[1].err != nil:
+		return res, fmt.Errorf("daytona: writing stderr: %w", r.out[1].err)
+	case logErr != nil:
+		return res, fmt.Errorf("daytona: reading the output: %w", logErr)
+	}
+	return res, nil
+}
