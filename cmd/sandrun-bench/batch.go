@@ -24,7 +24,10 @@ import (
 // the client here. It reports the submit rate, the end-to-end completion
 // rate (submit start to last item ended, followed with WaitBatch) and
 // each process's peak RSS.
-func benchBatch(n, slots int) error {
+//
+// With workerAfter, the worker starts only once the submit is done, so
+// the submit has the server to itself.
+func benchBatch(n, slots int, workerAfter bool) error {
 	dir, err := os.MkdirTemp("", "sandrun-bench-batch")
 	if err != nil {
 		return err
@@ -41,10 +44,30 @@ func benchBatch(n, slots int) error {
 	defer stopChild(srv)
 	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text") //nolint:gosec // the CLI just built
 	worker.Stdout, worker.Stderr = io.Discard, io.Discard
-	if err := worker.Start(); err != nil {
+	startWorker := func() error {
+		if err := worker.Start(); err != nil {
+			return err
+		}
+		return nil
+	}
+	// The worker creates the layout as it starts; with workerAfter, a
+	// first worker run only creates it.
+	if err := startWorker(); err != nil {
 		return err
 	}
-	defer stopChild(worker)
+	if workerAfter {
+		if err := waitLayout(url); err != nil {
+			return err
+		}
+		stopChild(worker)
+		worker = exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text") //nolint:gosec // the CLI just built
+		worker.Stdout, worker.Stderr = io.Discard, io.Discard
+	}
+	defer func() {
+		if worker.Process != nil {
+			stopChild(worker)
+		}
+	}()
 
 	ctx := context.Background()
 	var cl *client.Client
@@ -71,8 +94,13 @@ func benchBatch(n, slots int) error {
 	submitted := time.Since(began)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("submit: %d items (%d new) in %s: %.0f items/s; client heap in use %.1f MiB\n",
-		res.Batch.Total, res.Submitted, submitted.Round(time.Millisecond), float64(n)/submitted.Seconds(), float64(ms.HeapInuse)/(1<<20))
+	fmt.Printf("submit: %d items (%d new) in %s: %.0f items/s (worker consuming meanwhile: %t); client heap in use %.1f MiB\n",
+		res.Batch.Total, res.Submitted, submitted.Round(time.Millisecond), float64(n)/submitted.Seconds(), !workerAfter, float64(ms.HeapInuse)/(1<<20))
+	if workerAfter {
+		if err := startWorker(); err != nil {
+			return err
+		}
+	}
 	last := time.Now()
 	p, err := cl.WaitBatch(ctx, "bench", client.WaitOptions{Interval: 10 * time.Second, OnProgress: func(p client.BatchProgress) {
 		if time.Since(last) >= 10*time.Second {
@@ -156,4 +184,18 @@ func peakRSS(pid int) string {
 		}
 	}
 	return "?"
+}
+
+// waitLayout waits until sandrun's layout exists on the server at url.
+func waitLayout(url string) error {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cl, err := client.Connect(context.Background(), client.Options{URL: url})
+		if err == nil {
+			cl.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+	}
 }

@@ -39,6 +39,7 @@ func main() {
 	dock := flag.Bool("docker", false, "run the docker backend benchmark instead")
 	batch := flag.Int("batch", 0, "run the batch benchmark with this many items instead")
 	slots := flag.Int("slots", 16, "worker slots for -batch")
+	workerAfter := flag.Bool("worker-after", false, "with -batch: start the worker once the submit is done")
 	serveDir := flag.String("serve", "", "run only an embedded server storing in this directory (the -batch benchmark's server process)")
 	flag.Parse()
 	if *serveDir != "" {
@@ -60,7 +61,7 @@ func main() {
 	var err error
 	switch {
 	case *batch > 0:
-		err = benchBatch(*batch, *slots)
+		err = benchBatch(*batch, *slots, *workerAfter)
 	case *dock:
 		err = benchDocker(30)
 	case *sched:
