@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/jobs"
@@ -30,6 +32,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	schedules := fs.String("schedules", "", "schedules YAML file (default: one example schedule, dev-heartbeat)")
 	configFile := fs.String("config", "", "YAML config file (worker, backends, policy)")
 	demo := fs.Bool("demo", false, "submit example jobs, print how each ends, and exit")
+	cluster := fs.Int("cluster", 1, "embedded servers: 3 runs a 3-node JetStream cluster on loopback with R3 streams and buckets")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,15 +65,35 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 
-	srv, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: *dir, Port: *port, HTTPPort: *httpPort, SyncAlways: *syncAlways})
-	if err != nil {
-		return err
+	if *cluster < 1 || *cluster > 5 {
+		return usageErr("dev: --cluster: want 1 to 5 servers, got %d", *cluster)
 	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	cfg.NATS.URL = srv.ClientURL()
-	cfg.Collectors = append(cfg.Collectors, metrics.NewServerCollector(natsutil.Stats(srv)))
+	embedded := natsutil.EmbeddedConfig{Dir: *dir, Port: *port, HTTPPort: *httpPort, SyncAlways: *syncAlways}
+	var servers []*server.Server
+	if *cluster == 1 {
+		srv, err := natsutil.StartEmbedded(embedded)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, srv)
+	} else {
+		embedded.HTTPPort = 0
+		if servers, err = natsutil.StartCluster(ctx, *dir, *cluster, embedded); err != nil {
+			return err
+		}
+		cfg.Layout.Replicas = min(*cluster, 3)
+	}
+	defer func() {
+		for _, srv := range servers {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		}
+	}()
+	cfg.NATS.URL = natsutil.ClusterURL(servers)
+	cfg.Collectors = append(cfg.Collectors, metrics.NewServerCollector(natsutil.Stats(servers[0])))
 	if !*demo {
-		fmt.Fprintf(c.stderr, "sandrun dev: embedded NATS at %s (data in %s); Ctrl-C to stop\n", srv.ClientURL(), *dir)
+		fmt.Fprintf(c.stderr, "sandrun dev: embedded NATS at %s (%d server(s), replicas %d, data in %s); Ctrl-C to stop\n",
+			cfg.NATS.URL, len(servers), max(cfg.Layout.Replicas, 1), *dir)
 	}
 
 	runCtx, stop := context.WithCancel(ctx)

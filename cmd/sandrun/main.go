@@ -33,7 +33,8 @@ Usage:
   sandrun doctor [--config FILE]         check NATS, the policy and every backend profile
   sandrun sif ls|prune [--dry-run]|pull REF  [--config FILE [--profile P] | --scratch DIR]
                                          the SIF cache of a singularity profile
-  sandrun dev [flags]                    embedded NATS + worker + scheduler in one process
+  sandrun dev [flags]                    embedded NATS + worker + scheduler in one process (--cluster 3: three nodes)
+  sandrun server --data DIR [flags]      one embedded NATS node (--cluster-name, --routes: a cluster node)
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
 
@@ -97,6 +98,8 @@ func (c cli) run(args []string) int {
 		err = c.sif(ctx, rest)
 	case "batch":
 		err = c.batch(ctx, rest)
+	case "server":
+		err = c.server(ctx, rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

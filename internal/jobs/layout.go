@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -181,8 +182,12 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		Replicas:          cfg.Replicas,
 	}}
 	for _, sc := range streams {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return nil, fmt.Errorf("stream %s: %w", sc.Name, err)
+		err := placing(ctx, cfg.Replicas, "stream "+sc.Name, func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateStream(ctx, sc)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	kvStorage := jetstream.FileStorage
@@ -220,21 +225,28 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 	}}
 	kvs := make(map[string]jetstream.KeyValue, len(buckets))
 	for _, bc := range buckets {
-		kv, err := js.CreateOrUpdateKeyValue(ctx, bc)
+		err := placing(ctx, cfg.Replicas, "bucket "+bc.Bucket, func(ctx context.Context) error {
+			kv, err := js.CreateOrUpdateKeyValue(ctx, bc)
+			kvs[bc.Bucket] = kv
+			return err
+		})
 		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", bc.Bucket, err)
+			return nil, err
 		}
-		kvs[bc.Bucket] = kv
 	}
-	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      BucketOutputs,
-		Description: "sandrun job output",
-		TTL:         cfg.Retention,
-		Storage:     storage,
-		Replicas:    cfg.Replicas,
+	var obj jetstream.ObjectStore
+	err := placing(ctx, cfg.Replicas, "object store "+BucketOutputs, func(ctx context.Context) (err error) {
+		obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      BucketOutputs,
+			Description: "sandrun job output",
+			TTL:         cfg.Retention,
+			Storage:     storage,
+			Replicas:    cfg.Replicas,
+		})
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
+		return nil, err
 	}
 	dep, err := deploymentID(ctx, js)
 	if err != nil {
@@ -350,4 +362,52 @@ type WorkerInfo struct {
 type WorkerProfile struct {
 	Kind        string `json:"kind"`
 	Description string `json:"description,omitempty"`
+}
+
+// placeWithin bounds how long start-up waits for the cluster to place an
+// asset (a cluster still forming, a leader election, several components
+// creating the layout at once).
+const placeWithin = time.Minute
+
+// placing runs create until it succeeds, retrying timeouts and placement
+// errors for up to placeWithin, and words the final error for the
+// operator.
+func placing(ctx context.Context, replicas int, what string, create func(ctx context.Context) error) error {
+	deadline := time.Now().Add(placeWithin)
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		err := create(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !retryablePlacement(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			if replicas > 1 && retryablePlacement(err) {
+				return fmt.Errorf("%s: cannot place %d replicas within %s (a cluster needs %d JetStream servers routed to each other): %w", what, replicas, placeWithin, replicas, err)
+			}
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retryablePlacement reports errors a cluster that is forming or
+// electing a leader gives.
+func retryablePlacement(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// 10005: no suitable peers for placement; 10008: JetStream
+		// temporarily unavailable; 10023: insufficient resources.
+		switch apiErr.ErrorCode {
+		case 10005, 10008, 10023:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }

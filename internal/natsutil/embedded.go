@@ -6,6 +6,7 @@ package natsutil
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -34,10 +35,25 @@ type EmbeddedConfig struct {
 	MaxMemory int64
 	// MaxPayload is the largest message (default 8 MiB).
 	MaxPayload int32
-	// ServerName defaults to "sandrun-embedded".
+	// ServerName defaults to "sandrun-embedded". Every node of a
+	// cluster needs its own.
 	ServerName string
+	// Cluster, when its Name is set, makes the server a node of a
+	// JetStream cluster.
+	Cluster ClusterConfig
 	// Logs routes the server's own logs to stderr when true.
 	Logs bool
+}
+
+// ClusterConfig makes an embedded server one node of a cluster.
+type ClusterConfig struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Port is this node's route port (on the server's host); -1 picks a
+	// free one.
+	Port int
+	// Routes are the other nodes' route URLs (nats-route://host:port).
+	Routes []string
 }
 
 // StartEmbedded starts a JetStream server and waits until it accepts
@@ -60,6 +76,19 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		SyncAlways:         cfg.SyncAlways,
 		NoSigs:             true,
 		NoLog:              !cfg.Logs,
+	}
+	if c := cfg.Cluster; c.Name != "" {
+		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: opts.Host, Port: c.Port}
+		if opts.Cluster.Host == "" {
+			opts.Cluster.Host = "127.0.0.1"
+		}
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("embedded nats: cluster route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "sandrun-embedded"
@@ -87,7 +116,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		s.ConfigureLogger()
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
 		return nil, errors.New("embedded nats: not ready after 10s")
 	}

@@ -1,0 +1,210 @@
+// Package drills holds failure drills: sandrun's invariants checked on a
+// 3-node JetStream cluster of separate processes while parts of it fail.
+// Each drill ends with every job's state and its number of committed
+// results, and logs the figures docs/RELIABILITY.md records.
+package drills
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+// sandrunBin is the CLI (built without the race detector): the servers
+// and the workers of a drill are its processes.
+var sandrunBin string
+
+func TestMain(m *testing.M) { os.Exit(sandruntest.MainWithCLI(m, false, &sandrunBin)) }
+
+// proc is a child process of a drill.
+type proc struct {
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan struct{}
+}
+
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(sandrunBin, args...), log: &bytes.Buffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, tail(p.log.String(), 4000))
+		}
+	})
+	return p
+}
+
+func (p *proc) kill9() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// cluster is three `sandrun server` nodes on loopback.
+type cluster struct {
+	t       *testing.T
+	names   []string
+	ports   []int
+	routes  []int
+	dirs    []string
+	servers []*proc
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t}
+	base := t.TempDir()
+	for i := range 3 {
+		c.names = append(c.names, fmt.Sprintf("drill-%d", i+1))
+		c.ports = append(c.ports, freePort(t))
+		c.routes = append(c.routes, freePort(t))
+		c.dirs = append(c.dirs, filepath.Join(base, c.names[i]))
+	}
+	c.servers = make([]*proc, 3)
+	for i := range 3 {
+		c.startNode(i)
+	}
+	return c
+}
+
+func (c *cluster) startNode(i int) {
+	var routes []string
+	for j, p := range c.routes {
+		if j != i {
+			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+		}
+	}
+	c.servers[i] = start(c.t, c.names[i], "server", "--data", c.dirs[i], "--name", c.names[i], "--port", fmt.Sprint(c.ports[i]),
+		"--cluster-name", "drill", "--cluster-port", fmt.Sprint(c.routes[i]), "--routes", strings.Join(routes, ","))
+}
+
+func (c *cluster) url() string {
+	urls := make([]string, len(c.ports))
+	for i, p := range c.ports {
+		urls[i] = fmt.Sprintf("nats://127.0.0.1:%d", p)
+	}
+	return strings.Join(urls, ",")
+}
+
+// node returns the index of the server named name.
+func (c *cluster) node(name string) int {
+	for i, n := range c.names {
+		if n == name {
+			return i
+		}
+	}
+	c.t.Fatalf("no node %q", name)
+	return -1
+}
+
+// connect waits for the layout (created by the first worker) and returns
+// a client.
+func connect(t *testing.T, url string) *client.Client {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		cl, err := client.Connect(t.Context(), client.Options{URL: url, Name: "drill"})
+		if err == nil {
+			t.Cleanup(cl.Close)
+			return cl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connect: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// resultWrites counts every committed write of each result key.
+type resultWrites struct {
+	mu sync.Mutex
+	n  map[string]int
+	at []time.Time // when each write was seen
+}
+
+func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
+	t.Helper()
+	rw := &resultWrites{n: map[string]int{}}
+	go st.Follow(t.Context(), st.State, jobs.ResultKey(">"), nil, func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			return
+		}
+		rw.mu.Lock()
+		rw.n[strings.TrimPrefix(e.Key(), "result.")]++
+		rw.at = append(rw.at, time.Now())
+		rw.mu.Unlock()
+	})
+	return rw
+}
+
+func (rw *resultWrites) total() (keys, writes int) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	for _, n := range rw.n {
+		keys++
+		writes += n
+	}
+	return keys, writes
+}
+
+// snapshot copies the write counts by job ID.
+func (rw *resultWrites) snapshot() map[string]int {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return maps.Clone(rw.n)
+}
+
+// firstAfter is the first write seen after t0.
+func (rw *resultWrites) firstAfter(t0 time.Time) time.Time {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	for _, at := range rw.at {
+		if at.After(t0) {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,131 @@
+package drills
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
+)
+
+// TestStreamLeaderKilled: kill -9 of the JOBS stream's leader during a
+// 2,000-job run on a 3-node cluster (R3). Every job ends, exactly one
+// result each; the node comes back and catches up.
+func TestStreamLeaderKilled(t *testing.T) {
+	c := startCluster(t)
+	url := c.url()
+	if err := natsutil.WaitJetStream(t.Context(), url, 3); err != nil {
+		t.Fatal(err)
+	}
+	// The first worker creates the R3 layout; the second starts once it
+	// exists (two components creating an R3 layout at the same moment
+	// can stall each other: docs/RELIABILITY.md).
+	var cl *client.Client
+	for i := range 2 {
+		start(t, fmt.Sprintf("worker-%d", i), "worker", "--nats-url", url, "--replicas", "3", "--name", fmt.Sprintf("drill-w%d", i),
+			"--slots", "8", "--lease-ttl", "10s", "--log-format", "text")
+		if i == 0 {
+			cl = connect(t, url)
+		}
+	}
+	st := cl.Store()
+	writes := watchResults(t, st)
+	ctx := t.Context()
+
+	const n = 2000
+	items := make([]client.Spec, n)
+	for i := range items {
+		items[i] = client.Spec{Command: "true", MaxAttempts: 5}
+	}
+	if _, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: "leader"}, items); err != nil {
+		t.Fatal(err)
+	}
+	// Kill the leader once a quarter of the jobs have ended.
+	for {
+		if k, _ := writes.total(); k >= n/4 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s, err := st.JS.Stream(ctx, jobs.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil || info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("JOBS stream cluster info: %+v, %v (want a leader and 2 replicas)", info.Cluster, err)
+	}
+	leader := c.node(info.Cluster.Leader)
+	doneBefore, _ := writes.total()
+	killedAt := time.Now()
+	c.servers[leader].kill9()
+	t.Logf("killed the JOBS leader %s with %d of %d jobs ended", info.Cluster.Leader, doneBefore, n)
+
+	// The job results keep coming from the two nodes left.
+	deadline := time.Now().Add(5 * time.Minute)
+	for last := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		k, _ := writes.total()
+		if k >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs ended 5 minutes after the kill", k, n)
+		}
+		if time.Since(last) > 10*time.Second {
+			last = time.Now()
+			t.Logf("%d of %d ended", k, n)
+		}
+	}
+	recovery := writes.firstAfter(killedAt).Sub(killedAt)
+	allDone := time.Since(killedAt)
+
+	// The killed node restarts and catches up.
+	c.startNode(leader)
+	time.Sleep(500 * time.Millisecond) // let any stray commit land before counting
+	keys, total := writes.total()
+	dups := 0
+	for id, k := range writes.snapshot() {
+		if k != 1 {
+			dups++
+			t.Errorf("%s: %d result writes", id, k)
+		}
+	}
+	bctx, bcancel := context.WithTimeout(ctx, time.Minute)
+	defer bcancel()
+	v, err := cl.Batch(bctx, "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, it := range v.Items {
+		if it.Result == nil || it.Result.State != jobs.StateSucceeded {
+			lost++
+		}
+	}
+	lost += n - len(v.Items)
+	t.Logf("DRILL stream-leader-kill: jobs %d, lost %d, duplicate commits %d (result keys %d, writes %d), first commit %s after the kill, all ended %s after it",
+		n, lost, dups, keys, total, recovery.Round(time.Millisecond), allDone.Round(time.Millisecond))
+	if lost != 0 || dups != 0 || keys != n {
+		t.Fatalf("lost %d, duplicates %d, result keys %d of %d", lost, dups, keys, n)
+	}
+	if ws := mustWorkers(t, cl); len(ws) != 2 {
+		t.Fatalf("workers after the drill: %v", ws)
+	}
+}
+
+func mustWorkers(t *testing.T, cl *client.Client) []string {
+	t.Helper()
+	ws, err := cl.Workers(t.Context())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range ws {
+		names = append(names, w.Name)
+	}
+	return names
+}

@@ -1,0 +1,116 @@
+package natsutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// StartCluster starts n embedded servers on loopback as one JetStream
+// cluster (names sandrun-1..n, data in dir/node-i), and waits until the
+// cluster has elected its meta leader, so that R3 assets can be placed.
+// base configures every node (Dir, ServerName and Cluster are set here);
+// with base.Port > 0, node i listens on base.Port+i. Stop every server
+// with Shutdown + WaitForShutdown.
+func StartCluster(ctx context.Context, dir string, n int, base EmbeddedConfig) ([]*server.Server, error) {
+	if n < 1 {
+		return nil, errors.New("embedded cluster: want at least one node")
+	}
+	routePorts := make([]int, n)
+	for i := range routePorts {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		routePorts[i] = p
+	}
+	var servers []*server.Server
+	stop := func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	for i := range n {
+		cfg := base
+		cfg.Dir = filepath.Join(dir, fmt.Sprintf("node-%d", i+1))
+		cfg.ServerName = fmt.Sprintf("sandrun-%d", i+1)
+		if base.Port > 0 {
+			cfg.Port = base.Port + i
+		} else {
+			cfg.Port = -1
+		}
+		cfg.Cluster = ClusterConfig{Name: "sandrun", Port: routePorts[i]}
+		for j, p := range routePorts {
+			if j != i {
+				cfg.Cluster.Routes = append(cfg.Cluster.Routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+			}
+		}
+		s, err := StartEmbedded(cfg)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("node %d: %w", i+1, err)
+		}
+		servers = append(servers, s)
+	}
+	if err := WaitJetStream(ctx, ClusterURL(servers), min(n, 3)); err != nil {
+		stop()
+		return nil, err
+	}
+	return servers, nil
+}
+
+// ClusterURL is the comma-separated client URLs of servers.
+func ClusterURL(servers []*server.Server) string {
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.ClientURL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// WaitJetStream waits until JetStream at url can place a stream of
+// replicas copies: the meta leader is elected and enough servers have
+// joined. It probes with a small in-memory stream it removes again.
+func WaitJetStream(ctx context.Context, url string, replicas int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		return err
+	}
+	probe := &nats.StreamConfig{Name: "sandrun_probe_" + nats.NewInbox()[7:], Subjects: []string{"sandrun.probe." + nats.NewInbox()[7:]},
+		Storage: nats.MemoryStorage, Replicas: replicas, MaxMsgs: 1}
+	for {
+		_, err := js.AddStream(probe, nats.Context(ctx))
+		if err == nil {
+			_ = js.DeleteStream(probe.Name)
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("jetstream at %s cannot place %d replicas after 30s (every node up, routed and running JetStream?): %w", url, replicas, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// freePort returns a TCP port free on loopback now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
