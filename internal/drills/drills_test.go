@@ -6,6 +6,7 @@ package drills
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
@@ -130,6 +132,29 @@ func (c *cluster) node(name string) int {
 	return -1
 }
 
+// clusterWithWorkers starts a 3-node cluster and n workers on it (R3
+// layout, 8 slots, 10s lease TTL) and returns a client. The first worker
+// creates the layout; the others start once it exists (two components
+// creating an R3 layout at the same moment can stall each other:
+// docs/RELIABILITY.md).
+func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
+	t.Helper()
+	c := startCluster(t)
+	url := c.url()
+	if err := natsutil.WaitJetStream(t.Context(), url, 3); err != nil {
+		t.Fatal(err)
+	}
+	var cl *client.Client
+	for i := range n {
+		start(t, fmt.Sprintf("worker-%d", i), "worker", "--nats-url", url, "--replicas", "3", "--name", fmt.Sprintf("drill-w%d", i),
+			"--slots", "8", "--lease-ttl", "10s", "--log-format", "text")
+		if i == 0 {
+			cl = connect(t, url)
+		}
+	}
+	return c, cl
+}
+
 // connect waits for the layout (created by the first worker) and returns
 // a client.
 func connect(t *testing.T, url string) *client.Client {
@@ -150,20 +175,25 @@ func connect(t *testing.T, url string) *client.Client {
 
 // resultWrites counts every committed write of each result key.
 type resultWrites struct {
-	mu sync.Mutex
-	n  map[string]int
-	at []time.Time // when each write was seen
+	mu    sync.Mutex
+	n     map[string]int
+	state map[string]jobs.State // the last written result's state
+	at    []time.Time           // when each write was seen
 }
 
 func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 	t.Helper()
-	rw := &resultWrites{n: map[string]int{}}
+	rw := &resultWrites{n: map[string]int{}, state: map[string]jobs.State{}}
 	go st.Follow(t.Context(), st.State, jobs.ResultKey(">"), nil, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
 			return
 		}
+		var r jobs.Result
+		_ = json.Unmarshal(e.Value(), &r)
+		id := strings.TrimPrefix(e.Key(), "result.")
 		rw.mu.Lock()
-		rw.n[strings.TrimPrefix(e.Key(), "result.")]++
+		rw.n[id]++
+		rw.state[id] = r.State
 		rw.at = append(rw.at, time.Now())
 		rw.mu.Unlock()
 	})
@@ -185,6 +215,17 @@ func (rw *resultWrites) snapshot() map[string]int {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	return maps.Clone(rw.n)
+}
+
+// states counts the last written results by state.
+func (rw *resultWrites) states() map[jobs.State]int {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	out := map[jobs.State]int{}
+	for _, s := range rw.state {
+		out[s]++
+	}
+	return out
 }
 
 // firstAfter is the first write seen after t0.

@@ -165,12 +165,17 @@ func (s *Store) CommitResult(ctx context.Context, r Result, leaseRev uint64) err
 	if err != nil {
 		return err
 	}
-	return s.publishFenced(ctx, r.JobID, ResultKey(r.JobID), data, leaseRev)
+	// The message ID makes a retried commit whose first try was stored
+	// but not acknowledged (a stream leader lost in between) a duplicate,
+	// not a second write: the fence alone would let it through, since
+	// the lease has not moved.
+	return s.publishFenced(ctx, r.JobID, ResultKey(r.JobID), data, leaseRev,
+		jetstream.WithMsgID(fmt.Sprintf("%s@%d", ResultKey(r.JobID), leaseRev)))
 }
 
-func (s *Store) publishFenced(ctx context.Context, id, key string, data []byte, leaseRev uint64) error {
+func (s *Store) publishFenced(ctx context.Context, id, key string, data []byte, leaseRev uint64, opts ...jetstream.PublishOpt) error {
 	_, err := s.JS.Publish(ctx, kvSubject(key), data,
-		jetstream.WithExpectLastSequenceForSubject(leaseRev, kvSubject(LeaseKey(id))))
+		append(opts, jetstream.WithExpectLastSequenceForSubject(leaseRev, kvSubject(LeaseKey(id))))...)
 	if isWrongLastSequence(err) {
 		return fmt.Errorf("%s %s: %w", key, id, ErrFenced)
 	}

@@ -1,0 +1,107 @@
+package drills
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// TestLargeAndBinaryOutput: on the cluster, a job writing 200 MiB and a
+// job writing binary garbage (NULs, invalid UTF-8) both succeed; the
+// result keeps a bounded head and tail, and the object store holds every
+// byte (size, SHA-256 and, for the binary one, the bytes themselves).
+func TestLargeAndBinaryOutput(t *testing.T) {
+	_, cl := clusterWithWorkers(t, 1)
+	ctx := t.Context()
+
+	garbage := make([]byte, 1<<20)
+	if _, err := rand.Read(garbage); err != nil {
+		t.Fatal(err)
+	}
+	garbage[0], garbage[1], garbage[2] = 0, 0xff, 0xfe // a NUL and bytes that are never UTF-8
+	file := filepath.Join(t.TempDir(), "garbage.bin")
+	if err := os.WriteFile(file, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const big = 200 << 20
+	bigSum := sha256.New()
+	_, _ = io.Copy(bigSum, io.LimitReader(repeat('x'), big))
+
+	cases := []struct {
+		name    string
+		command string
+		size    int64
+		sum     string
+	}{
+		{"200 MiB", "head -c 209715200 /dev/zero | tr '\\000' x", big, hex.EncodeToString(bigSum.Sum(nil))},
+		{"binary garbage", "cat " + file, int64(len(garbage)), sum(garbage)},
+	}
+	for _, tc := range cases {
+		sub, err := cl.Submit(ctx, client.Spec{Command: tc.command, Timeout: client.Duration(5 * time.Minute), MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		r, err := cl.Wait(ctx, sub.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		out := r.Stdout
+		t.Logf("DRILL output %s: %s in %s, %d bytes stored as %q, head %d bytes, tail %d bytes",
+			tc.name, r.State, time.Since(began).Round(time.Millisecond), out.Size, out.Object, len(out.Head), len(out.Tail))
+		if r.State != jobs.StateSucceeded || out.Size != tc.size || out.SHA256 != tc.sum || out.Object == "" || !out.Truncated {
+			t.Fatalf("%s: %s, stdout %+v (want %d bytes, sha256 %s)", tc.name, r.State, summary(out), tc.size, tc.sum)
+		}
+		if len(out.Head)+len(out.Tail) > 64<<10 {
+			t.Fatalf("%s: head+tail %d bytes in the result", tc.name, len(out.Head)+len(out.Tail))
+		}
+		// The object store's own record of the object: its size and the
+		// digest it computed as the chunks arrived.
+		info, err := cl.Store().Outputs.GetInfo(ctx, out.Object)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		digest, err := base64.URLEncoding.DecodeString(strings.TrimPrefix(info.Digest, "SHA-256="))
+		if err != nil || int64(info.Size) != tc.size || hex.EncodeToString(digest) != tc.sum {
+			t.Fatalf("%s: stored object %d bytes, digest %s (%v)", tc.name, info.Size, info.Digest, err)
+		}
+		if tc.size > 8<<20 {
+			continue
+		}
+		var got bytes.Buffer // and the bytes themselves
+		if err := cl.Output(ctx, r, &got, io.Discard); err != nil {
+			t.Fatalf("%s: read the stored output: %v", tc.name, err)
+		}
+		if !bytes.Equal(got.Bytes(), garbage) {
+			t.Fatalf("%s: stored output differs (%d bytes, sha256 %s)", tc.name, got.Len(), sum(got.Bytes()))
+		}
+	}
+}
+
+func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func summary(o jobs.Output) string {
+	return fmt.Sprintf("size %d sha256 %s object %q truncated %t", o.Size, o.SHA256, o.Object, o.Truncated)
+}
+
+// repeat is an endless reader of c.
+type repeat byte
+
+func (r repeat) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
