@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // api is the control plane: sandboxes, their labels and their toolboxes.
 type api struct {
-	c    *client
+	c    *httpsandbox.Client
 	base *url.URL // the api_url
 }
 
@@ -65,22 +67,22 @@ type listSandboxesResponse struct {
 // the sandbox may exist, and only its labels would find it again.
 func (a *api) create(ctx context.Context, body createSandbox) (sandbox, error) {
 	var sb sandbox
-	err := a.c.do(ctx, call{op: "create sandbox", method: http.MethodPost, url: a.base.JoinPath("sandbox"), body: body, out: &sb})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "create sandbox", Method: http.MethodPost, URL: a.base.JoinPath("sandbox"), Body: body, Out: &sb})
 	return sb, err
 }
 
 // get reads a sandbox (GET /sandbox/{sandboxIdOrName}).
 func (a *api) get(ctx context.Context, id string) (sandbox, error) {
 	var sb sandbox
-	err := a.c.do(ctx, call{op: "get sandbox", method: http.MethodGet, url: a.base.JoinPath("sandbox", id), out: &sb, idempotent: true})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "get sandbox", Method: http.MethodGet, URL: a.base.JoinPath("sandbox", id), Out: &sb, Idempotent: true})
 	return sb, err
 }
 
 // remove deletes a sandbox (DELETE /sandbox/{sandboxIdOrName}); one
 // already gone is not an error.
 func (a *api) remove(ctx context.Context, id string) error {
-	err := a.c.do(ctx, call{op: "delete sandbox " + id, method: http.MethodDelete, url: a.base.JoinPath("sandbox", id), idempotent: true})
-	if hasStatus(err, http.StatusNotFound) {
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "delete sandbox " + id, Method: http.MethodDelete, URL: a.base.JoinPath("sandbox", id), Idempotent: true})
+	if httpsandbox.HasStatus(err, http.StatusNotFound) {
 		return nil
 	}
 	return err
@@ -103,7 +105,7 @@ func (a *api) list(ctx context.Context, labels map[string]string, cursor string,
 		q.Set("cursor", cursor)
 	}
 	u.RawQuery = q.Encode()
-	err := a.c.do(ctx, call{op: "list sandboxes", method: http.MethodGet, url: u, out: &page, idempotent: true})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "list sandboxes", Method: http.MethodGet, URL: u, Out: &page, Idempotent: true})
 	return page, err
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/sandrun/sandrun/internal/backends"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // TestRetries: idempotent calls are retried on 5xx (then ErrUnavailable),
@@ -25,7 +27,7 @@ func TestRetries(t *testing.T) {
 		wantCode int   // an error with this status, neither permanent nor unavailable
 	}{
 		{"get recovers", []int{503, 502, 200}, false, 3, nil, 0},
-		{"get gives up", []int{500}, false, maxAttempts, backends.ErrUnavailable, 0},
+		{"get gives up", []int{500}, false, httpsandbox.MaxAttempts, backends.ErrUnavailable, 0},
 		{"create not retried", []int{503, 200}, true, 1, backends.ErrUnavailable, 0},
 		{"create after 429", []int{429, 200}, true, 2, nil, 0},
 		{"not found", []int{404}, false, 1, nil, 404},
@@ -61,7 +63,7 @@ func TestRetries(t *testing.T) {
 			}
 			switch {
 			case tt.wantCode != 0:
-				if !hasStatus(err, tt.wantCode) || errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrPermanent) {
+				if !httpsandbox.HasStatus(err, tt.wantCode) || errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrPermanent) {
 					t.Errorf("err %v; want a plain %d", err, tt.wantCode)
 				}
 			case tt.wantErr == nil && err != nil, tt.wantErr != nil && !errors.Is(err, tt.wantErr):

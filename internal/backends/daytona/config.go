@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // Config is a daytona backend profile, as its YAML spells it.
@@ -157,7 +159,7 @@ func (s *settings) check() []error {
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		s.base = u
 	}
-	if !envNameRE.MatchString(s.APIKeyEnv) {
+	if !httpsandbox.ValidEnvName(s.APIKeyEnv) {
 		errs = append(errs, fmt.Errorf("api_key_env: %q is not an environment variable name", s.APIKeyEnv))
 	}
 	if s.Image != "" && s.Snapshot != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // Kind is the backend's kind in profiles.
@@ -35,8 +36,26 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("daytona.%w", err) // daytona.FIELD: ... (the app adds backends.NAME.)
 	}
-	c := &client{hc: newHTTPClient(), key: s.key, keyEnv: s.APIKeyEnv, org: s.OrganizationID, timeout: s.RequestTimeout}
-	return &Backend{cfg: s, api: &api{c: c, base: s.base}, executeMargin: executeMargin}, nil
+	return &Backend{cfg: s, api: &api{c: newClient(s), base: s.base}, executeMargin: executeMargin}, nil
+}
+
+// newClient returns the client of the Daytona APIs (the control plane and
+// sandboxes' toolboxes) with s's credentials. It speaks HTTP/1.1 only,
+// since the log stream is a WebSocket upgrade.
+func newClient(s settings) *httpsandbox.Client {
+	var headers map[string]string
+	if s.OrganizationID != "" {
+		headers = map[string]string{"X-Daytona-Organization-ID": s.OrganizationID}
+	}
+	return &httpsandbox.Client{
+		HTTP:     httpsandbox.NewHTTPClient(true),
+		Token:    s.key,
+		Headers:  headers,
+		Accept:   "application/json",
+		AuthHint: "check the API key in " + s.APIKeyEnv + " (api_key_env)",
+		Message:  answerMessage,
+		Timeout:  s.RequestTimeout,
+	}
 }
 
 // Kind implements backends.Backend.
@@ -53,7 +72,7 @@ func (b *Backend) Capabilities() backends.Capabilities {
 func (b *Backend) Validate(ctx context.Context) error {
 	u := b.api.base.JoinPath("sandbox")
 	u.RawQuery = url.Values{"limit": {"1"}}.Encode()
-	err := b.api.c.do(ctx, call{op: "list sandboxes", method: http.MethodGet, url: u, idempotent: true})
+	err := b.api.c.Do(ctx, httpsandbox.Call{Op: "list sandboxes", Method: http.MethodGet, URL: u, Idempotent: true})
 	if err != nil {
 		return fmt.Errorf("daytona: api_url %s: %w", b.cfg.APIURL, err)
 	}
@@ -62,7 +81,7 @@ func (b *Backend) Validate(ctx context.Context) error {
 
 // Close releases the backend's idle connections.
 func (b *Backend) Close() error {
-	b.api.c.hc.CloseIdleConnections()
+	b.api.c.HTTP.CloseIdleConnections()
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // answer is what an execute brought back.
@@ -28,7 +29,7 @@ func (r *run) execute(ctx context.Context) (backends.Result, error) {
 	secs := max(1, int(math.Ceil(timeout.Seconds())))
 	req := executeRequest{Command: r.job.executeCommand(), Cwd: r.job.spec.Dir, Envs: r.job.env, Timeout: secs}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
-		time.Duration(secs)*time.Second+r.job.spec.Grace()+killWait+2*signalTimeout)
+		time.Duration(secs)*time.Second+r.job.spec.Grace()+httpsandbox.KillWait+2*signalTimeout)
 	defer cancel()
 	answers := make(chan answer, 1)
 	res.StartedAt = time.Now()
@@ -61,20 +62,20 @@ func (r *run) execute(ctx context.Context) (backends.Result, error) {
 		return *a.resp.ExitCode, true, nil
 	}
 	code, ended, _ := poll(ctx, -1)
-	var st stopped
+	var st httpsandbox.Stopped
 	if a == nil {
 		code, ended, st = r.stop(ctx, poll)
 	}
 	res.FinishedAt = time.Now()
 	if a == nil { // Stopped, and no answer yet: the sandbox goes anyway.
-		st.fill(&res, code, ended)
+		st.Fill(&res, code, ended)
 		return res, fmt.Errorf("daytona: stopped: %w", context.Cause(ctx))
 	}
 	if a.err != nil {
 		return r.executeFailed(ctx, res, a.err, secs, st)
 	}
 	_, _ = r.out[0].Write([]byte(a.resp.Result))
-	if code == -1 && !st.any() {
+	if code == -1 && !st.Any() {
 		return res, fmt.Errorf("daytona: execute: the sandbox's shell did not start the job (exit code -1)")
 	}
 	return r.finish(ctx, res, code, ended, st, nil)
@@ -84,9 +85,9 @@ func (r *run) execute(ctx context.Context) (backends.Result, error) {
 // daemon's timeout, which killed the job: if ctx is not done yet, it is
 // given up to executeMargin to be, and then the job timed out; otherwise
 // the daemon was early, which a retry may not repeat.
-func (r *run) executeFailed(ctx context.Context, res backends.Result, err error, secs int, st stopped) (backends.Result, error) {
+func (r *run) executeFailed(ctx context.Context, res backends.Result, err error, secs int, st httpsandbox.Stopped) (backends.Result, error) {
 	if !isExecuteTimeout(err) {
-		if st.any() || ctx.Err() != nil {
+		if st.Any() || ctx.Err() != nil {
 			res.Signal = "SIGKILL"
 		}
 		return res, runErr(ctx, "execute", err)

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
-	"sync/atomic"
-	"time"
 
-	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // The daemon marks each chunk of a session command's log with the stream
@@ -20,38 +17,28 @@ var (
 	stderrMarker = []byte{0x02, 0x02, 0x02}
 )
 
-// maxFollowTries bounds how often a broken log stream is re-opened in a
-// row without progress.
-const maxFollowTries = 5
-
 // follow copies the log stream at u to d until the server ends it (the
 // command has ended). A stream that breaks is opened again: the daemon
 // replays it from the start, and what was already copied is skipped.
-func follow(ctx context.Context, c *client, u *url.URL, d *demux) error {
+func follow(ctx context.Context, c *httpsandbox.Client, u *url.URL, d *demux) error {
 	defer d.flush()
 	var copied int64
-	for tries := 1; ; tries++ {
+	once := func() (bool, error) {
 		n, err := followOnce(ctx, c, u, d, copied)
 		if n > copied {
-			copied, tries = n, 1
+			copied = n
+			return true, err
 		}
-		if err == nil || ctx.Err() != nil || tries == maxFollowTries ||
-			hasStatus(err, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound) {
-			return err
-		}
-		t := time.NewTimer(backoff(tries - 1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
+		return false, err
 	}
+	return httpsandbox.Follow(ctx, once, func(err error) bool {
+		return httpsandbox.HasStatus(err, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound)
+	})
 }
 
 // followOnce reads the stream once, skipping its first skip bytes, and
 // returns how far into it it got.
-func followOnce(ctx context.Context, c *client, u *url.URL, d *demux, skip int64) (int64, error) {
+func followOnce(ctx context.Context, c *httpsandbox.Client, u *url.URL, d *demux, skip int64) (int64, error) {
 	ws, err := dialWS(ctx, c, "follow logs", u)
 	if err != nil {
 		return 0, err
@@ -81,12 +68,12 @@ func followOnce(ctx context.Context, c *client, u *url.URL, d *demux, skip int64
 // one are held back until the next write or the flush. Output that itself
 // holds three 01 or 02 bytes in a row is misread: the format cannot tell.
 type demux struct {
-	out  [2]*sink // stdout, stderr
+	out  [2]*httpsandbox.Sink // stdout, stderr
 	cur  int
 	held []byte
 }
 
-func newDemux(out [2]*sink) *demux { return &demux{out: out} }
+func newDemux(out [2]*httpsandbox.Sink) *demux { return &demux{out: out} }
 
 func (d *demux) write(p []byte) {
 	buf := p
@@ -142,73 +129,4 @@ func partialMarker(p []byte) int {
 		}
 	}
 	return 0
-}
-
-// logDrain bounds how long the output is still waited for once the exit
-// code is known and nothing comes: only processes the job left behind
-// can hold the stream open.
-const logDrain = 2 * time.Second
-
-// logStream is the output being copied; err is set when done is closed,
-// and last is when output last came (Unix nanoseconds).
-type logStream struct {
-	done chan struct{}
-	err  error
-	last atomic.Int64
-}
-
-// sinks returns the sinks of out that note the stream's progress.
-func (l *logStream) sinks(out backends.Output) [2]*sink {
-	return [2]*sink{{w: out.Stdout, last: &l.last}, {w: out.Stderr, last: &l.last}}
-}
-
-// drain waits for the stream to end and returns its error. Once the job
-// has ended, it gives up when no output has come for logDrain, since
-// leftovers could hold the stream open; a backlog still flowing is read.
-func (l *logStream) drain(stop context.CancelFunc, ended bool) error {
-	if ended {
-		if now := time.Now().UnixNano(); l.last.Load() < now {
-			l.last.Store(now)
-		}
-		t := time.NewTicker(logDrain / 20)
-		defer t.Stop()
-	wait:
-		for {
-			select {
-			case <-l.done:
-				return l.err
-			case <-t.C:
-				if time.Since(time.Unix(0, l.last.Load())) > logDrain {
-					break wait
-				}
-			}
-		}
-	}
-	stop()
-	<-l.done
-	return nil
-}
-
-// sink forwards to w until a write fails, then discards, so that a
-// failing writer does not stop the job; err keeps the failure. A nil w
-// discards everything. Each write is noted in last (Unix nanoseconds),
-// which other goroutines may read.
-type sink struct {
-	w    io.Writer
-	err  error
-	last *atomic.Int64
-}
-
-func (s *sink) Write(p []byte) (int, error) {
-	if s.last != nil {
-		s.last.Store(time.Now().UnixNano())
-	}
-	if s.w != nil && s.err == nil {
-		n, err := s.w.Write(p)
-		if err == nil && n < len(p) {
-			err = io.ErrShortWrite
-		}
-		s.err = err
-	}
-	return len(p), nil
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
 	"github.com/sandrun/sandrun/internal/testenv"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // TestDemux: the marked log splits into stdout and stderr wherever the
@@ -31,7 +33,7 @@ func TestDemux(t *testing.T) {
 			for cut := 0; cut <= len(tt.log); cut++ {
 				for _, step := range []int{1, len(tt.log) + 1} {
 					var out, errb bytes.Buffer
-					d := newDemux([2]*sink{{w: &out}, {w: &errb}})
+					d := newDemux([2]*httpsandbox.Sink{httpsandbox.NewSink(&out, nil), httpsandbox.NewSink(&errb, nil)})
 					parts := [][]byte{[]byte(tt.log[:cut]), []byte(tt.log[cut:])}
 					for _, p := range parts {
 						for len(p) > 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // sessionID names the job's session; each sandbox runs one job.
@@ -17,8 +18,8 @@ type run struct {
 	b    *Backend
 	tb   *toolbox
 	job  job
-	logs *logStream
-	out  [2]*sink // stdout, stderr
+	logs *httpsandbox.LogStream
+	out  [2]*httpsandbox.Sink // stdout, stderr
 }
 
 // Run implements backends.Backend. See the package documentation.
@@ -40,8 +41,8 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 	if err != nil {
 		return res, fmt.Errorf("daytona: %w", err)
 	}
-	logs := &logStream{done: make(chan struct{})}
-	r := &run{b: b, tb: tb, job: j, logs: logs, out: logs.sinks(out)}
+	logs := httpsandbox.NewLogStream()
+	r := &run{b: b, tb: tb, job: j, logs: logs, out: logs.Sinks(out)}
 	if b.cfg.Mode == ModeExecute {
 		return r.execute(ctx)
 	}
@@ -73,32 +74,27 @@ func (r *run) session(ctx context.Context) (backends.Result, error) {
 	lctx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLogs()
 	logs := r.logs
-	go func() {
-		defer close(logs.done)
-		logs.err = follow(lctx, r.tb.c, r.tb.logsURL(sessionID, cid), newDemux(r.out))
-	}()
+	logs.Start(func() error {
+		return follow(lctx, r.tb.c, r.tb.logsURL(sessionID, cid), newDemux(r.out))
+	})
 
 	poll := func(ctx context.Context, d time.Duration) (int, bool, error) {
-		return r.pollExit(ctx, cid, d, logs.done)
+		return r.pollExit(ctx, cid, d, logs.Done())
 	}
 	code, ended, err := poll(ctx, -1)
-	var st stopped
+	var st httpsandbox.Stopped
 	if err == nil && !ended {
 		code, ended, st = r.stop(ctx, poll)
 	}
 	res.FinishedAt = time.Now()
-	logErr := logs.drain(stopLogs, ended)
+	logErr := logs.Drain(stopLogs, ended)
 	if err != nil {
 		return res, runErr(ctx, "wait for the job", err)
 	}
 	return r.finish(ctx, res, code, ended, st, logErr)
 }
 
-// pollFunc waits up to d (d < 0: no bound) for the job's exit code, or
-// until ctx is done; ended reports whether it came.
-type pollFunc func(ctx context.Context, d time.Duration) (code int, ended bool, err error)
-
-// pollExit is the session's pollFunc. Polls start at 50ms and grow to
+// pollExit is the session's httpsandbox.PollFunc. Polls start at 50ms and grow to
 // PollInterval; the end of the log stream, which comes with the
 // command's, brings the next one forward.
 func (r *run) pollExit(ctx context.Context, cid string, d time.Duration, logsDone <-chan struct{}) (int, bool, error) {
@@ -137,15 +133,15 @@ func (r *run) pollExit(ctx context.Context, cid string, d time.Duration, logsDon
 }
 
 // finish fills in res from how the job ended and words Run's error.
-func (r *run) finish(ctx context.Context, res backends.Result, code int, ended bool, st stopped, logErr error) (backends.Result, error) {
-	st.fill(&res, code, ended)
+func (r *run) finish(ctx context.Context, res backends.Result, code int, ended bool, st httpsandbox.Stopped, logErr error) (backends.Result, error) {
+	st.Fill(&res, code, ended)
 	switch {
-	case st.any():
+	case st.Any():
 		return res, fmt.Errorf("daytona: stopped: %w", context.Cause(ctx))
-	case r.out[0].err != nil:
-		return res, fmt.Errorf("daytona: writing stdout: %w", r.out[0].err)
-	case r.out[1].err != nil:
-		return res, fmt.Errorf("daytona: writing stderr: %w", r.out[1].err)
+	case r.out[0].Err() != nil:
+		return res, fmt.Errorf("daytona: writing stdout: %w", r.out[0].Err())
+	case r.out[1].Err() != nil:
+		return res, fmt.Errorf("daytona: writing stderr: %w", r.out[1].Err())
 	case logErr != nil:
 		return res, fmt.Errorf("daytona: reading the output: %w", logErr)
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // Labels on every sandbox sandrun creates: they tie it to its job attempt
@@ -26,13 +26,8 @@ const cleanupTimeout = time.Minute
 
 // labels returns the labels of spec's sandbox.
 func labels(spec backends.Spec) map[string]string {
-	return map[string]string{
-		LabelManaged:    "true",
-		LabelDeployment: spec.Deployment,
-		LabelJob:        spec.JobID,
-		LabelAttempt:    strconv.Itoa(spec.Attempt),
-		LabelWorker:     spec.Worker,
-	}
+	return httpsandbox.LabelKeys{Managed: LabelManaged, Deployment: LabelDeployment, Job: LabelJob,
+		Attempt: LabelAttempt, Worker: LabelWorker}.Of(spec)
 }
 
 // createBody is the CreateSandbox for j: from the job's or the profile's
@@ -62,7 +57,7 @@ func (b *Backend) createBody(j job) createSandbox {
 func (b *Backend) start(ctx context.Context, j job) (sandbox, error) {
 	sb, err := b.api.create(ctx, b.createBody(j))
 	if err != nil {
-		if hasStatus(err, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity) {
+		if httpsandbox.HasStatus(err, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity) {
 			err = fmt.Errorf("%w (image or snapshot?): %w", err, backends.ErrPermanent)
 		}
 		return sb, err

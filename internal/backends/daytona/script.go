@@ -3,18 +3,15 @@ package daytona
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // DefaultPath is a job's PATH when its environment sets none.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-// envNameRE is what sh accepts as a variable name.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+const DefaultPath = httpsandbox.DefaultPath
 
 // pidFile is where the wrapper records the job's pid, in the sandbox's
 // home (one job per sandbox).
@@ -54,8 +51,8 @@ type job struct {
 // newJob checks spec for what this backend can run; its errors wrap
 // backends.ErrPermanent and never show an env value.
 func newJob(spec backends.Spec) (job, error) {
-	if spec.Session != "" {
-		return job{}, fmt.Errorf("daytona: session %q: persistent sessions are not supported: %w", spec.Session, backends.ErrPermanent)
+	if err := httpsandbox.CheckSession(Kind, spec); err != nil {
+		return job{}, err
 	}
 	if c := spec.Container; c != nil && (len(c.Mounts) > 0 || c.Network != "" || c.Privileged || c.PidMode != "" ||
 		c.IpcMode != "" || c.UTSMode != "" || len(c.Devices) > 0 || len(c.CapAdd) > 0) {
@@ -64,21 +61,9 @@ func newJob(spec backends.Spec) (job, error) {
 	if c := spec.Container; c != nil && strings.ContainsAny(c.Image, "\n\r") {
 		return job{}, fmt.Errorf("daytona: container image: must be one line: %w", backends.ErrPermanent)
 	}
-	if strings.ContainsRune(spec.Command, 0) || strings.ContainsRune(spec.Dir, 0) {
-		return job{}, fmt.Errorf("daytona: command or cwd contains a NUL byte: %w", backends.ErrPermanent)
-	}
-	env := make(map[string]string, len(spec.Env)+1)
-	for k, v := range spec.Env {
-		if !envNameRE.MatchString(k) {
-			return job{}, fmt.Errorf("daytona: env: %q is not a shell variable name: %w", k, backends.ErrPermanent)
-		}
-		if strings.ContainsRune(v, 0) {
-			return job{}, fmt.Errorf("daytona: env: the value of %s contains a NUL byte: %w", k, backends.ErrPermanent)
-		}
-		env[k] = v
-	}
-	if _, ok := env["PATH"]; !ok {
-		env["PATH"] = DefaultPath
+	env, err := httpsandbox.JobEnv(Kind, spec)
+	if err != nil {
+		return job{}, err
 	}
 	return job{spec: spec, env: env}, nil
 }

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // toolbox is one sandbox's toolbox API, {toolboxProxyUrl}/{sandboxId}.
 type toolbox struct {
-	c    *client
+	c    *httpsandbox.Client
 	base *url.URL
 }
 
@@ -37,23 +39,23 @@ type executeResponse struct {
 // ctx only.
 func (t *toolbox) execute(ctx context.Context, req executeRequest) (executeResponse, error) {
 	var resp executeResponse
-	err := t.c.do(ctx, call{op: "execute", method: http.MethodPost, url: t.base.JoinPath("process", "execute"),
-		body: req, out: &resp, timeout: -1, quiet: true})
+	err := t.c.Do(ctx, httpsandbox.Call{Op: "execute", Method: http.MethodPost, URL: t.base.JoinPath("process", "execute"),
+		Body: req, Out: &resp, Timeout: -1, Quiet: true})
 	return resp, err
 }
 
 // isExecuteTimeout reports whether err is the 408 of an execute whose
 // timeout passed.
-func isExecuteTimeout(err error) bool { return hasStatus(err, http.StatusRequestTimeout) }
+func isExecuteTimeout(err error) bool { return httpsandbox.HasStatus(err, http.StatusRequestTimeout) }
 
 // createSession creates a session (POST /process/session, 201). One that
 // exists already (409: a retry whose first try got through) will do.
 func (t *toolbox) createSession(ctx context.Context, id string) error {
-	err := t.c.do(ctx, call{op: "create session", method: http.MethodPost, url: t.base.JoinPath("process", "session"),
-		body: struct {
+	err := t.c.Do(ctx, httpsandbox.Call{Op: "create session", Method: http.MethodPost, URL: t.base.JoinPath("process", "session"),
+		Body: struct {
 			SessionID string `json:"sessionId"`
 		}{id}})
-	if hasStatus(err, http.StatusConflict) {
+	if httpsandbox.HasStatus(err, http.StatusConflict) {
 		return nil
 	}
 	return err
@@ -72,9 +74,9 @@ func (t *toolbox) exec(ctx context.Context, sid, command string) (string, error)
 	var resp struct {
 		CmdID string `json:"cmdId"`
 	}
-	err := t.c.do(ctx, call{op: "execute session command", method: http.MethodPost,
-		url:  t.base.JoinPath("process", "session", sid, "exec"),
-		body: sessionExecRequest{Command: command, RunAsync: true}, out: &resp, quiet: true})
+	err := t.c.Do(ctx, httpsandbox.Call{Op: "execute session command", Method: http.MethodPost,
+		URL:  t.base.JoinPath("process", "session", sid, "exec"),
+		Body: sessionExecRequest{Command: command, RunAsync: true}, Out: &resp, Quiet: true})
 	if err == nil && resp.CmdID == "" {
 		err = fmt.Errorf("execute session command: the answer has no cmdId")
 	}
@@ -92,8 +94,8 @@ type commandStatus struct {
 // /process/session/{sessionId}/command/{commandId}).
 func (t *toolbox) command(ctx context.Context, sid, cid string) (commandStatus, error) {
 	var st commandStatus
-	err := t.c.do(ctx, call{op: "get session command", method: http.MethodGet,
-		url: t.base.JoinPath("process", "session", sid, "command", cid), out: &st, idempotent: true})
+	err := t.c.Do(ctx, httpsandbox.Call{Op: "get session command", Method: http.MethodGet,
+		URL: t.base.JoinPath("process", "session", sid, "command", cid), Out: &st, Idempotent: true})
 	return st, err
 }
 

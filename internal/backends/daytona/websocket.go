@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/sandrun/sandrun/internal/backends"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // The client end of a WebSocket (RFC 6455), as much as following a log
@@ -50,7 +52,7 @@ type wsConn struct {
 
 // dialWS opens a WebSocket to u (an http or https URL) with the client's
 // credentials. The connection is closed when ctx ends.
-func dialWS(ctx context.Context, c *client, op string, u *url.URL) (*wsConn, error) {
+func dialWS(ctx context.Context, c *httpsandbox.Client, op string, u *url.URL) (*wsConn, error) {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	key := base64.StdEncoding.EncodeToString(nonce)
@@ -58,12 +60,12 @@ func dialWS(ctx context.Context, c *client, op string, u *url.URL) (*wsConn, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	c.authorize(req.Header)
+	c.Authorize(req.Header)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "websocket")
 	req.Header.Set("Sec-WebSocket-Version", "13")
 	req.Header.Set("Sec-WebSocket-Key", key)
-	resp, err := c.hc.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
@@ -72,7 +74,7 @@ func dialWS(ctx context.Context, c *client, op string, u *url.URL) (*wsConn, err
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer func() { _ = resp.Body.Close() }()
-		return nil, c.answerError(call{op: op}, resp)
+		return nil, c.AnswerError(op, false, resp)
 	}
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok || resp.Header.Get("Sec-WebSocket-Accept") != acceptKey(key) {

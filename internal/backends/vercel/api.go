@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // api is the Sandbox API (v2: named sandboxes and their sessions).
 type api struct {
-	c    *client
-	base *url.URL // the api_url
+	c     *httpsandbox.Client
+	base  *url.URL    // the api_url
+	creds credentials // the project is a parameter of some calls
 }
 
 // createSandboxRequest is the body of POST /v2/sandboxes.
@@ -80,7 +83,7 @@ func (a *api) create(ctx context.Context, req createSandboxRequest) (namedSandbo
 		Sandbox namedSandbox `json:"sandbox"`
 		Session session      `json:"session"`
 	}
-	err := a.c.do(ctx, call{op: "create sandbox", method: http.MethodPost, url: a.base.JoinPath("v2", "sandboxes"), body: req, out: &resp})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "create sandbox", Method: http.MethodPost, URL: a.base.JoinPath("v2", "sandboxes"), Body: req, Out: &resp})
 	return resp.Sandbox, resp.Session, err
 }
 
@@ -89,7 +92,7 @@ func (a *api) session(ctx context.Context, id string) (session, error) {
 	var resp struct {
 		Session session `json:"session"`
 	}
-	err := a.c.do(ctx, call{op: "get session", method: http.MethodGet, url: a.sessionURL(id), out: &resp, idempotent: true})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "get session", Method: http.MethodGet, URL: a.sessionURL(id), Out: &resp, Idempotent: true})
 	return resp.Session, err
 }
 
@@ -103,7 +106,7 @@ func (a *api) run(ctx context.Context, sid string, req runCommandRequest) (comma
 	var resp struct {
 		Command command `json:"command"`
 	}
-	err := a.c.do(ctx, call{op: "run command", method: http.MethodPost, url: a.sessionURL(sid, "cmd"), body: req, out: &resp, quiet: true})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "run command", Method: http.MethodPost, URL: a.sessionURL(sid, "cmd"), Body: req, Out: &resp, Quiet: true})
 	if err == nil && resp.Command.ID == "" {
 		err = fmt.Errorf("run command: the answer has no command id")
 	}
@@ -115,7 +118,7 @@ func (a *api) command(ctx context.Context, sid, cid string) (command, error) {
 	var resp struct {
 		Command command `json:"command"`
 	}
-	err := a.c.do(ctx, call{op: "get command", method: http.MethodGet, url: a.sessionURL(sid, "cmd", cid), out: &resp, idempotent: true})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "get command", Method: http.MethodGet, URL: a.sessionURL(sid, "cmd", cid), Out: &resp, Idempotent: true})
 	return resp.Command, err
 }
 
@@ -127,7 +130,7 @@ func (a *api) wait(ctx context.Context, sid, cid string) (command, error) {
 	}
 	u := a.sessionURL(sid, "cmd", cid)
 	u.RawQuery = "wait=true"
-	err := a.c.do(ctx, call{op: "wait for command", method: http.MethodGet, url: u, out: &resp, idempotent: true, timeout: -1})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "wait for command", Method: http.MethodGet, URL: u, Out: &resp, Idempotent: true, Timeout: -1})
 	return resp.Command, err
 }
 
@@ -135,21 +138,21 @@ func (a *api) wait(ctx context.Context, sid, cid string) (command, error) {
 // until the command ends); the caller closes it.
 func (a *api) logs(ctx context.Context, sid, cid string) (io.ReadCloser, error) {
 	var body io.ReadCloser
-	err := a.c.do(ctx, call{op: "stream logs", method: http.MethodGet, url: a.sessionURL(sid, "cmd", cid, "logs"),
-		raw: &body, idempotent: true, timeout: -1})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "stream logs", Method: http.MethodGet, URL: a.sessionURL(sid, "cmd", cid, "logs"),
+		Raw: &body, Idempotent: true, Timeout: -1})
 	return body, err
 }
 
 // kill sends a POSIX signal to a running command.
 func (a *api) kill(ctx context.Context, sid, cid string, signal int) error {
-	return a.c.do(ctx, call{op: "kill command", method: http.MethodPost, url: a.sessionURL(sid, "cmd", cid, "kill"),
-		body: map[string]int{"signal": signal}, idempotent: true})
+	return a.c.Do(ctx, httpsandbox.Call{Op: "kill command", Method: http.MethodPost, URL: a.sessionURL(sid, "cmd", cid, "kill"),
+		Body: map[string]int{"signal": signal}, Idempotent: true})
 }
 
 // stopSession stops a session; one gone already is not an error.
 func (a *api) stopSession(ctx context.Context, sid string) error {
-	err := a.c.do(ctx, call{op: "stop session " + sid, method: http.MethodPost, url: a.sessionURL(sid, "stop"), idempotent: true})
-	if hasStatus(err, http.StatusNotFound, http.StatusGone) {
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "stop session " + sid, Method: http.MethodPost, URL: a.sessionURL(sid, "stop"), Idempotent: true})
+	if httpsandbox.HasStatus(err, http.StatusNotFound, http.StatusGone) {
 		return nil
 	}
 	return err
@@ -158,9 +161,9 @@ func (a *api) stopSession(ctx context.Context, sid string) error {
 // remove deletes a named sandbox; one gone already is not an error.
 func (a *api) remove(ctx context.Context, name string) error {
 	u := a.base.JoinPath("v2", "sandboxes", name)
-	u.RawQuery = url.Values{"projectId": {a.c.creds.project}}.Encode()
-	err := a.c.do(ctx, call{op: "delete sandbox " + name, method: http.MethodDelete, url: u, idempotent: true})
-	if hasStatus(err, http.StatusNotFound, http.StatusGone) {
+	u.RawQuery = url.Values{"projectId": {a.creds.project}}.Encode()
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "delete sandbox " + name, Method: http.MethodDelete, URL: u, Idempotent: true})
+	if httpsandbox.HasStatus(err, http.StatusNotFound, http.StatusGone) {
 		return nil
 	}
 	return err
@@ -178,7 +181,7 @@ type sandboxesPage struct {
 // (the API filters on one tag at a time).
 func (a *api) list(ctx context.Context, key, value, cursor string, limit int) (sandboxesPage, error) {
 	var page sandboxesPage
-	q := url.Values{"project": {a.c.creds.project}, "limit": {strconv.Itoa(limit)}}
+	q := url.Values{"project": {a.creds.project}, "limit": {strconv.Itoa(limit)}}
 	if key != "" {
 		q.Set("tags", key+":"+value)
 	}
@@ -187,6 +190,6 @@ func (a *api) list(ctx context.Context, key, value, cursor string, limit int) (s
 	}
 	u := a.base.JoinPath("v2", "sandboxes")
 	u.RawQuery = q.Encode()
-	err := a.c.do(ctx, call{op: "list sandboxes", method: http.MethodGet, url: u, out: &page, idempotent: true})
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "list sandboxes", Method: http.MethodGet, URL: u, Out: &page, Idempotent: true})
 	return page, err
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/sandrun/sandrun/internal/backends"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // TestRetries: idempotent calls are retried on 5xx, then fail with
@@ -23,7 +25,7 @@ func TestRetries(t *testing.T) {
 		wantErr  error
 	}{
 		{"get recovers", []int{503, 200}, false, 2, nil},
-		{"get gives up", []int{502}, false, maxAttempts, backends.ErrUnavailable},
+		{"get gives up", []int{502}, false, httpsandbox.MaxAttempts, backends.ErrUnavailable},
 		{"run not retried", []int{500, 200}, true, 1, backends.ErrUnavailable},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

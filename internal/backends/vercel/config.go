@@ -6,10 +6,11 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // Config is a vercel backend profile, as its YAML spells it.
@@ -74,9 +75,6 @@ const (
 	NetworkAllowAll = "allow-all"
 	NetworkDenyAll  = "deny-all"
 )
-
-// envNameRE is what sh accepts as a variable name.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // settings is a Config with its defaults filled in, checked, and its
 // credentials read.
@@ -148,7 +146,7 @@ func (s *settings) check() []error {
 		s.base = u
 	}
 	for _, e := range []struct{ name, v string }{{"token_env", s.TokenEnv}, {"oidc_token_env", s.OIDCTokenEnv}} {
-		if !envNameRE.MatchString(e.v) {
+		if !httpsandbox.ValidEnvName(e.v) {
 			errs = append(errs, fmt.Errorf("%s: %q is not an environment variable name", e.name, e.v))
 		}
 	}

@@ -9,15 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
-	"time"
 
-	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
-
-// maxFollowTries bounds how often a broken log stream is re-opened in a
-// row without progress.
-const maxFollowTries = 5
 
 // logLine is one line of a command's log stream: {stream, data}, data a
 // string for stdout and stderr, {code, message} for error.
@@ -35,31 +29,19 @@ func (e *streamError) Error() string { return "log stream: " + e.Code + ": " + e
 // follow copies command cid's output to out (stdout, stderr) until its
 // log stream ends with the command. A stream that breaks is opened again:
 // it starts over, and what was already copied of each stream is skipped.
-func follow(ctx context.Context, a *api, sid, cid string, out [2]*sink) error {
+func follow(ctx context.Context, a *api, sid, cid string, out [2]*httpsandbox.Sink) error {
 	var copied [2]int64
-	for tries := 1; ; tries++ {
-		progress, err := followOnce(ctx, a, sid, cid, out, &copied)
-		if progress {
-			tries = 1
-		}
+	once := func() (bool, error) { return followOnce(ctx, a, sid, cid, out, &copied) }
+	return httpsandbox.Follow(ctx, once, func(err error) bool {
 		var se *streamError
-		if err == nil || ctx.Err() != nil || tries == maxFollowTries || errors.As(err, &se) ||
-			hasStatus(err, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone) {
-			return err
-		}
-		t := time.NewTimer(backoff(tries - 1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
+		return errors.As(err, &se) ||
+			httpsandbox.HasStatus(err, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone)
+	})
 }
 
 // followOnce reads the stream once, skipping what copied says was
 // already copied, and reports whether it copied anything new.
-func followOnce(ctx context.Context, a *api, sid, cid string, out [2]*sink, copied *[2]int64) (bool, error) {
+func followOnce(ctx context.Context, a *api, sid, cid string, out [2]*httpsandbox.Sink, copied *[2]int64) (bool, error) {
 	body, err := a.logs(ctx, sid, cid)
 	if err != nil {
 		return false, err
@@ -137,73 +119,4 @@ func parseLine(line []byte) (int, []byte, error) {
 		return 0, nil, &e
 	}
 	return 0, nil, nil
-}
-
-// logDrain bounds how long the output is still waited for once the exit
-// code is known and nothing comes: only processes the job left behind
-// can hold the stream open.
-const logDrain = 2 * time.Second
-
-// logStream is the output being copied; err is set when done is closed,
-// and last is when output last came (Unix nanoseconds).
-type logStream struct {
-	done chan struct{}
-	err  error
-	last atomic.Int64
-}
-
-// sinks returns the sinks of out that note the stream's progress.
-func (l *logStream) sinks(out backends.Output) [2]*sink {
-	return [2]*sink{{w: out.Stdout, last: &l.last}, {w: out.Stderr, last: &l.last}}
-}
-
-// drain waits for the stream to end and returns its error. Once the job
-// has ended, it gives up when no output has come for logDrain, since
-// leftovers could hold the stream open; a backlog still flowing is read.
-func (l *logStream) drain(stop context.CancelFunc, ended bool) error {
-	if ended {
-		if now := time.Now().UnixNano(); l.last.Load() < now {
-			l.last.Store(now)
-		}
-		t := time.NewTicker(logDrain / 20)
-		defer t.Stop()
-	wait:
-		for {
-			select {
-			case <-l.done:
-				return l.err
-			case <-t.C:
-				if time.Since(time.Unix(0, l.last.Load())) > logDrain {
-					break wait
-				}
-			}
-		}
-	}
-	stop()
-	<-l.done
-	return nil
-}
-
-// sink forwards to w until a write fails, then discards, so that a
-// failing writer does not stop the job; err keeps the failure. A nil w
-// discards everything. Each write is noted in last (Unix nanoseconds),
-// which other goroutines may read.
-type sink struct {
-	w    io.Writer
-	err  error
-	last *atomic.Int64
-}
-
-func (s *sink) Write(p []byte) (int, error) {
-	if s.last != nil {
-		s.last.Store(time.Now().UnixNano())
-	}
-	if s.w != nil && s.err == nil {
-		n, err := s.w.Write(p)
-		if err == nil && n < len(p) {
-			err = io.ErrShortWrite
-		}
-		s.err = err
-	}
-	return len(p), nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // run is one attempt's command in its running sandbox.
@@ -15,8 +16,8 @@ type run struct {
 	b        *Backend
 	job      job
 	sid, cid string
-	logs     *logStream
-	out      [2]*sink // stdout, stderr
+	logs     *httpsandbox.LogStream
+	out      [2]*httpsandbox.Sink // stdout, stderr
 }
 
 // Run implements backends.Backend. See the package documentation.
@@ -36,14 +37,14 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 	defer b.remove(ctx, sb.Name, ses.ID)
 	cmd, err := b.api.run(ctx, ses.ID, j.request())
 	if err != nil {
-		if hasStatus(err, http.StatusBadRequest, http.StatusUnprocessableEntity) {
+		if httpsandbox.HasStatus(err, http.StatusBadRequest, http.StatusUnprocessableEntity) {
 			err = fmt.Errorf("%w (cwd?): %w", err, backends.ErrPermanent)
 		}
 		return res, runErr(ctx, "start the job", err)
 	}
 	res.StartedAt = time.Now()
-	logs := &logStream{done: make(chan struct{})}
-	r := &run{b: b, job: j, sid: ses.ID, cid: cmd.ID, logs: logs, out: logs.sinks(out)}
+	logs := httpsandbox.NewLogStream()
+	r := &run{b: b, job: j, sid: ses.ID, cid: cmd.ID, logs: logs, out: logs.Sinks(out)}
 	return r.wait(ctx, res)
 }
 
@@ -62,29 +63,26 @@ func (r *run) wait(ctx context.Context, res backends.Result) (backends.Result, e
 	lctx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLogs()
 	logs := r.logs
-	go func() {
-		defer close(logs.done)
-		logs.err = follow(lctx, r.b.api, r.sid, r.cid, r.out)
-	}()
+	logs.Start(func() error { return follow(lctx, r.b.api, r.sid, r.cid, r.out) })
 
 	code, ended, err := r.pollExit(ctx, -1)
-	var st stopped
+	var st httpsandbox.Stopped
 	if err == nil && !ended {
 		code, ended, st = r.stop(ctx)
 	}
 	res.FinishedAt = time.Now()
-	logErr := logs.drain(stopLogs, ended)
+	logErr := logs.Drain(stopLogs, ended)
 	if err != nil {
 		return res, runErr(ctx, "wait for the job", err)
 	}
-	st.fill(&res, code, ended)
+	st.Fill(&res, code, ended)
 	switch {
-	case st.any():
+	case st.Any():
 		return res, fmt.Errorf("vercel: stopped: %w", context.Cause(ctx))
-	case r.out[0].err != nil:
-		return res, fmt.Errorf("vercel: writing stdout: %w", r.out[0].err)
-	case r.out[1].err != nil:
-		return res, fmt.Errorf("vercel: writing stderr: %w", r.out[1].err)
+	case r.out[0].Err() != nil:
+		return res, fmt.Errorf("vercel: writing stdout: %w", r.out[0].Err())
+	case r.out[1].Err() != nil:
+		return res, fmt.Errorf("vercel: writing stderr: %w", r.out[1].Err())
 	case logErr != nil:
 		return res, fmt.Errorf("vercel: reading the output: %w", logErr)
 	}

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // Tags on every sandbox sandrun creates (the API allows five): they tie
@@ -32,13 +32,8 @@ const (
 
 // tags returns the tags of spec's sandbox.
 func tags(spec backends.Spec) map[string]string {
-	return map[string]string{
-		TagManaged:    "true",
-		TagDeployment: spec.Deployment,
-		TagJob:        spec.JobID,
-		TagAttempt:    strconv.Itoa(spec.Attempt),
-		TagWorker:     spec.Worker,
-	}
+	return httpsandbox.LabelKeys{Managed: TagManaged, Deployment: TagDeployment, Job: TagJob,
+		Attempt: TagAttempt, Worker: TagWorker}.Of(spec)
 }
 
 // createRequest is the create request for j: a fresh name (the tags say
@@ -51,7 +46,7 @@ func (b *Backend) createRequest(ctx context.Context, j job) createSandboxRequest
 	name := make([]byte, 10)
 	_, _ = rand.Read(name)
 	return createSandboxRequest{
-		ProjectID:     b.api.c.creds.project,
+		ProjectID:     b.api.creds.project,
 		Name:          "sandrun-" + hex.EncodeToString(name),
 		Runtime:       b.cfg.Runtime,
 		Resources:     resources{VCPUs: b.cfg.VCPUs},
@@ -66,7 +61,7 @@ func (b *Backend) createRequest(ctx context.Context, j job) createSandboxRequest
 func (b *Backend) start(ctx context.Context, j job) (namedSandbox, session, error) {
 	sb, ses, err := b.api.create(ctx, b.createRequest(ctx, j))
 	if err != nil {
-		if hasStatus(err, http.StatusBadRequest, http.StatusPaymentRequired, http.StatusNotFound, http.StatusUnprocessableEntity) {
+		if httpsandbox.HasStatus(err, http.StatusBadRequest, http.StatusPaymentRequired, http.StatusNotFound, http.StatusUnprocessableEntity) {
 			err = fmt.Errorf("%w: %w", err, backends.ErrPermanent)
 		}
 		return sb, ses, err

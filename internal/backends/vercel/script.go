@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // DefaultPath is a job's PATH when its environment sets none.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const DefaultPath = httpsandbox.DefaultPath
 
 // wrapperScript runs the job, as `/bin/sh -c WRAPPER sandrun COMMAND
 // NAMES...`: COMMAND with exactly the variables NAMES (which the API set
@@ -37,27 +37,15 @@ type job struct {
 // newJob checks spec for what this backend can run; its errors wrap
 // backends.ErrPermanent and never show an env value.
 func newJob(spec backends.Spec) (job, error) {
-	if spec.Session != "" {
-		return job{}, fmt.Errorf("vercel: session %q: persistent sessions are not supported: %w", spec.Session, backends.ErrPermanent)
+	if err := httpsandbox.CheckSession(Kind, spec); err != nil {
+		return job{}, err
 	}
 	if spec.Container != nil {
 		return job{}, fmt.Errorf("vercel: container options are not supported (the profile's runtime is the image): %w", backends.ErrPermanent)
 	}
-	if strings.ContainsRune(spec.Command, 0) || strings.ContainsRune(spec.Dir, 0) {
-		return job{}, fmt.Errorf("vercel: command or cwd contains a NUL byte: %w", backends.ErrPermanent)
-	}
-	env := make(map[string]string, len(spec.Env)+1)
-	for k, v := range spec.Env {
-		if !envNameRE.MatchString(k) {
-			return job{}, fmt.Errorf("vercel: env: %q is not a shell variable name: %w", k, backends.ErrPermanent)
-		}
-		if strings.ContainsRune(v, 0) {
-			return job{}, fmt.Errorf("vercel: env: the value of %s contains a NUL byte: %w", k, backends.ErrPermanent)
-		}
-		env[k] = v
-	}
-	if _, ok := env["PATH"]; !ok {
-		env["PATH"] = DefaultPath
+	env, err := httpsandbox.JobEnv(Kind, spec)
+	if err != nil {
+		return job{}, err
 	}
 	return job{spec: spec, env: env}, nil
 }

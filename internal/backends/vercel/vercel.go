@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
 
 // Kind is the backend's kind in profiles.
@@ -26,8 +28,21 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vercel.%w", err) // vercel.FIELD: ... (the app adds backends.NAME.)
 	}
-	c := &client{hc: newHTTPClient(), creds: s.creds, timeout: s.RequestTimeout}
-	return &Backend{cfg: s, api: &api{c: c, base: s.base}}, nil
+	return &Backend{cfg: s, api: &api{c: newClient(s), base: s.base, creds: s.creds}}, nil
+}
+
+// newClient returns the client of the Sandbox API with s's credentials:
+// every call names the team.
+func newClient(s settings) *httpsandbox.Client {
+	return &httpsandbox.Client{
+		HTTP:     httpsandbox.NewHTTPClient(false),
+		Token:    s.creds.token,
+		Query:    url.Values{"teamId": {s.creds.team}},
+		Accept:   "application/json, application/x-ndjson",
+		AuthHint: "check the token in " + s.creds.env + ", and team_id and project_id",
+		Message:  answerMessage,
+		Timeout:  s.RequestTimeout,
+	}
 }
 
 // Kind implements backends.Backend.
@@ -45,14 +60,14 @@ func (b *Backend) Capabilities() backends.Capabilities {
 // takes the credentials for this team and project.
 func (b *Backend) Validate(ctx context.Context) error {
 	if _, err := b.api.list(ctx, "", "", "", 1); err != nil {
-		return fmt.Errorf("vercel: api_url %s, team %s, project %s: %w", b.cfg.APIURL, b.api.c.creds.team, b.api.c.creds.project, err)
+		return fmt.Errorf("vercel: api_url %s, team %s, project %s: %w", b.cfg.APIURL, b.api.creds.team, b.api.creds.project, err)
 	}
 	return nil
 }
 
 // Close releases the backend's idle connections.
 func (b *Backend) Close() error {
-	b.api.c.hc.CloseIdleConnections()
+	b.api.c.HTTP.CloseIdleConnections()
 	return nil
 }
 
