@@ -26,6 +26,7 @@ func (c cli) server(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Cluster.Name, "cluster-name", "", "cluster name: makes this server a cluster node")
 	fs.IntVar(&cfg.Cluster.Port, "cluster-port", 6222, "route port of this node")
 	fs.StringVar(&routes, "routes", "", "comma-separated route URLs of the other nodes (nats-route://host:port)")
+	fs.BoolVar(&cfg.Cluster.NoAdvertise, "no-advertise", false, "do not tell clients the other nodes' URLs (nodes behind a proxy or load balancer)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

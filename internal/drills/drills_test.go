@@ -110,7 +110,10 @@ func (c *cluster) startNode(i int) {
 		}
 	}
 	c.servers[i] = start(c.t, c.names[i], "server", "--data", c.dirs[i], "--name", c.names[i], "--port", fmt.Sprint(c.ports[i]),
-		"--cluster-name", "drill", "--cluster-port", fmt.Sprint(c.routes[i]), "--routes", strings.Join(routes, ","))
+		"--cluster-name", "drill", "--cluster-port", fmt.Sprint(c.routes[i]), "--routes", strings.Join(routes, ","),
+		// Clients use only the URLs they are given: a worker behind a
+		// proxy stays behind it.
+		"--no-advertise")
 }
 
 func (c *cluster) url() string {

@@ -54,6 +54,10 @@ type ClusterConfig struct {
 	Port int
 	// Routes are the other nodes' route URLs (nats-route://host:port).
 	Routes []string
+	// NoAdvertise keeps the other nodes' client URLs from clients, which
+	// then reconnect only to the URLs they were given (nodes behind a
+	// proxy or a load balancer).
+	NoAdvertise bool
 }
 
 // StartEmbedded starts a JetStream server and waits until it accepts
@@ -78,7 +82,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		NoLog:              !cfg.Logs,
 	}
 	if c := cfg.Cluster; c.Name != "" {
-		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: opts.Host, Port: c.Port}
+		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: opts.Host, Port: c.Port, NoAdvertise: c.NoAdvertise}
 		if opts.Cluster.Host == "" {
 			opts.Cluster.Host = "127.0.0.1"
 		}

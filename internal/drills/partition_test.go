@@ -1,0 +1,99 @@
+package drills
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// TestWorkerCutOff: a worker reaches the cluster only through a TCP proxy,
+// which is blocked while the worker runs jobs. The cut-off worker kills
+// its jobs before their leases expire (self-fencing), the other worker
+// runs them again, and each job commits exactly one result. A job writes
+// its mark only when it runs to the end, so a copy that outlived its
+// lease would show as a second mark.
+func TestWorkerCutOff(t *testing.T) {
+	c, cl := clusterWithWorkers(t, 1) // worker 0: direct to every node
+	proxy := sshtest.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[0]))
+	start(t, "worker-cut", "worker", "--nats-url", "nats://"+proxy.Addr, "--name", "drill-cut",
+		"--slots", "8", "--lease-ttl", "10s", "--log-format", "text")
+	st := cl.Store()
+	writes := watchResults(t, st)
+	ctx := t.Context()
+
+	marks := filepath.Join(t.TempDir(), "marks")
+	const n = 24
+	items := make([]client.Spec, n)
+	for i := range items {
+		items[i] = client.Spec{Command: `sleep 14; echo "$J" >> ` + marks, Env: map[string]string{"J": fmt.Sprint(i)}, MaxAttempts: 3}
+	}
+	if _, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: "cut"}, items); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the proxied worker runs some of them.
+	var onCut []string
+	deadline := time.Now().Add(time.Minute)
+	for len(onCut) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the proxied worker never ran a job")
+		}
+		time.Sleep(200 * time.Millisecond)
+		v, err := cl.Batch(ctx, "cut")
+		if err != nil {
+			t.Fatal(err)
+		}
+		onCut = onCut[:0]
+		for _, it := range v.Items {
+			if it.Run.State == jobs.StateRunning && it.Run.Worker == "drill-cut" {
+				onCut = append(onCut, it.Run.Spec.ID)
+			}
+		}
+	}
+	cutAt := time.Now()
+	proxy.Block()
+	t.Logf("cut the worker off with %d jobs running on it", len(onCut))
+
+	for k, _ := writes.total(); k < n; k, _ = writes.total() {
+		if time.Since(cutAt) > 3*time.Minute {
+			t.Fatalf("%d of %d jobs ended 3 minutes after the cut", k, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	allDone := time.Since(cutAt)
+	time.Sleep(3 * time.Second) // a late copy of a cut-off job would write its mark by now
+	keys, total := writes.total()
+	dups := 0
+	for id, k := range writes.snapshot() {
+		if k != 1 {
+			dups++
+			t.Errorf("%s: %d result writes", id, k)
+		}
+	}
+	data, err := os.ReadFile(marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(data))
+	slices.Sort(lines)
+	twice := len(lines) - len(slices.Compact(slices.Clone(lines)))
+	lost := n - writes.states()[jobs.StateSucceeded]
+	t.Logf("DRILL worker-cut-off: jobs %d, %d running on the cut worker, lost %d, duplicate commits %d (result keys %d, writes %d), marks %d (%d twice), all ended %s after the cut",
+		n, len(onCut), lost, dups, keys, total, len(lines), twice, allDone.Round(time.Millisecond))
+	if lost != 0 || dups != 0 || keys != n || len(lines) != n || twice != 0 {
+		t.Fatalf("lost %d, duplicate commits %d, result keys %d, marks %d (%d twice), want %d, 0, %d, %d, 0", lost, dups, keys, len(lines), twice, 0, n, n)
+	}
+	for _, id := range onCut {
+		r, err := st.GetResult(ctx, id)
+		if err != nil || r.Worker == "drill-cut" || r.Attempt < 2 {
+			t.Fatalf("%s (running on the cut worker): result %+v, %v; want another worker's, attempt 2 or later", id, r, err)
+		}
+	}
+}
