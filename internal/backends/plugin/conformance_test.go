@@ -11,13 +11,24 @@ import (
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 )
 
+// underTestEnv names a plugin for TestConformance instead of the
+// reference plugin: a plugin author runs the suite on their own plugin with
+//
+//	SANDRUN_PLUGIN_UNDER_TEST=/path/to/plugin go test ./internal/backends/plugin -run TestConformance
+const underTestEnv = "SANDRUN_PLUGIN_UNDER_TEST"
+
 // TestConformance runs the backend conformance suite on the reference
-// plugin: a plugin's jobs run on this host, so the suite checks that their
-// processes are gone too.
+// plugin, whose jobs run on this host, so the suite checks that their
+// processes are gone too; or on the plugin SANDRUN_PLUGIN_UNDER_TEST
+// names, whose jobs may run elsewhere.
 func TestConformance(t *testing.T) {
+	path, opts := localexec(), backendtest.Options{ProcessGone: backendtest.HostProcessGone}
+	if p := os.Getenv(underTestEnv); p != "" {
+		path, opts = p, backendtest.Options{}
+	}
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
-		return setup(t, Config{Path: localexec()}, true).b
-	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+		return setup(t, Config{Path: path}, true).b
+	}, opts)
 }
 
 func TestKindAndCapabilities(t *testing.T) {
@@ -87,23 +98,4 @@ func TestFailingWriterDoesNotStopJob(t *testing.T) {
 	if res.ExitCode != 3 || stderr.String() != "err\n" {
 		t.Errorf("exit %d, stderr %q; want 3, %q", res.ExitCode, stderr.String(), "err\n")
 	}
-}
-
-// underTestEnv names a plugin for TestConformanceOf: a plugin author runs
-// the suite on their own plugin with
-//
-//	SANDRUN_PLUGIN_UNDER_TEST=/path/to/plugin go test ./internal/backends/plugin -run TestConformanceOf
-const underTestEnv = "SANDRUN_PLUGIN_UNDER_TEST"
-
-// TestConformanceOf runs the conformance suite on the plugin that
-// SANDRUN_PLUGIN_UNDER_TEST names, if any. Its jobs may run elsewhere
-// than this host, so the suite does not look for their processes here.
-func TestConformanceOf(t *testing.T) {
-	path := os.Getenv(underTestEnv)
-	if path == "" {
-		t.Skip(underTestEnv + " names no plugin")
-	}
-	backendtest.Run(t, func(t *testing.T) backends.Backend {
-		return setup(t, Config{Path: path}, true).b
-	}, backendtest.Options{})
 }
