@@ -288,7 +288,7 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 		held = append(held, l)
 	}
 	for i, jid := range again {
-		if err := c.requeueHeld(ctx, jid, c.rerunMsgID(ctx, jid), rerunCheck(jid)); err != nil {
+		if err := c.requeueHeld(ctx, jid, rerunMsgID(jid), rerunCheck(jid)); err != nil {
 			return i, err
 		}
 	}
@@ -299,18 +299,14 @@ func (c *Client) RetryFailed(ctx context.Context, id string) (int, error) {
 // budget: its result is cleared, its record reset to queued and its
 // message published again. It works under the job's lease.
 func (c *Client) Rerun(ctx context.Context, id string) error {
-	return c.requeue(ctx, id, c.rerunMsgID(ctx, id), rerunCheck(id))
+	return c.requeue(ctx, id, rerunMsgID(id), rerunCheck(id))
 }
 
-// rerunMsgID names a rerun's message after the record's revision, so that
-// each rerun is a new message and a repeated request for the same one is
-// not.
-func (c *Client) rerunMsgID(ctx context.Context, id string) string {
-	var rev uint64
-	if _, r, err := c.store.GetRun(ctx, id); err == nil {
-		rev = r
-	}
-	return fmt.Sprintf("%s.rerun.%d", id, rev)
+// rerunMsgID names a rerun's message after the revision of the record it
+// reset, so that each rerun is a new message and a repeated request for
+// the same one is not.
+func rerunMsgID(id string) func(rev uint64) string {
+	return func(rev uint64) string { return fmt.Sprintf("%s.rerun.%d", id, rev) }
 }
 
 func rerunCheck(id string) func(jobs.Run) (string, error) {

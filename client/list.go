@@ -107,7 +107,7 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 	if e.Spec == nil {
 		return fmt.Errorf("dlq %s: not a valid job (%s); nothing to retry", id, e.Reason)
 	}
-	err = c.requeue(ctx, id, fmt.Sprintf("%s.dlq.%d", id, seq), func(r jobs.Run) (string, error) {
+	err = c.requeue(ctx, id, func(uint64) string { return fmt.Sprintf("%s.dlq.%d", id, seq) }, func(r jobs.Run) (string, error) {
 		if r.State != jobs.StateDead {
 			return "", fmt.Errorf("dlq %s: job is %s, not dead", id, r.State)
 		}
@@ -127,7 +127,7 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 // record (and words its new last error), the result is cleared, the record
 // reset to queued with a fresh attempt budget (the stored spec kept: a DLQ
 // copy has secrets redacted), and the job published again as msgID.
-func (c *Client) requeue(ctx context.Context, id, msgID string, check func(jobs.Run) (string, error)) error {
+func (c *Client) requeue(ctx context.Context, id string, msgID func(rev uint64) string, check func(jobs.Run) (string, error)) error {
 	l, err := c.acquireLease(ctx, id, 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("%s: %w", id, err)
@@ -144,7 +144,7 @@ func (c *Client) release(ctx context.Context, l *lease.Lease) {
 }
 
 // requeueHeld is requeue for a caller that holds the job's lease.
-func (c *Client) requeueHeld(ctx context.Context, id, msgID string, check func(jobs.Run) (string, error)) error {
+func (c *Client) requeueHeld(ctx context.Context, id string, msgID func(rev uint64) string, check func(jobs.Run) (string, error)) error {
 	run, rev, err := c.store.GetRun(ctx, id)
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (c *Client) requeueHeld(ctx context.Context, id, msgID string, check func(j
 	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
 		return err
 	}
-	return c.store.PublishJob(ctx, run.Spec, msgID)
+	return c.store.PublishJob(ctx, run.Spec, msgID(rev))
 }
 
 // acquireLease takes job id's lease, waiting up to wait for a holder that

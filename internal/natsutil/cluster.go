@@ -25,7 +25,7 @@ func StartCluster(ctx context.Context, dir string, n int, base EmbeddedConfig) (
 	}
 	routePorts := make([]int, n)
 	for i := range routePorts {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -105,8 +105,9 @@ func WaitJetStream(ctx context.Context, url string, replicas int) error {
 	}
 }
 
-// freePort returns a TCP port free on loopback now.
-func freePort() (int, error) {
+// FreePort returns a TCP port free on loopback now (for nodes and tests
+// that must know their ports before they listen).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -8,8 +8,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run under CI (CI=true).
@@ -45,4 +47,16 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// WaitFor waits until the buffer holds s, or fails the test.
+func (b *Buffer) WaitFor(t testing.TB, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the output within %s; output so far %q", s, within, b.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

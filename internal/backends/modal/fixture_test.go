@@ -1,11 +1,9 @@
 package modal
 
 import (
-	"bytes"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,36 +43,6 @@ func newBackend(t *testing.T, cfg Config) *Backend {
 		t.Fatalf("Validate: %v", err)
 	}
 	return b
-}
-
-// buffer is a concurrency-safe io.Writer for a job's output.
-type buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor waits until the buffer holds s.
-func (b *buffer) waitFor(t *testing.T, s string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !strings.Contains(b.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never held %q: %q", s, b.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // pids returns the numbers on "pid N" lines of out.

@@ -13,6 +13,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // TestKilledWorkerOrphanIsReaped: a worker (this test binary, re-run as
@@ -24,7 +25,7 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 	t.Parallel()
 	f := modaltest.Start(t)
 
-	var helperOut, helperErr buffer
+	var helperOut, helperErr testenv.Buffer
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+t.TempDir(), "MODAL_SERVER_URL="+f.URL,
 		"MODAL_TOKEN_ID="+f.TokenID, "MODAL_TOKEN_SECRET="+f.TokenSecret,
@@ -33,7 +34,7 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	helperOut.waitFor(t, "ready", time.Minute)
+	helperOut.WaitFor(t, "ready", time.Minute)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 	// A job of another deployment, running on another worker.
 	other := newBackend(t, fakeConfig(t, f))
 	ctx, cancel := context.WithCancel(t.Context())
-	var otherOut buffer
+	var otherOut testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		spec := backends.Spec{Deployment: "d2", JobID: "other", Attempt: 1, Worker: "w2", Command: "echo ready; exec sleep 300"}
@@ -61,7 +62,7 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 			t.Errorf("the other deployment's job: %v; want it cancelled", err)
 		}
 	}()
-	otherOut.waitFor(t, "ready", time.Minute)
+	otherOut.WaitFor(t, "ready", time.Minute)
 
 	reaper := newBackend(t, fakeConfig(t, f))
 	var asked []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // TestSandboxDefinition: a job's sandbox gets the profile's image,
@@ -25,7 +26,7 @@ func TestSandboxDefinition(t *testing.T) {
 	dir := t.TempDir()
 	spec := backends.Spec{JobID: "j1", Attempt: 2, Worker: "w1", Deployment: "d1", Dir: dir,
 		Command: "pwd", Env: map[string]string{"A": "1", "EMPTY": ""}}
-	var stdout buffer
+	var stdout testenv.Buffer
 	res, err := b.Run(t.Context(), spec, backends.Output{Stdout: &stdout})
 	if err != nil || res.ExitCode != 0 || stdout.String() != dir+"\n" {
 		t.Fatalf("Run: %+v, %v, stdout %q", res, err, stdout.String())
@@ -100,7 +101,7 @@ func TestDeadlineTerminatesSandbox(t *testing.T) {
 	b := newBackend(t, fakeConfig(t, f))
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	var stdout buffer
+	var stdout testenv.Buffer
 	spec := backends.Spec{JobID: "late", Attempt: 1, KillGrace: 500 * time.Millisecond,
 		Command: `trap '' TERM; echo "pid $$"; sleep 300 & echo "pid $!"; wait`}
 	res, err := b.Run(ctx, spec, backends.Output{Stdout: &stdout})
@@ -131,7 +132,7 @@ func TestSandboxTimeoutEndsJob(t *testing.T) {
 	cfg := fakeConfig(t, f)
 	cfg.SandboxTimeout = time.Second
 	b := newBackend(t, cfg)
-	var stdout buffer
+	var stdout testenv.Buffer
 	res, err := b.Run(t.Context(), backends.Spec{Command: `echo "pid $$"; sleep 300 & echo "pid $!"; wait`}, backends.Output{Stdout: &stdout})
 	if !errors.Is(err, backends.ErrPermanent) || !strings.Contains(err.Error(), "reached its timeout") {
 		t.Fatalf("Run: %+v, %v; want a permanent timeout error", res, err)
@@ -153,7 +154,7 @@ func TestSessions(t *testing.T) {
 	b := newBackend(t, cfg)
 	run := func(job, session, cmd string) string {
 		t.Helper()
-		var stdout buffer
+		var stdout testenv.Buffer
 		spec := backends.Spec{JobID: job, Attempt: 1, Worker: "w1", Session: session, Command: cmd}
 		res, err := b.Run(t.Context(), spec, backends.Output{Stdout: &stdout})
 		if err != nil || res.ExitCode != 0 {

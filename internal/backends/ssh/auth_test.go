@@ -14,12 +14,13 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // runEcho runs `echo ok` on b and fails the test unless it prints ok.
 func runEcho(t *testing.T, b *Backend) {
 	t.Helper()
-	var stdout buffer
+	var stdout testenv.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	res, err := b.Run(ctx, backends.Spec{JobID: "echo", Attempt: 1, Command: "echo ok"}, backends.Output{Stdout: &stdout, Stderr: io.Discard})

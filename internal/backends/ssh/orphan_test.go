@@ -13,18 +13,19 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // abandoned runs attempt 1 of job until its output holds ready, then cuts
 // the worker off the host for good: Run gives up with ErrUnavailable while
 // the remote job runs on. The proxy is unblocked before it returns.
-func abandoned(t *testing.T, b *Backend, proxy *sshtest.Proxy, spec backends.Spec, ready string) *buffer {
+func abandoned(t *testing.T, b *Backend, proxy *sshtest.Proxy, spec backends.Spec, ready string) *testenv.Buffer {
 	t.Helper()
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	done := start(ctx, b, spec, &stdout, &stderr)
-	stdout.waitFor(t, ready, 20*time.Second)
+	stdout.WaitFor(t, ready, 20*time.Second)
 	proxy.Block()
 	o := <-done
 	proxy.Unblock()
@@ -63,7 +64,7 @@ echo done`
 	}
 
 	spec.Attempt, spec.Env = 2, map[string]string{"ATTEMPT": "2"}
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	res, err := b.Run(t.Context(), spec, backends.Output{Stdout: &stdout, Stderr: &stderr})
 	if err != nil || res.ExitCode != 0 || stdout.String() != "started\ndone\n" {
 		t.Fatalf("attempt 2: %+v, %v, stdout %q (OVERLAP means attempt 1 still ran)", res, err, stdout.String())
@@ -88,7 +89,7 @@ func TestNextAttemptAdoptsOrphan(t *testing.T) {
 	abandoned(t, b, proxy, spec, "\n5\n")
 
 	spec.Attempt = 2
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	res, err := b.Run(t.Context(), spec, backends.Output{Stdout: &stdout, Stderr: &stderr})
 	mustBeNumbered(t, outcome{res, err}, &stdout, &stderr, 40)
 	if _, err := os.Stat(filepath.Join(cfg.RunRoot, "orphan-adopt-2")); !errors.Is(err, os.ErrNotExist) {

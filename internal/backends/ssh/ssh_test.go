@@ -20,6 +20,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // fixture is an sshd on loopback that a user key may log in to, with a
@@ -109,36 +110,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// buffer is a concurrency-safe output recorder.
-type buffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// waitFor waits until the buffer holds s, or fails the test.
-func (b *buffer) waitFor(t *testing.T, s string, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !strings.Contains(b.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the output within %s; output so far %q", s, within, b.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 type outcome struct {
 	res backends.Result
 	err error
@@ -160,7 +131,7 @@ func numbered(n int) string {
 
 // mustBeNumbered fails the test unless the run succeeded and printed
 // numbered(n)'s lines, each once and in order.
-func mustBeNumbered(t *testing.T, o outcome, stdout, stderr *buffer, n int) {
+func mustBeNumbered(t *testing.T, o outcome, stdout, stderr *testenv.Buffer, n int) {
 	t.Helper()
 	if o.err != nil || o.res.ExitCode != 0 {
 		t.Fatalf("Run: %+v, %v; stderr %q", o.res, o.err, stderr.String())
@@ -189,15 +160,15 @@ func TestOutputSurvivesCuts(t *testing.T) {
 	cfg.Metrics, cfg.Profile = m, "lab"
 	b := backend(t, cfg)
 
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	done := start(ctx, b, backends.Spec{JobID: "cuts", Attempt: 1, Command: numbered(100)}, &stdout, &stderr)
-	stdout.waitFor(t, "\n20\n", 20*time.Second)
+	stdout.WaitFor(t, "\n20\n", 20*time.Second)
 	if n := proxy.Cut(); n == 0 {
 		t.Fatal("first cut: no live connection to cut")
 	}
-	stdout.waitFor(t, "\n50\n", 20*time.Second)
+	stdout.WaitFor(t, "\n50\n", 20*time.Second)
 	if n := proxy.Cut(); n == 0 {
 		t.Fatal("second cut: no live connection to cut")
 	}
@@ -257,7 +228,7 @@ func TestTimeoutKillsRemoteGrandchildren(t *testing.T) {
 	cfg := f.config(t)
 	cfg.Metrics, cfg.Profile = m, "lab"
 	b := backend(t, cfg)
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	o := <-start(ctx, b, backends.Spec{JobID: "grandkids", Attempt: 1, Command: "trap '' TERM\n" + grandchildren, KillGrace: 500 * time.Millisecond}, &stdout, &stderr)
@@ -281,11 +252,11 @@ func TestWatchdogKillsWithoutWorker(t *testing.T) {
 	cfg, proxy := f.proxiedConfig(t)
 	cfg.ReconnectTimeout, cfg.WatchdogMargin = 5*time.Second, time.Second
 	b := backend(t, cfg)
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	done := start(ctx, b, backends.Spec{JobID: "watchdog", Attempt: 1, Command: grandchildren, KillGrace: time.Second}, &stdout, &stderr)
-	stdout.waitFor(t, "ready", 10*time.Second)
+	stdout.WaitFor(t, "ready", 10*time.Second)
 	ps := pids(t, stdout.String())
 	proxy.Block()
 	o := <-done
@@ -315,7 +286,7 @@ func TestSessionsBounded(t *testing.T) {
 	errs := make(chan error, 12)
 	for i := range 12 {
 		wg.Go(func() {
-			var stdout buffer
+			var stdout testenv.Buffer
 			res, err := b.Run(t.Context(), backends.Spec{JobID: fmt.Sprintf("many-%d", i), Attempt: 1, Command: fmt.Sprintf("sleep 0.2; echo %d", i)},
 				backends.Output{Stdout: &stdout, Stderr: io.Discard})
 			if err == nil && (res.ExitCode != 0 || stdout.String() != fmt.Sprintf("%d\n", i)) {
@@ -347,11 +318,11 @@ func TestKeepaliveFindsSilentLink(t *testing.T) {
 	cfg.Metrics, cfg.Profile = m, "lab"
 	cfg.KeepaliveInterval, cfg.KeepaliveCountMax = 200*time.Millisecond, 2
 	b := backend(t, cfg)
-	var stdout, stderr buffer
+	var stdout, stderr testenv.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	done := start(ctx, b, backends.Spec{JobID: "silent", Attempt: 1, Command: numbered(30)}, &stdout, &stderr)
-	stdout.waitFor(t, "\n5\n", 20*time.Second)
+	stdout.WaitFor(t, "\n5\n", 20*time.Second)
 	if n := proxy.Freeze(); n == 0 {
 		t.Fatal("no live connection to freeze")
 	}
