@@ -148,13 +148,21 @@ func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
 	}
 	var cl *client.Client
 	for i := range n {
-		start(t, fmt.Sprintf("worker-%d", i), "worker", "--nats-url", url, "--replicas", "3", "--name", fmt.Sprintf("drill-w%d", i),
-			"--slots", "8", "--lease-ttl", "10s", "--log-format", "text")
+		startWorker(t, url, fmt.Sprintf("drill-w%d", i))
 		if i == 0 {
 			cl = connect(t, url)
 		}
 	}
 	return c, cl
+}
+
+// startWorker starts a worker process named name (R3 layout, 8 slots,
+// 10s lease TTL); extra flags follow those.
+func startWorker(t *testing.T, url, name string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"worker", "--nats-url", url, "--replicas", "3", "--name", name,
+		"--slots", "8", "--lease-ttl", "10s", "--log-format", "text"}, extra...)
+	return start(t, name, args...)
 }
 
 // connect waits for the layout (created by the first worker) and returns
@@ -210,6 +218,20 @@ func (rw *resultWrites) total() (keys, writes int) {
 		writes += n
 	}
 	return keys, writes
+}
+
+// waitKeys waits until n jobs have a result, for at most within, and
+// fails the test after that; when says when the wait started, for the
+// message.
+func (rw *resultWrites) waitKeys(t *testing.T, n int, within time.Duration, when string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for k, _ := rw.total(); k < n; k, _ = rw.total() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs ended within %s %s", k, n, within, when)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // snapshot copies the write counts by job ID.

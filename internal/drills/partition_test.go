@@ -61,12 +61,7 @@ func TestWorkerCutOff(t *testing.T) {
 	proxy.Block()
 	t.Logf("cut the worker off with %d jobs running on it", len(onCut))
 
-	for k, _ := writes.total(); k < n; k, _ = writes.total() {
-		if time.Since(cutAt) > 3*time.Minute {
-			t.Fatalf("%d of %d jobs ended 3 minutes after the cut", k, n)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	writes.waitKeys(t, n, 3*time.Minute, "after the cut")
 	allDone := time.Since(cutAt)
 	time.Sleep(3 * time.Second) // a late copy of a cut-off job would write its mark by now
 	keys, total := writes.total()
