@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -65,6 +66,11 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 	store, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), cfg.Layout.jobs())
 	if err != nil {
 		return err
+	}
+	store.OnRetry = func(what string, attempt int, err error) {
+		op, _, _ := strings.Cut(what, " ")
+		m.WriteRetries.WithLabelValues(op).Inc()
+		log.Warn("write failed, retrying", "write", what, "attempt", attempt, "err", err)
 	}
 	return runRoles(ctx, nc, store, m, wcfg, deps, sched, roles, log, ready)
 }

@@ -135,10 +135,7 @@ func (c *cluster) node(name string) int {
 }
 
 // clusterWithWorkers starts a 3-node cluster and n workers on it (R3
-// layout, 8 slots, 10s lease TTL) and returns a client. The first worker
-// creates the layout; the others start once it exists (two components
-// creating an R3 layout at the same moment can stall each other:
-// docs/RELIABILITY.md).
+// layout, 8 slots, 10s lease TTL), all at once, and returns a client.
 func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
 	t.Helper()
 	c := startCluster(t)
@@ -146,14 +143,10 @@ func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
 	if err := natsutil.WaitJetStream(t.Context(), url, 3); err != nil {
 		t.Fatal(err)
 	}
-	var cl *client.Client
 	for i := range n {
 		startWorker(t, url, fmt.Sprintf("drill-w%d", i))
-		if i == 0 {
-			cl = connect(t, url)
-		}
 	}
-	return c, cl
+	return c, connect(t, url)
 }
 
 // startWorker starts a worker process named name (R3 layout, 8 slots,
@@ -165,8 +158,8 @@ func startWorker(t *testing.T, url, name string, extra ...string) *proc {
 	return start(t, name, args...)
 }
 
-// connect waits for the layout (created by the first worker) and returns
-// a client.
+// connect waits for the layout (created by the workers) and returns a
+// client.
 func connect(t *testing.T, url string) *client.Client {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)

@@ -86,7 +86,10 @@ func (s *Store) PutBatch(ctx context.Context, b Batch) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.State.Create(ctx, BatchKey(b.ID), data)
+	err = s.write(ctx, "create "+BatchKey(b.ID), func(ctx context.Context, _ int) error {
+		_, err := s.State.Create(ctx, BatchKey(b.ID), data)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		old, gerr := s.GetBatch(ctx, b.ID)
 		if gerr != nil {

@@ -369,13 +369,20 @@ type WorkerProfile struct {
 // creating the layout at once).
 const placeWithin = time.Minute
 
+// placeAttempt bounds one attempt at creating an asset. Creating a stream
+// takes milliseconds on a healthy cluster.
+const placeAttempt = 2 * time.Second
+
 // placing runs create until it succeeds, retrying timeouts and placement
 // errors for up to placeWithin, and words the final error for the
 // operator.
 func placing(ctx context.Context, replicas int, what string, create func(ctx context.Context) error) error {
 	deadline := time.Now().Add(placeWithin)
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		// Short attempts: when two components create the same asset at
+		// once, the meta leader may answer only the first request, and
+		// the other's retry finds the asset made.
+		actx, cancel := context.WithTimeout(ctx, placeAttempt)
 		err := create(actx)
 		cancel()
 		if err == nil {

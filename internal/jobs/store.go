@@ -22,6 +22,15 @@ type Store struct {
 	Elections  jetstream.KeyValue
 	Workers    jetstream.KeyValue
 	Outputs    jetstream.ObjectStore
+
+	// WriteWithin bounds how long each write below is retried through
+	// transient trouble (Transient); 0 means DefaultWriteWithin. Every
+	// retried write carries its own identity — a message ID, or a value
+	// it recognises as its own — so that a retry of a write that was
+	// stored but not acknowledged is not a second write.
+	WriteWithin time.Duration
+	// OnRetry, if set, is told of each retried attempt.
+	OnRetry Retried
 }
 
 // Sentinel errors of the store.
@@ -59,10 +68,19 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	rev, err := s.State.Create(ctx, RunKey(r.Spec.ID), data)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
-	}
+	key := RunKey(r.Spec.ID)
+	var rev uint64
+	err = s.write(ctx, "create "+key, func(ctx context.Context, attempt int) (err error) {
+		rev, err = s.State.Create(ctx, key, data)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			if own, ok := s.ownWrite(ctx, key, data); ok && attempt > 1 {
+				rev = own
+				return nil
+			}
+			return fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
+		}
+		return err
+	})
 	return rev, err
 }
 
@@ -82,34 +100,40 @@ func (s *Store) SubmitPipelined(ctx context.Context, r Run, msgID string) error 
 	if err != nil {
 		return err
 	}
-	recAck, err := s.JS.PublishAsync(kvSubject(RunKey(r.Spec.ID)), rec, jetstream.WithExpectLastSequencePerSubject(0))
-	if err != nil {
-		return err
-	}
-	jobAck, err := s.JS.PublishAsync(JobSubject(r.Spec.Queue), job, jetstream.WithMsgID(msgID))
-	if err != nil {
-		return err
-	}
-	var recErr, jobErr error
-	for _, f := range []struct {
-		ack jetstream.PubAckFuture
-		err *error
-	}{{recAck, &recErr}, {jobAck, &jobErr}} {
-		select {
-		case <-f.ack.Ok():
-		case e := <-f.ack.Err():
-			*f.err = e
-		case <-ctx.Done():
-			return ctx.Err()
+	key := RunKey(r.Spec.ID)
+	return s.write(ctx, "submit "+r.Spec.ID, func(ctx context.Context, attempt int) error {
+		recAck, err := s.JS.PublishAsync(kvSubject(key), rec, jetstream.WithExpectLastSequencePerSubject(0))
+		if err != nil {
+			return err
 		}
-	}
-	if jobErr != nil {
-		return fmt.Errorf("dispatch %s: %w", r.Spec.ID, jobErr)
-	}
-	if isWrongLastSequence(recErr) {
-		return fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
-	}
-	return recErr
+		jobAck, err := s.JS.PublishAsync(JobSubject(r.Spec.Queue), job, jetstream.WithMsgID(msgID))
+		if err != nil {
+			return err
+		}
+		var recErr, jobErr error
+		for _, f := range []struct {
+			ack jetstream.PubAckFuture
+			err *error
+		}{{recAck, &recErr}, {jobAck, &jobErr}} {
+			select {
+			case <-f.ack.Ok():
+			case e := <-f.ack.Err():
+				*f.err = e
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if jobErr != nil {
+			return fmt.Errorf("dispatch %s: %w", r.Spec.ID, jobErr)
+		}
+		if isWrongLastSequence(recErr) {
+			if _, ok := s.ownWrite(ctx, key, rec); ok && attempt > 1 {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
+		}
+		return recErr
+	})
 }
 
 // UpdateRun replaces the job record if it is still at rev.
@@ -118,10 +142,19 @@ func (s *Store) UpdateRun(ctx context.Context, r Run, rev uint64) (uint64, error
 	if err != nil {
 		return 0, err
 	}
-	nrev, err := s.State.Update(ctx, RunKey(r.Spec.ID), data, rev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, fmt.Errorf("%s: %w", r.Spec.ID, ErrConflict)
-	}
+	key := RunKey(r.Spec.ID)
+	var nrev uint64
+	err = s.write(ctx, "update "+key, func(ctx context.Context, attempt int) (err error) {
+		nrev, err = s.State.Update(ctx, key, data, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			if own, ok := s.ownWrite(ctx, key, data); ok && attempt > 1 {
+				nrev = own
+				return nil
+			}
+			return fmt.Errorf("%s: %w", r.Spec.ID, ErrConflict)
+		}
+		return err
+	})
 	return nrev, err
 }
 
@@ -138,7 +171,10 @@ func (s *Store) PutRunFenced(ctx context.Context, r Run, leaseRev uint64) error 
 	if err != nil {
 		return err
 	}
-	return s.publishFenced(ctx, r.Spec.ID, RunKey(r.Spec.ID), data, leaseRev)
+	// The same record may be written more than once under one lease
+	// (running, then ended): its message ID names the content too.
+	key := RunKey(r.Spec.ID)
+	return s.publishFenced(ctx, r.Spec.ID, key, data, leaseRev, jetstream.WithMsgID(contentID(key, leaseRev, data)))
 }
 
 // GetResult returns the committed result of job id, or ErrNotFound.
@@ -173,13 +209,18 @@ func (s *Store) CommitResult(ctx context.Context, r Result, leaseRev uint64) err
 		jetstream.WithMsgID(fmt.Sprintf("%s@%d", ResultKey(r.JobID), leaseRev)))
 }
 
+// publishFenced writes key while leaseRev is the lease's revision. opts
+// must carry a message ID that names this write, so that a retry of it is
+// dropped as a duplicate.
 func (s *Store) publishFenced(ctx context.Context, id, key string, data []byte, leaseRev uint64, opts ...jetstream.PublishOpt) error {
-	_, err := s.JS.Publish(ctx, kvSubject(key), data,
-		append(opts, jetstream.WithExpectLastSequenceForSubject(leaseRev, kvSubject(LeaseKey(id))))...)
-	if isWrongLastSequence(err) {
-		return fmt.Errorf("%s %s: %w", key, id, ErrFenced)
-	}
-	return err
+	opts = append(opts, jetstream.WithExpectLastSequenceForSubject(leaseRev, kvSubject(LeaseKey(id))))
+	return s.write(ctx, "write "+key, func(ctx context.Context, _ int) error {
+		_, err := s.JS.Publish(ctx, kvSubject(key), data, opts...)
+		if isWrongLastSequence(err) {
+			return fmt.Errorf("%s %s: %w", key, id, ErrFenced)
+		}
+		return err
+	})
 }
 
 func isWrongLastSequence(err error) bool {
@@ -193,8 +234,11 @@ func isWrongLastSequence(err error) bool {
 
 // RequestCancel records a cancel request for job id.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
-	_, err := s.State.Put(ctx, CancelKey(id), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
-	return err
+	at := []byte(time.Now().UTC().Format(time.RFC3339Nano))
+	return s.write(ctx, "request cancel "+id, func(ctx context.Context, _ int) error {
+		_, err := s.State.Put(ctx, CancelKey(id), at)
+		return err
+	})
 }
 
 // PublishJob dispatches spec to its queue. msgID dedupes the publish (the
@@ -204,8 +248,10 @@ func (s *Store) PublishJob(ctx context.Context, spec Spec, msgID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.JS.Publish(ctx, JobSubject(spec.Queue), data, jetstream.WithMsgID(msgID))
-	return err
+	return s.write(ctx, "dispatch "+spec.ID, func(ctx context.Context, _ int) error {
+		_, err := s.JS.Publish(ctx, JobSubject(spec.Queue), data, jetstream.WithMsgID(msgID))
+		return err
+	})
 }
 
 // ScheduleJob dispatches spec to its queue at (or just after) at, by a
@@ -218,11 +264,13 @@ func (s *Store) ScheduleJob(ctx context.Context, spec Spec, at time.Time, msgID 
 		return err
 	}
 	at = at.Truncate(time.Second).Add(time.Second)
-	_, err = s.JS.Publish(ctx, DelaySubject(spec.ID), data,
-		jetstream.WithMsgID(msgID),
-		jetstream.WithScheduleAt(at),
-		jetstream.WithScheduleTarget(JobSubject(spec.Queue)))
-	return err
+	return s.write(ctx, "schedule "+spec.ID, func(ctx context.Context, _ int) error {
+		_, err := s.JS.Publish(ctx, DelaySubject(spec.ID), data,
+			jetstream.WithMsgID(msgID),
+			jetstream.WithScheduleAt(at),
+			jetstream.WithScheduleTarget(JobSubject(spec.Queue)))
+		return err
+	})
 }
 
 // DLQEntry is a dead-lettered job (or a message that was never a valid
@@ -252,8 +300,11 @@ func (s *Store) PublishDLQ(ctx context.Context, e DLQEntry) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.JS.Publish(ctx, DLQSubject(e.JobID), data, jetstream.WithMsgID("dlq."+e.JobID+"."+e.Time.Format(time.RFC3339Nano)))
-	return err
+	msgID := "dlq." + e.JobID + "." + e.Time.Format(time.RFC3339Nano)
+	return s.write(ctx, "dead-letter "+e.JobID, func(ctx context.Context, _ int) error {
+		_, err := s.JS.Publish(ctx, DLQSubject(e.JobID), data, jetstream.WithMsgID(msgID))
+		return err
+	})
 }
 
 // GetDLQ returns the DLQ entry of job id and its stream sequence.

@@ -30,6 +30,7 @@ type Metrics struct {
 	Leader          *prometheus.GaugeVec   // role
 	SubmitToStart   prometheus.Histogram
 	LeaderChanges   *prometheus.CounterVec // role
+	WriteRetries    *prometheus.CounterVec // op
 
 	ScheduleFires   *prometheus.CounterVec // kind: slot, catchup, trigger
 	ScheduleSkipped *prometheus.CounterVec // reason: overlap, suspended
@@ -106,6 +107,9 @@ func New() *Metrics {
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandrun_retries_total", Help: "Failed attempts scheduled for retry.",
 		}, []string{"queue"}),
+		WriteRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_write_retries_total", Help: "JetStream writes tried again after a transient failure (leader election, node restart, reconnect).",
+		}, []string{"op"}),
 		BatchThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandrun_batch_throttled_total", Help: "Batch items put back because their batch's max_parallel slots were all taken.",
 		}, []string{"queue"}),
@@ -202,7 +206,7 @@ func New() *Metrics {
 	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
-		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries, m.BatchThrottled, m.BatchesDone,
+		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries, m.BatchThrottled, m.BatchesDone, m.WriteRetries,
 		m.InvalidMessages, m.PolicyDecisions, m.Leader, m.SubmitToStart)
 	return m
 }

@@ -1,0 +1,129 @@
+package drills
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
+)
+
+// TestWritesRideOutLeaderKill: the server leading both the JOBS stream
+// and the jobstate bucket is killed with SIGKILL while a writer submits
+// jobs (record created, then job published) one after another. Every
+// write returns success — those in flight at the kill after retries
+// (jobs.Store.WriteWithin) — and the stream holds each job exactly once.
+func TestWritesRideOutLeaderKill(t *testing.T) {
+	c := startCluster(t)
+	ctx := t.Context()
+	if err := natsutil.WaitJetStream(ctx, c.url(), 3); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(c.url(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retried atomic.Int32
+	st.OnRetry = func(what string, attempt int, err error) {
+		retried.Add(1)
+		t.Logf("retry %s (attempt %d): %v", what, attempt, err)
+	}
+	// Both leaders on one server, so that one kill takes both.
+	leader := streamLeader(t, st, jobs.StreamJobs)
+	for streamLeader(t, st, "KV_"+jobs.BucketState) != leader {
+		if err := nc.Publish("$JS.API.STREAM.LEADER.STEPDOWN.KV_"+jobs.BucketState, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+
+	const n = 300
+	errs := make(chan error, 1)
+	var done atomic.Int32
+	var slowest atomic.Int64
+	go func() {
+		for i := range n {
+			t0 := time.Now()
+			spec := jobs.Spec{ID: fmt.Sprintf("ride-%03d", i), Command: "true", Queue: "ride"}
+			if _, err := st.CreateRun(ctx, jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: time.Now().UTC()}); err != nil {
+				errs <- fmt.Errorf("create %s: %w", spec.ID, err)
+				return
+			}
+			if err := st.PublishJob(ctx, spec, spec.ID); err != nil {
+				errs <- fmt.Errorf("publish %s: %w", spec.ID, err)
+				return
+			}
+			if d := int64(time.Since(t0)); d > slowest.Load() {
+				slowest.Store(d)
+			}
+			done.Add(1)
+		}
+		errs <- nil
+	}()
+	for done.Load() < n/4 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.servers[c.node(leader)].kill9()
+	t.Logf("killed %s (both leaders) after %d submits", leader, done.Load())
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.JS.Stream(ctx, jobs.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	lister, err := st.State.ListKeysFiltered(ctx, jobs.RunKey(">"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range lister.Keys() {
+		if strings.HasPrefix(k, jobs.RunKey("ride-")) {
+			keys++
+		}
+	}
+	t.Logf("DRILL writes-ride-out: %d submits, all returned success; %d retried attempts; slowest submit %s; JOBS holds %d messages, %d records",
+		n, retried.Load(), time.Duration(slowest.Load()).Round(time.Millisecond), info.State.Msgs, keys)
+	if info.State.Msgs != n || keys != n {
+		t.Fatalf("JOBS holds %d messages and %d records, want %d each", info.State.Msgs, keys, n)
+	}
+	if retried.Load() == 0 {
+		t.Fatal("no write was retried: the leader loss was not exercised")
+	}
+}
+
+func streamLeader(t *testing.T, st *jobs.Store, name string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		s, err := st.JS.Stream(t.Context(), name)
+		if err == nil {
+			info, err := s.Info(t.Context())
+			if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+				return info.Cluster.Leader
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s has no leader", name)
+		}
+	}
+}
+

@@ -1,0 +1,103 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultWriteWithin bounds how long a Store write is retried through
+// transient trouble: a stream leader election (5–9 s of failed publishes
+// were measured when a leader is lost, ../shared/DESIGN.md), a node
+// restarting, a client reconnecting to another node.
+const DefaultWriteWithin = 30 * time.Second
+
+// attemptTimeout bounds one attempt of a write, so that a request lost
+// with its leader is tried again instead of waiting out the caller.
+const attemptTimeout = 5 * time.Second
+
+// Transient reports whether err is what a write gets while the cluster
+// elects a leader, a node restarts or the connection moves to another
+// node: a retry may succeed, and a write that carries its own identity
+// (a message ID, a known value) can be retried safely.
+func Transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// 10008: JetStream system temporarily unavailable.
+		return apiErr.ErrorCode == 10008
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+// Retried is told about each failed attempt that is tried again.
+type Retried func(what string, attempt int, err error)
+
+// retry runs op until it succeeds, fails with an error that is not
+// transient, ctx is done or within has passed since the first attempt.
+// Each attempt gets its own timeout; attempt counts from 1, so that an
+// op can tell a conflict with its own earlier, unacknowledged write from
+// a real one.
+func retry(ctx context.Context, within time.Duration, transient func(error) bool, told Retried, what string,
+	op func(ctx context.Context, attempt int) error) error {
+	deadline := time.Now().Add(within)
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, min(attemptTimeout, max(time.Until(deadline), time.Millisecond)))
+		err := op(actx, attempt)
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("%s: still failing after %s: %w", what, within, err)
+		}
+		if told != nil {
+			told(what, attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last error: %w)", what, ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// write retries op for the store's write budget.
+func (s *Store) write(ctx context.Context, what string, op func(ctx context.Context, attempt int) error) error {
+	within := s.WriteWithin
+	if within == 0 {
+		within = DefaultWriteWithin
+	}
+	return retry(ctx, within, Transient, s.OnRetry, what, op)
+}
+
+// ownWrite reports whether key holds exactly data: after a retried
+// create or compare-and-set fails its check, it tells an earlier attempt
+// of this very write (stored, its ack lost in an election) from somebody
+// else's write. It returns the revision of the value.
+func (s *Store) ownWrite(ctx context.Context, key string, data []byte) (uint64, bool) {
+	e, err := s.State.Get(ctx, key)
+	if err != nil || !bytes.Equal(e.Value(), data) {
+		return 0, false
+	}
+	return e.Revision(), true
+}
+
+// contentID names a write by its key, fence and content: a message ID
+// for fenced writes that may be written more than once per fence (a run
+// record goes through several states under one lease), so that only a
+// retry of the very same write is dropped as a duplicate.
+func contentID(key string, fence uint64, data []byte) string {
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return fmt.Sprintf("%s@%d#%016x", key, fence, h.Sum64())
+}

@@ -1,0 +1,206 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+func TestTransient(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{nats.ErrTimeout, true},
+		{jetstream.ErrNoStreamResponse, true},
+		{fmt.Errorf("publish: %w", nats.ErrNoResponders), true},
+		{&jetstream.APIError{ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence}, false},
+		{jetstream.ErrKeyExists, false},
+		{context.Canceled, false},
+		{jobs.ErrFenced, false},
+		{errors.New("maximum payload exceeded"), false},
+	} {
+		if got := jobs.Transient(c.err); got != c.want {
+			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// lostAck wraps the jobstate bucket: the first Create and Update are
+// stored by the server, but their callers get a timeout, as when the
+// stream leader is lost between storing a write and acknowledging it.
+type lostAck struct {
+	jetstream.KeyValue
+	creates, updates atomic.Int32
+}
+
+func (k *lostAck) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	rev, err := k.KeyValue.Create(ctx, key, value, opts...)
+	if err == nil && k.creates.Add(1) == 1 {
+		return 0, nats.ErrTimeout
+	}
+	return rev, err
+}
+
+func (k *lostAck) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	rev, err := k.KeyValue.Update(ctx, key, value, last)
+	if err == nil && k.updates.Add(1) == 1 {
+		return 0, nats.ErrTimeout
+	}
+	return rev, err
+}
+
+// TestRetriedWriteKnowsItsOwnStoredAttempt: a create or compare-and-set
+// whose first attempt was stored but not acknowledged succeeds on retry
+// with the stored revision, instead of failing as "exists" or "changed
+// concurrently"; a real conflict is still one.
+func TestRetriedWriteKnowsItsOwnStoredAttempt(t *testing.T) {
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	ctx := sandruntest.Ctx(t)
+	kv := &lostAck{KeyValue: st.State}
+	st.State = kv
+	var retried atomic.Int32
+	st.OnRetry = func(string, int, error) { retried.Add(1) }
+
+	r := jobs.Run{Spec: jobs.Spec{ID: "lost-ack", Command: "true"}, State: jobs.StateQueued, UpdatedAt: time.Now().UTC()}
+	rev, err := st.CreateRun(ctx, r)
+	if err != nil {
+		t.Fatalf("create whose ack was lost: %v", err)
+	}
+	if _, got, err := st.GetRun(ctx, r.Spec.ID); err != nil || got != rev {
+		t.Fatalf("create returned revision %d, the record is at %d (%v)", rev, got, err)
+	}
+	if _, err := st.CreateRun(ctx, r); !errors.Is(err, jobs.ErrExists) {
+		t.Fatalf("second create of the same ID: %v, want ErrExists", err)
+	}
+
+	r.State, r.UpdatedAt = jobs.StateRunning, time.Now().UTC()
+	nrev, err := st.UpdateRun(ctx, r, rev)
+	if err != nil {
+		t.Fatalf("update whose ack was lost: %v", err)
+	}
+	if got, _, _ := st.GetRun(ctx, r.Spec.ID); got.State != jobs.StateRunning || nrev <= rev {
+		t.Fatalf("after the update: state %s, revision %d (was %d)", got.State, nrev, rev)
+	}
+	// Somebody else's value at the expected revision is a conflict.
+	other := r
+	other.State = jobs.StateCanceled
+	if _, err := st.UpdateRun(ctx, other, rev); !errors.Is(err, jobs.ErrConflict) {
+		t.Fatalf("update at a stale revision: %v, want ErrConflict", err)
+	}
+	if retried.Load() != 2 {
+		t.Fatalf("%d retries, want 2 (one per lost ack)", retried.Load())
+	}
+}
+
+// lostPubAck wraps JetStream: the first publish is stored, but its
+// caller gets a timeout.
+type lostPubAck struct {
+	jetstream.JetStream
+	n atomic.Int32
+}
+
+func (j *lostPubAck) Publish(ctx context.Context, subj string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := j.JetStream.Publish(ctx, subj, data, opts...)
+	if err == nil && j.n.Add(1) == 1 {
+		return nil, nats.ErrTimeout
+	}
+	return ack, err
+}
+
+// TestRetriedFencedWriteIsNotWrittenTwice: a fenced run-record write
+// whose ack was lost is retried and dropped by the stream as a duplicate
+// (its message ID names key, fence and content): one stored write.
+func TestRetriedFencedWriteIsNotWrittenTwice(t *testing.T) {
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	ctx := sandruntest.Ctx(t)
+	r := jobs.Run{Spec: jobs.Spec{ID: "fenced", Command: "true"}, State: jobs.StateQueued, UpdatedAt: time.Now().UTC()}
+	if _, err := st.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	leaseRev, err := st.State.Create(ctx, jobs.LeaseKey(r.Spec.ID), []byte("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lastSeq(t, st)
+	st.JS = &lostPubAck{JetStream: st.JS}
+	r.State = jobs.StateRunning
+	if err := st.PutRunFenced(ctx, r, leaseRev); err != nil {
+		t.Fatalf("fenced write whose ack was lost: %v", err)
+	}
+	if got := lastSeq(t, st) - before; got != 1 {
+		t.Fatalf("%d messages stored for one fenced write, want 1", got)
+	}
+	// A different record under the same fence is a new write.
+	r.State = jobs.StateSucceeded
+	if err := st.PutRunFenced(ctx, r, leaseRev); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := st.GetRun(ctx, r.Spec.ID); got.State != jobs.StateSucceeded {
+		t.Fatalf("state %s after the second fenced write", got.State)
+	}
+}
+
+func lastSeq(t *testing.T, st *jobs.Store) uint64 {
+	t.Helper()
+	s, err := st.JS.Stream(t.Context(), "KV_"+jobs.BucketState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
+}
+
+// TestConcurrentLayoutOnFreshCluster: three components create the R3
+// layout at the same moment on a fresh cluster; each gets it.
+func TestConcurrentLayoutOnFreshCluster(t *testing.T) {
+	ctx := sandruntest.Ctx(t)
+	servers, err := natsutil.StartCluster(ctx, t.TempDir(), 3, natsutil.EmbeddedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
+	errs := make(chan error, 3)
+	t0 := time.Now()
+	for i := range 3 {
+		go func() {
+			nc, err := nats.Connect(servers[i].ClientURL())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			_, err = jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{Replicas: 3})
+			t.Logf("component %d: layout after %s: %v", i, time.Since(t0).Round(time.Millisecond), err)
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
