@@ -126,4 +126,3 @@ func streamLeader(t *testing.T, st *jobs.Store, name string) string {
 		}
 	}
 }
-
