@@ -26,6 +26,11 @@ need mksquashfs || pkgs+=(squashfs-tools)
 need ssh-agent && need ssh-add || pkgs+=(openssh-client)
 # The dashboards' and alert rules' tests run Prometheus and promtool.
 need prometheus && need promtool || pkgs+=(prometheus)
+# The bench module's smoke test runs asynq on Debian's redis-server and
+# River on Debian's PostgreSQL (its own data dir and port: a cluster the
+# package may start is not used).
+need redis-server || [ -x /usr/bin/redis-server ] || pkgs+=(redis-server)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || pkgs+=(postgresql)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
@@ -48,3 +53,6 @@ echo "== golangci-lint (depguard: os/exec only in the local backend)"
 go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 echo "== go test (race detector on)"
 go test -race -count=1 -timeout 30m ./...
+# bench/ is a module of its own: the commands above do not descend into it.
+echo "== bench module (smoke)"
+(cd bench && go vet ./... && go test -count=1 -timeout 10m ./...)
