@@ -181,12 +181,13 @@ type resultWrites struct {
 	mu    sync.Mutex
 	n     map[string]int
 	state map[string]jobs.State // the last written result's state
-	at    []time.Time           // when each write was seen
+	at    []time.Time           // when each write was stored (the server's time)
+	last  map[string]time.Time  // when each job's last result write was stored
 }
 
 func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 	t.Helper()
-	rw := &resultWrites{n: map[string]int{}, state: map[string]jobs.State{}}
+	rw := &resultWrites{n: map[string]int{}, state: map[string]jobs.State{}, last: map[string]time.Time{}}
 	go st.Follow(t.Context(), st.State, jobs.ResultKey(">"), nil, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
 			return
@@ -197,7 +198,8 @@ func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 		rw.mu.Lock()
 		rw.n[id]++
 		rw.state[id] = r.State
-		rw.at = append(rw.at, time.Now())
+		rw.at = append(rw.at, e.Created())
+		rw.last[id] = e.Created()
 		rw.mu.Unlock()
 	})
 	return rw
@@ -227,6 +229,24 @@ func (rw *resultWrites) waitKeys(t *testing.T, n int, within time.Duration, when
 	}
 }
 
+// storedAt is when the last of ids' results was stored (zero: one has no
+// result yet).
+func (rw *resultWrites) storedAt(ids []string) time.Time {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	var last time.Time
+	for _, id := range ids {
+		at, ok := rw.last[id]
+		if !ok {
+			return time.Time{}
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
 // snapshot copies the write counts by job ID.
 func (rw *resultWrites) snapshot() map[string]int {
 	rw.mu.Lock()
@@ -245,16 +265,21 @@ func (rw *resultWrites) states() map[jobs.State]int {
 	return out
 }
 
-// firstAfter is the first write seen after t0.
-func (rw *resultWrites) firstAfter(t0 time.Time) time.Time {
+// firstAfter is the first write stored after t0, and last the last
+// write stored. They are the server's times, so a watch that lags after a
+// failure does not count as recovery time.
+func (rw *resultWrites) firstAfter(t0 time.Time) (first, last time.Time) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	for _, at := range rw.at {
-		if at.After(t0) {
-			return at
+		if at.After(t0) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
 		}
 	}
-	return time.Time{}
+	return first, last
 }
 
 func freePort(t *testing.T) int {

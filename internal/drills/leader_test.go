@@ -63,8 +63,8 @@ func TestStreamLeaderKilled(t *testing.T) {
 			t.Logf("%d of %d ended", k, n)
 		}
 	}
-	recovery := writes.firstAfter(killedAt).Sub(killedAt)
-	allDone := time.Since(killedAt)
+	first, last := writes.firstAfter(killedAt)
+	recovery, allDone := first.Sub(killedAt), last.Sub(killedAt)
 
 	// The killed node restarts and catches up.
 	c.startNode(leader)

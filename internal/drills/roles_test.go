@@ -87,9 +87,8 @@ func TestLeadersKilled(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the dead reaper leader's jobs not ended 2 minutes after the kill")
 		}
-		got := writes.snapshot()
-		if !slices.ContainsFunc(orphans, func(id string) bool { return got[id] == 0 }) {
-			orphansDone = time.Since(reaperKilledAt)
+		if at := writes.storedAt(orphans); !at.IsZero() {
+			orphansDone = at.Sub(reaperKilledAt)
 		}
 	}
 	newReaper := electedAs(t, st, "reaper")

@@ -44,7 +44,8 @@ func TestRollingRestart(t *testing.T) {
 
 	n := len(submitted)
 	writes.waitKeys(t, n, 3*time.Minute, "after the roll")
-	drained := time.Since(rolledAt)
+	_, last := writes.firstAfter(rolledAt)
+	drained := last.Sub(rolledAt)
 	time.Sleep(500 * time.Millisecond)
 	keys, total := writes.total()
 	got := writes.snapshot()

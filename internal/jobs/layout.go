@@ -77,6 +77,11 @@ type LayoutConfig struct {
 	DedupeWindow time.Duration
 	// MaxEventBytes bounds the EVENTS stream (live output included).
 	MaxEventBytes int64
+	// PlaceWithin bounds how long creating the layout waits for the
+	// cluster to place each asset (a cluster still forming, a leader
+	// election, several components creating the layout at once); default
+	// one minute.
+	PlaceWithin time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -92,6 +97,9 @@ func (c LayoutConfig) WithDefaults() LayoutConfig {
 	}
 	if c.MaxEventBytes == 0 {
 		c.MaxEventBytes = 1 << 30
+	}
+	if c.PlaceWithin == 0 {
+		c.PlaceWithin = time.Minute
 	}
 	return c
 }
@@ -182,7 +190,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		Replicas:          cfg.Replicas,
 	}}
 	for _, sc := range streams {
-		err := placing(ctx, cfg.Replicas, "stream "+sc.Name, func(ctx context.Context) error {
+		err := placing(ctx, cfg, "stream "+sc.Name, func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, sc)
 			return err
 		})
@@ -225,7 +233,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 	}}
 	kvs := make(map[string]jetstream.KeyValue, len(buckets))
 	for _, bc := range buckets {
-		err := placing(ctx, cfg.Replicas, "bucket "+bc.Bucket, func(ctx context.Context) error {
+		err := placing(ctx, cfg, "bucket "+bc.Bucket, func(ctx context.Context) error {
 			kv, err := js.CreateOrUpdateKeyValue(ctx, bc)
 			kvs[bc.Bucket] = kv
 			return err
@@ -235,7 +243,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		}
 	}
 	var obj jetstream.ObjectStore
-	err := placing(ctx, cfg.Replicas, "object store "+BucketOutputs, func(ctx context.Context) (err error) {
+	err := placing(ctx, cfg, "object store "+BucketOutputs, func(ctx context.Context) (err error) {
 		obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      BucketOutputs,
 			Description: "sandrun job output",
@@ -364,20 +372,16 @@ type WorkerProfile struct {
 	Description string `json:"description,omitempty"`
 }
 
-// placeWithin bounds how long start-up waits for the cluster to place an
-// asset (a cluster still forming, a leader election, several components
-// creating the layout at once).
-const placeWithin = time.Minute
-
 // placeAttempt bounds one attempt at creating an asset. Creating a stream
 // takes milliseconds on a healthy cluster.
 const placeAttempt = 2 * time.Second
 
 // placing runs create until it succeeds, retrying timeouts and placement
-// errors for up to placeWithin, and words the final error for the
+// errors for up to cfg.PlaceWithin, and words the final error for the
 // operator.
-func placing(ctx context.Context, replicas int, what string, create func(ctx context.Context) error) error {
-	deadline := time.Now().Add(placeWithin)
+func placing(ctx context.Context, cfg LayoutConfig, what string, create func(ctx context.Context) error) error {
+	replicas := cfg.Replicas
+	deadline := time.Now().Add(cfg.PlaceWithin)
 	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		// Short attempts: when two components create the same asset at
 		// once, the meta leader may answer only the first request, and
@@ -390,7 +394,10 @@ func placing(ctx context.Context, replicas int, what string, create func(ctx con
 		}
 		if !retryablePlacement(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			if replicas > 1 && retryablePlacement(err) {
-				return fmt.Errorf("%s: cannot place %d replicas within %s (a cluster needs %d JetStream servers routed to each other): %w", what, replicas, placeWithin, replicas, err)
+				return fmt.Errorf("%s: cannot place %d replicas within %s (a cluster needs %d JetStream servers routed to each other): %w", what, replicas, cfg.PlaceWithin, replicas, err)
+			}
+			if replicas > 1 && isClusteringRequired(err) {
+				return fmt.Errorf("%s: %d replicas need a JetStream cluster, and this server is not in one (start it with --cluster-name and --routes, or use --replicas 1): %w", what, replicas, err)
 			}
 			return fmt.Errorf("%s: %w", what, err)
 		}
@@ -400,6 +407,13 @@ func placing(ctx context.Context, replicas int, what string, create func(ctx con
 		case <-time.After(wait):
 		}
 	}
+}
+
+// isClusteringRequired: 10074, replicas > 1 on a server that is not
+// clustered.
+func isClusteringRequired(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10074
 }
 
 // retryablePlacement reports errors a cluster that is forming or

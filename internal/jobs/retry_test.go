@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,5 +203,44 @@ func TestConcurrentLayoutOnFreshCluster(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLayoutPlacementErrors: asking for 3 replicas where they cannot be
+// placed ends with an error that says why and what to do.
+func TestLayoutPlacementErrors(t *testing.T) {
+	ctx := sandruntest.Ctx(t)
+	layout := func(url string) error {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		_, err = jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{Replicas: 3, PlaceWithin: 3 * time.Second})
+		return err
+	}
+	// One server, not clustered.
+	single := sandruntest.Server(t, "")
+	err := layout(single.ClientURL())
+	t.Logf("single server: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "stream JOBS: 3 replicas need a JetStream cluster") {
+		t.Fatalf("R3 on a single server: %v", err)
+	}
+	// A cluster of two.
+	servers, err := natsutil.StartCluster(ctx, t.TempDir(), 2, natsutil.EmbeddedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
+	err = layout(natsutil.ClusterURL(servers))
+	t.Logf("two-node cluster: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "stream JOBS: cannot place 3 replicas within 3s (a cluster needs 3 JetStream servers") {
+		t.Fatalf("R3 on a two-node cluster: %v", err)
 	}
 }
