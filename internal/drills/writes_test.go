@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // TestWritesRideOutLeaderKill: the server leading both the JOBS stream
@@ -25,19 +23,11 @@ func TestWritesRideOutLeaderKill(t *testing.T) {
 	if err := natsutil.WaitJetStream(ctx, c.url(), 3); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(c.url(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	st, err := sandruntest.StoreWith(t, c.url(), jobs.LayoutConfig{Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := st.JS.Conn()
 	var retried atomic.Int32
 	st.OnRetry = func(what string, attempt int, err error) {
 		retried.Add(1)

@@ -172,29 +172,12 @@ func lastSeq(t *testing.T, st *jobs.Store) uint64 {
 // TestConcurrentLayoutOnFreshCluster: three components create the R3
 // layout at the same moment on a fresh cluster; each gets it.
 func TestConcurrentLayoutOnFreshCluster(t *testing.T) {
-	ctx := sandruntest.Ctx(t)
-	servers, err := natsutil.StartCluster(ctx, t.TempDir(), 3, natsutil.EmbeddedConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			s.Shutdown()
-			s.WaitForShutdown()
-		}
-	})
+	servers := sandruntest.Cluster(t, 3)
 	errs := make(chan error, 3)
 	t0 := time.Now()
 	for i := range 3 {
 		go func() {
-			nc, err := nats.Connect(servers[i].ClientURL())
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer nc.Close()
-			js, _ := jetstream.New(nc)
-			_, err = jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{Replicas: 3})
+			_, err := sandruntest.StoreWith(t, servers[i].ClientURL(), jobs.LayoutConfig{Replicas: 3})
 			t.Logf("component %d: layout after %s: %v", i, time.Since(t0).Round(time.Millisecond), err)
 			errs <- err
 		}()
@@ -209,36 +192,15 @@ func TestConcurrentLayoutOnFreshCluster(t *testing.T) {
 // TestLayoutPlacementErrors: asking for 3 replicas where they cannot be
 // placed ends with an error that says why and what to do.
 func TestLayoutPlacementErrors(t *testing.T) {
-	ctx := sandruntest.Ctx(t)
-	layout := func(url string) error {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
-		_, err = jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{Replicas: 3, PlaceWithin: 3 * time.Second})
-		return err
-	}
+	r3 := jobs.LayoutConfig{Replicas: 3, PlaceWithin: 3 * time.Second}
 	// One server, not clustered.
-	single := sandruntest.Server(t, "")
-	err := layout(single.ClientURL())
+	_, err := sandruntest.StoreWith(t, sandruntest.Server(t, "").ClientURL(), r3)
 	t.Logf("single server: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "stream JOBS: 3 replicas need a JetStream cluster") {
 		t.Fatalf("R3 on a single server: %v", err)
 	}
 	// A cluster of two.
-	servers, err := natsutil.StartCluster(ctx, t.TempDir(), 2, natsutil.EmbeddedConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			s.Shutdown()
-			s.WaitForShutdown()
-		}
-	})
-	err = layout(natsutil.ClusterURL(servers))
+	_, err = sandruntest.StoreWith(t, natsutil.ClusterURL(sandruntest.Cluster(t, 2)), r3)
 	t.Logf("two-node cluster: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "stream JOBS: cannot place 3 replicas within 3s (a cluster needs 3 JetStream servers") {
 		t.Fatalf("R3 on a two-node cluster: %v", err)

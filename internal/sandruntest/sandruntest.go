@@ -59,17 +59,43 @@ func Connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
+// Cluster starts n embedded servers as one JetStream cluster (data in a
+// temp dir) and stops them at the end of the test.
+func Cluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	servers, err := natsutil.StartCluster(ctx, t.TempDir(), n, natsutil.EmbeddedConfig{})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
+	return servers
+}
+
 // Store connects to url and ensures the layout.
 func Store(t testing.TB, url string) *jobs.Store {
 	t.Helper()
-	nc, js := Connect(t, url)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
+	st, err := StoreWith(t, url, jobs.LayoutConfig{})
 	if err != nil {
 		t.Fatalf("layout: %v", err)
 	}
 	return st
+}
+
+// StoreWith connects to url and ensures the layout cfg describes (the
+// error is the caller's to judge).
+func StoreWith(t testing.TB, url string, cfg jobs.LayoutConfig) (*jobs.Store, error) {
+	t.Helper()
+	nc, js := Connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), cfg)
 }
 
 // Logger logs to the test log when SANDRUN_TEST_LOG is set, else nowhere.
