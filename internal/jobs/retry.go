@@ -80,11 +80,15 @@ func (s *Store) write(ctx context.Context, what string, op func(ctx context.Cont
 	return retry(ctx, within, Transient, s.OnRetry, what, op)
 }
 
-// ownWrite reports whether key holds exactly data: after a retried
-// create or compare-and-set fails its check, it tells an earlier attempt
-// of this very write (stored, its ack lost in an election) from somebody
-// else's write. It returns the revision of the value.
-func (s *Store) ownWrite(ctx context.Context, key string, data []byte) (uint64, bool) {
+// ownWrite reports whether key holds exactly data, on a retry (attempt >
+// 1; a first attempt never finds its own write): after a retried create
+// or compare-and-set fails its check, it tells an earlier attempt of this
+// very write (stored, its ack lost in an election) from somebody else's
+// write. It returns the revision of the value.
+func (s *Store) ownWrite(ctx context.Context, attempt int, key string, data []byte) (uint64, bool) {
+	if attempt < 2 {
+		return 0, false
+	}
 	e, err := s.State.Get(ctx, key)
 	if err != nil || !bytes.Equal(e.Value(), data) {
 		return 0, false

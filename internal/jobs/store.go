@@ -73,7 +73,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (uint64, error) {
 	err = s.write(ctx, "create "+key, func(ctx context.Context, attempt int) (err error) {
 		rev, err = s.State.Create(ctx, key, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			if own, ok := s.ownWrite(ctx, key, data); ok && attempt > 1 {
+			if own, ok := s.ownWrite(ctx, attempt, key, data); ok {
 				rev = own
 				return nil
 			}
@@ -127,7 +127,7 @@ func (s *Store) SubmitPipelined(ctx context.Context, r Run, msgID string) error 
 			return fmt.Errorf("dispatch %s: %w", r.Spec.ID, jobErr)
 		}
 		if isWrongLastSequence(recErr) {
-			if _, ok := s.ownWrite(ctx, key, rec); ok && attempt > 1 {
+			if _, ok := s.ownWrite(ctx, attempt, key, rec); ok {
 				return nil
 			}
 			return fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
@@ -147,7 +147,7 @@ func (s *Store) UpdateRun(ctx context.Context, r Run, rev uint64) (uint64, error
 	err = s.write(ctx, "update "+key, func(ctx context.Context, attempt int) (err error) {
 		nrev, err = s.State.Update(ctx, key, data, rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			if own, ok := s.ownWrite(ctx, key, data); ok && attempt > 1 {
+			if own, ok := s.ownWrite(ctx, attempt, key, data); ok {
 				nrev = own
 				return nil
 			}
