@@ -93,7 +93,11 @@ func WaitJetStream(ctx context.Context, url string, replicas int) error {
 	probe := &nats.StreamConfig{Name: "sandrun_probe_" + nats.NewInbox()[7:], Subjects: []string{"sandrun.probe." + nats.NewInbox()[7:]},
 		Storage: nats.MemoryStorage, Replicas: replicas, MaxMsgs: 1}
 	for {
-		_, err := js.AddStream(probe, nats.Context(ctx))
+		// Short attempts: a request sent before the meta leader is
+		// elected gets no answer, and must not wait out ctx.
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AddStream(probe, nats.Context(actx))
+		cancel()
 		if err == nil {
 			_ = js.DeleteStream(probe.Name)
 			return nil
