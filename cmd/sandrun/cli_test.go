@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +171,26 @@ func TestDevDemo(t *testing.T) {
 	code, out, errOut := sandrun(t, "dev", "--demo", "--data", t.TempDir(), "--port", "-1")
 	if code != 0 || !strings.Contains(out, "all demo jobs ended as expected") {
 		t.Fatalf("dev --demo: %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestDevDemoOnCluster: `dev --cluster 3` runs the demo on three embedded
+// servers with every stream replicated to all three (each node's data
+// directory holds the JOBS stream and the jobstate bucket).
+func TestDevDemoOnCluster(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, out, errOut := sandrun(t, "dev", "--demo", "--cluster", "3", "--data", dir, "--port", "-1")
+	if code != 0 || !strings.Contains(out, "all demo jobs ended as expected") {
+		t.Fatalf("dev --demo --cluster 3: %d\n%s\n%s", code, out, errOut)
+	}
+	for i := 1; i <= 3; i++ {
+		for _, stream := range []string{jobs.StreamJobs, "KV_" + jobs.BucketState} {
+			p := filepath.Join(dir, fmt.Sprintf("node-%d", i), "jetstream", "$G", "streams", stream)
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("node %d has no replica of %s: %v", i, stream, err)
+			}
+		}
 	}
 }
 
