@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -110,12 +114,42 @@ func WaitJetStream(ctx context.Context, url string, replicas int) error {
 }
 
 // FreePort returns a TCP port free on loopback now (for nodes and tests
-// that must know their ports before they listen).
+// that must know their ports before they listen). It picks below the
+// kernel's ephemeral range, where no outgoing connection takes a local
+// port between this check and the caller's listen (with many processes
+// connecting at once, a port from the ephemeral range often is), and
+// never hands the same port out twice in one process.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo, hi := 10000, ephemeralLow()-1
+	for range 200 {
+		p := lo + rand.IntN(hi-lo+1)
+		if _, taken := handedOut.LoadOrStore(p, true); taken {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return p, nil
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free loopback port below the ephemeral range after 200 tries")
+}
+
+var handedOut sync.Map
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default when it cannot be read).
+func ephemeralLow() int {
+	low := 32768
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return low
+	}
+	if f := strings.Fields(string(data)); len(f) == 2 {
+		if v, err := strconv.Atoi(f[0]); err == nil && v > 11000 {
+			low = v
+		}
+	}
+	return low
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
 const (
@@ -225,15 +227,12 @@ func splitMatch(config string) (global, match string) {
 	return config, ""
 }
 
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
+// freePort returns a port on 127.0.0.1 that was free a moment ago, below
+// the ephemeral range (natsutil.FreePort).
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := natsutil.FreePort()
 	if err != nil {
-		t.Fatalf("sshtest: pick a port: %v", err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
 		t.Fatalf("sshtest: pick a port: %v", err)
 	}
 	return port
