@@ -67,6 +67,9 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 	if err != nil {
 		return err
 	}
+	for _, op := range jobs.WriteOps {
+		m.WriteRetries.WithLabelValues(op)
+	}
 	store.OnRetry = func(what string, attempt int, err error) {
 		op, _, _ := strings.Cut(what, " ")
 		m.WriteRetries.WithLabelValues(op).Inc()

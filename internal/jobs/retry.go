@@ -37,8 +37,13 @@ func Transient(err error) bool {
 		errors.Is(err, nats.ErrConnectionReconnecting)
 }
 
-// Retried is told about each failed attempt that is tried again.
+// Retried is told about each failed attempt that is tried again. what is
+// the write's kind (one of WriteOps), a space, and its key or job ID.
 type Retried func(what string, attempt int, err error)
+
+// WriteOps are the kinds of Store writes that are retried: the first word
+// of what a Retried is told.
+var WriteOps = []string{"create", "submit", "update", "write", "cancel", "dispatch", "schedule", "dead-letter"}
 
 // retry runs op until it succeeds, fails with an error that is not
 // transient, ctx is done or within has passed since the first attempt.

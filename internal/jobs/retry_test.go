@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,7 +75,12 @@ func TestRetriedWriteKnowsItsOwnStoredAttempt(t *testing.T) {
 	kv := &lostAck{KeyValue: st.State}
 	st.State = kv
 	var retried atomic.Int32
-	st.OnRetry = func(string, int, error) { retried.Add(1) }
+	st.OnRetry = func(what string, _ int, _ error) {
+		retried.Add(1)
+		if op, _, _ := strings.Cut(what, " "); !slices.Contains(jobs.WriteOps, op) {
+			t.Errorf("retried write %q: %q is not one of jobs.WriteOps", what, op)
+		}
+	}
 
 	r := jobs.Run{Spec: jobs.Spec{ID: "lost-ack", Command: "true"}, State: jobs.StateQueued, UpdatedAt: time.Now().UTC()}
 	rev, err := st.CreateRun(ctx, r)

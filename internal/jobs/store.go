@@ -235,7 +235,7 @@ func isWrongLastSequence(err error) bool {
 // RequestCancel records a cancel request for job id.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	at := []byte(time.Now().UTC().Format(time.RFC3339Nano))
-	return s.write(ctx, "request cancel "+id, func(ctx context.Context, _ int) error {
+	return s.write(ctx, "cancel "+id, func(ctx context.Context, _ int) error {
 		_, err := s.State.Put(ctx, CancelKey(id), at)
 		return err
 	})
