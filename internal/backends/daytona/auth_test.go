@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 )
 
 // TestWrongKeyIsPermanent: the API answers 401 to a wrong key; Validate
@@ -48,8 +49,5 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	f := daytonatest.Start(t)
 	cfg := fakeConfig(f)
 	f.Close()
-	b := newBackend(t, cfg)
-	if err := b.Validate(t.Context()); !errors.Is(err, backends.ErrUnavailable) {
-		t.Fatalf("Validate against a closed server: %v; want ErrUnavailable", err)
-	}
+	sandboxtest.ValidateUnavailable(t, newBackend(t, cfg))
 }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 )
 
 // TestMain checks that closed backends and fakes leave no goroutine
@@ -31,10 +32,5 @@ func fakeConfig(f *daytonatest.Fake) Config {
 // newBackend returns a backend for cfg, closed when the test ends.
 func newBackend(t *testing.T, cfg Config) *Backend {
 	t.Helper()
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return sandboxtest.NewBackend(t, New, cfg)
 }

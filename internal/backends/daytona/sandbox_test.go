@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 )
 
 // TestSandboxFromImage: the create request carries the image as a
@@ -18,17 +19,8 @@ func TestSandboxFromImage(t *testing.T) {
 	cfg := fakeConfig(f)
 	cfg.Image, cfg.CPU, cfg.MemoryGB, cfg.DiskGB, cfg.AutoStopMinutes = "ubuntu:24.04", 2, 4, 8, intp(30)
 	cfg.Target, cfg.NetworkBlockAll = "eu", true
-	b := newBackend(t, cfg)
 	spec := backends.Spec{JobID: "job-1", Attempt: 3, Worker: "w1", Deployment: "prod", Command: "exit 5"}
-	res, err := b.Run(t.Context(), spec, backends.Output{})
-	if err != nil || res.ExitCode != 5 {
-		t.Fatalf("Run: %+v, %v; want exit 5", res, err)
-	}
-	created := f.Created()
-	if len(created) != 1 {
-		t.Fatalf("%d sandboxes created, want 1", len(created))
-	}
-	c := created[0]
+	c := sandboxtest.OnlyCreateRequest(t, newBackend(t, cfg), spec, 0, 5, f.Created)
 	if c.BuildInfo == nil || c.BuildInfo.DockerfileContent != "FROM ubuntu:24.04\n" || c.Snapshot != "" {
 		t.Errorf("image: buildInfo %+v, snapshot %q", c.BuildInfo, c.Snapshot)
 	}
@@ -38,12 +30,8 @@ func TestSandboxFromImage(t *testing.T) {
 	if c.AutoStopInterval == nil || *c.AutoStopInterval != 30 || c.AutoDeleteInterval == nil || *c.AutoDeleteInterval != 0 {
 		t.Errorf("autoStopInterval %v, autoDeleteInterval %v; want 30, 0", c.AutoStopInterval, c.AutoDeleteInterval)
 	}
-	want := map[string]string{LabelManaged: "true", LabelDeployment: "prod", LabelJob: "job-1", LabelAttempt: "3", LabelWorker: "w1"}
-	for k, v := range want {
-		if c.Labels[k] != v {
-			t.Errorf("label %s = %q, want %q", k, c.Labels[k], v)
-		}
-	}
+	sandboxtest.CheckMetadata(t, "label", c.Labels,
+		map[string]string{LabelManaged: "true", LabelDeployment: "prod", LabelJob: "job-1", LabelAttempt: "3", LabelWorker: "w1"})
 	if len(f.Sandboxes()) != 0 || len(f.Deleted()) != 1 {
 		t.Errorf("after the job: %d sandboxes left, %d deleted; want 0, 1", len(f.Sandboxes()), len(f.Deleted()))
 	}
@@ -101,16 +89,11 @@ func TestBadImageOrSnapshotIsPermanent(t *testing.T) {
 func TestUnsupportedSpec(t *testing.T) {
 	t.Parallel()
 	f := daytonatest.Start(t)
-	b := newBackend(t, fakeConfig(f))
-	for _, spec := range []backends.Spec{
-		{JobID: "s", Command: "true", Session: "k"},
-		{JobID: "m", Command: "true", Container: &backends.ContainerOptions{Mounts: []string{"/:/host"}}},
-		{JobID: "e", Command: "true", Env: map[string]string{"NOT-A-NAME": "x"}},
-	} {
-		if _, err := b.Run(t.Context(), spec, backends.Output{}); !errors.Is(err, backends.ErrPermanent) {
-			t.Errorf("%s: %v; want ErrPermanent", spec.JobID, err)
-		}
-	}
+	sandboxtest.RefusesSpecs(t, newBackend(t, fakeConfig(f)),
+		backends.Spec{JobID: "s", Command: "true", Session: "k"},
+		backends.Spec{JobID: "m", Command: "true", Container: &backends.ContainerOptions{Mounts: []string{"/:/host"}}},
+		backends.Spec{JobID: "e", Command: "true", Env: map[string]string{"NOT-A-NAME": "x"}},
+	)
 	if n := len(f.Created()); n != 0 {
 		t.Errorf("%d sandboxes created", n)
 	}
@@ -124,11 +107,5 @@ func TestStartTimeout(t *testing.T) {
 	f.SetStartPolls(1000)
 	cfg := fakeConfig(f)
 	cfg.StartTimeout = 300 * time.Millisecond
-	_, err := newBackend(t, cfg).Run(t.Context(), backends.Spec{JobID: "j", Attempt: 1, Command: "true"}, backends.Output{})
-	if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrPermanent) {
-		t.Fatalf("Run: %v; want ErrUnavailable", err)
-	}
-	if len(f.Sandboxes()) != 0 || len(f.Deleted()) != 1 {
-		t.Errorf("%d sandboxes left, %d deleted; want 0, 1", len(f.Sandboxes()), len(f.Deleted()))
-	}
+	sandboxtest.StartTimeout(t, newBackend(t, cfg), f)
 }

@@ -1,51 +1,13 @@
 package daytona
 
 import (
-	"context"
-	"errors"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/sandrun/sandrun/internal/backends"
-	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
-	"github.com/sandrun/sandrun/internal/testenv"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 )
-
-// pids returns the numbers of the "pid N" lines of out.
-func pids(t *testing.T, out string) []int {
-	t.Helper()
-	var list []int
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(line, "pid "); ok {
-			pid, err := strconv.Atoi(rest)
-			if err != nil {
-				t.Fatalf("bad pid line %q", line)
-			}
-			list = append(list, pid)
-		}
-	}
-	return list
-}
-
-// waitGone fails the test unless every pid is gone within 5s.
-func waitGone(t *testing.T, pids []int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for !backendtest.HostProcessGone(t, pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d still runs", pid)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
 
 // TestTimeoutEndsSandbox: a job that ignores TERM outlives its deadline;
 // it is killed after the grace and its sandbox deleted. The fake confirms
@@ -54,34 +16,15 @@ func waitGone(t *testing.T, pids []int) {
 func TestTimeoutEndsSandbox(t *testing.T) {
 	t.Parallel()
 	f := daytonatest.Start(t)
-	b := newBackend(t, fakeConfig(f))
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-	defer cancel()
-	var stdout testenv.Buffer
-	spec := backends.Spec{JobID: "slow", Attempt: 1, KillGrace: 300 * time.Millisecond,
-		Command: `trap 'echo got-term' TERM; sleep 300 & echo "pid $!"; echo "pid $$"; while :; do wait; done`}
-	res, err := b.Run(ctx, spec, backends.Output{Stdout: &stdout})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run: %v; want an error wrapping context.DeadlineExceeded", err)
-	}
-	if res.ExitCode != -1 || res.Signal != "SIGKILL" {
-		t.Errorf("result %+v; want exit -1, SIGKILL", res)
-	}
-	if !strings.Contains(stdout.String(), "got-term") {
-		t.Errorf("stdout %q: the job never got TERM before KILL", stdout.String())
-	}
-	p := pids(t, stdout.String())
-	if len(p) != 2 {
-		t.Fatalf("want 2 pids in %q", stdout.String())
-	}
-	waitGone(t, p)
-	deleted := f.Deleted()
-	if len(deleted) != 1 || len(f.Sandboxes()) != 0 {
-		t.Fatalf("deleted %v, left %+v; want the one sandbox deleted", deleted, f.Sandboxes())
-	}
-	if !slices.ContainsFunc(f.Kills(), func(k daytonatest.Kill) bool {
-		return k.Sandbox == deleted[0] && k.Signal == syscall.SIGKILL && k.Reason == "sandbox deleted"
-	}) {
-		t.Errorf("the fake did not kill the sandbox's processes: %+v", f.Kills())
-	}
+	sandboxtest.TimeoutEndsSandbox(t, newBackend(t, fakeConfig(f)), func(t *testing.T) {
+		deleted := f.Deleted()
+		if len(deleted) != 1 || len(f.Sandboxes()) != 0 {
+			t.Fatalf("deleted %v, left %+v; want the one sandbox deleted", deleted, f.Sandboxes())
+		}
+		if !slices.ContainsFunc(f.Kills(), func(k daytonatest.Kill) bool {
+			return k.Sandbox == deleted[0] && k.Signal == syscall.SIGKILL && k.Reason == "sandbox deleted"
+		}) {
+			t.Errorf("the fake did not kill the sandbox's processes: %+v", f.Kills())
+		}
+	})
 }

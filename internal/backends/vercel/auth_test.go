@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
 )
 
@@ -61,7 +62,5 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	f := verceltest.Start(t)
 	cfg := fakeConfig(f)
 	f.Close()
-	if err := newBackend(t, cfg).Validate(t.Context()); !errors.Is(err, backends.ErrUnavailable) {
-		t.Fatalf("Validate against a closed server: %v; want ErrUnavailable", err)
-	}
+	sandboxtest.ValidateUnavailable(t, newBackend(t, cfg))
 }

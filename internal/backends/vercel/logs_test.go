@@ -1,15 +1,10 @@
 package vercel
 
 import (
-	"bytes"
-	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
-	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
-	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // TestUnquote: JSON string escapes decode as encoding/json decodes them,
@@ -56,36 +51,10 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
-// allBytes returns a command that prints every byte value on stdout, and
-// in reverse on stderr, and what it prints on stdout.
-func allBytes() (string, []byte) {
-	var format, revFormat strings.Builder
-	var want []byte
-	for b := range 256 {
-		fmt.Fprintf(&format, `\%03o`, b)
-		fmt.Fprintf(&revFormat, `\%03o`, 255-b)
-		want = append(want, byte(b))
-	}
-	return "printf '" + format.String() + "'; printf '" + revFormat.String() + "' >&2", want
-}
-
 // TestOutputAllBytes: every byte value comes through both streams
 // exactly, in the order written.
 func TestOutputAllBytes(t *testing.T) {
 	t.Parallel()
 	f := verceltest.Start(t)
-	cmd, want := allBytes()
-	var stdout, stderr testenv.Buffer
-	if _, err := newBackend(t, fakeConfig(f)).Run(t.Context(), backends.Spec{JobID: "b", Attempt: 1, Command: cmd},
-		backends.Output{Stdout: &stdout, Stderr: &stderr}); err != nil {
-		t.Fatal(err)
-	}
-	rev := slices.Clone(want)
-	slices.Reverse(rev)
-	if got := []byte(stdout.String()); !bytes.Equal(got, want) {
-		t.Errorf("stdout %q\nwant %q", got, want)
-	}
-	if got := []byte(stderr.String()); !bytes.Equal(got, rev) {
-		t.Errorf("stderr %q\nwant %q", got, rev)
-	}
+	sandboxtest.OutputAllBytes(t, newBackend(t, fakeConfig(f)))
 }

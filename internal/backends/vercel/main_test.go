@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
 )
 
@@ -34,10 +35,5 @@ func envOf(env map[string]string) func(string) (string, bool) {
 // newBackend returns a backend for cfg, closed when the test ends.
 func newBackend(t *testing.T, cfg Config) *Backend {
 	t.Helper()
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return sandboxtest.NewBackend(t, New, cfg)
 }

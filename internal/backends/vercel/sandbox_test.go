@@ -1,12 +1,11 @@
 package vercel
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
 )
 
@@ -19,19 +18,8 @@ func TestSandboxRequest(t *testing.T) {
 	f := verceltest.Start(t)
 	cfg := fakeConfig(f)
 	cfg.Runtime, cfg.VCPUs, cfg.NetworkPolicy = "python3.13", 4, NetworkDenyAll
-	b := newBackend(t, cfg)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
 	spec := backends.Spec{JobID: "job-1", Attempt: 3, Worker: "w1", Deployment: "prod", Command: "exit 5", KillGrace: 30 * time.Second}
-	res, err := b.Run(ctx, spec, backends.Output{})
-	if err != nil || res.ExitCode != 5 {
-		t.Fatalf("Run: %+v, %v; want exit 5", res, err)
-	}
-	created := f.Created()
-	if len(created) != 1 {
-		t.Fatalf("%d sandboxes created, want 1", len(created))
-	}
-	c := created[0]
+	c := sandboxtest.OnlyCreateRequest(t, newBackend(t, cfg), spec, 10*time.Minute, 5, f.Created)
 	if c.ProjectID != f.ProjectID || c.Runtime != "python3.13" || c.Resources == nil || c.Resources.VCPUs != 4 ||
 		c.NetworkPolicy == nil || c.NetworkPolicy.Mode != "deny-all" || c.Persistent == nil || *c.Persistent {
 		t.Errorf("create request %+v", c)
@@ -41,12 +29,8 @@ func TestSandboxRequest(t *testing.T) {
 	if c.Timeout == nil || *c.Timeout > (11*time.Minute+30*time.Second).Milliseconds() || *c.Timeout < (11*time.Minute).Milliseconds() {
 		t.Errorf("timeout %v ms; want about 11m30s", c.Timeout)
 	}
-	want := map[string]string{TagManaged: "true", TagDeployment: "prod", TagJob: "job-1", TagAttempt: "3", TagWorker: "w1"}
-	for k, v := range want {
-		if c.Tags[k] != v {
-			t.Errorf("tag %s = %q, want %q", k, c.Tags[k], v)
-		}
-	}
+	sandboxtest.CheckMetadata(t, "tag", c.Tags,
+		map[string]string{TagManaged: "true", TagDeployment: "prod", TagJob: "job-1", TagAttempt: "3", TagWorker: "w1"})
 	if len(f.Sandboxes()) != 0 || len(f.Deleted()) != 1 || len(f.Stopped()) != 1 {
 		t.Errorf("after the job: %d sandboxes left, %d deleted, %d sessions stopped; want 0, 1, 1",
 			len(f.Sandboxes()), len(f.Deleted()), len(f.Stopped()))
@@ -70,17 +54,12 @@ func TestNoDeadlineTimeout(t *testing.T) {
 func TestUnsupportedSpec(t *testing.T) {
 	t.Parallel()
 	f := verceltest.Start(t)
-	b := newBackend(t, fakeConfig(f))
-	for _, spec := range []backends.Spec{
-		{JobID: "s", Command: "true", Session: "k"},
-		{JobID: "c", Command: "true", Container: &backends.ContainerOptions{Image: "alpine"}},
-		{JobID: "e", Command: "true", Env: map[string]string{"A=B": "x"}},
-		{JobID: "d", Command: "true", Dir: "/no/such/directory"},
-	} {
-		if _, err := b.Run(t.Context(), spec, backends.Output{}); !errors.Is(err, backends.ErrPermanent) {
-			t.Errorf("%s: %v; want ErrPermanent", spec.JobID, err)
-		}
-	}
+	sandboxtest.RefusesSpecs(t, newBackend(t, fakeConfig(f)),
+		backends.Spec{JobID: "s", Command: "true", Session: "k"},
+		backends.Spec{JobID: "c", Command: "true", Container: &backends.ContainerOptions{Image: "alpine"}},
+		backends.Spec{JobID: "e", Command: "true", Env: map[string]string{"A=B": "x"}},
+		backends.Spec{JobID: "d", Command: "true", Dir: "/no/such/directory"},
+	)
 	if len(f.Sandboxes()) != 0 {
 		t.Errorf("sandboxes left behind: %+v", f.Sandboxes())
 	}
@@ -95,11 +74,5 @@ func TestStartTimeout(t *testing.T) {
 	f.SetStartPolls(1000)
 	cfg := fakeConfig(f)
 	cfg.StartTimeout = 300 * time.Millisecond
-	_, err := newBackend(t, cfg).Run(t.Context(), backends.Spec{JobID: "j", Attempt: 1, Command: "true"}, backends.Output{})
-	if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrPermanent) {
-		t.Fatalf("Run: %v; want ErrUnavailable", err)
-	}
-	if len(f.Sandboxes()) != 0 || len(f.Deleted()) != 1 {
-		t.Errorf("%d sandboxes left, %d deleted; want 0, 1", len(f.Sandboxes()), len(f.Deleted()))
-	}
+	sandboxtest.StartTimeout(t, newBackend(t, cfg), f)
 }

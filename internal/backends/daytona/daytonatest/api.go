@@ -69,7 +69,7 @@ type sandbox struct {
 func (sb *sandbox) describe() Sandbox {
 	d := Sandbox{ID: sb.dto.ID, State: sb.dto.State, Labels: maps.Clone(sb.dto.Labels), Dir: sb.dir}
 	for _, p := range sb.procs {
-		d.Pgids = append(d.Pgids, p.pgid)
+		d.Pgids = append(d.Pgids, p.Pgid)
 	}
 	return d
 }

@@ -116,7 +116,7 @@ func (f *Fake) Close() {
 	close(f.closing)
 	for _, sb := range f.sandboxes {
 		for _, p := range sb.procs {
-			p.signal(syscall.SIGKILL)
+			p.Signal(syscall.SIGKILL)
 		}
 	}
 	f.mu.Unlock()
@@ -219,8 +219,8 @@ func (f *Fake) Executes() []ExecuteRequest {
 // those it reached. f.mu is held.
 func (f *Fake) killAll(sb *sandbox, procs []*proc, sig syscall.Signal, reason string) {
 	for _, p := range procs {
-		if p.signal(sig) {
-			f.kills = append(f.kills, Kill{Sandbox: sb.dto.ID, Pgid: p.pgid, Signal: sig, Reason: reason})
+		if p.Signal(sig) {
+			f.kills = append(f.kills, Kill{Sandbox: sb.dto.ID, Pgid: p.Pgid, Signal: sig, Reason: reason})
 		}
 	}
 }

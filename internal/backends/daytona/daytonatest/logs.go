@@ -14,7 +14,7 @@ func (f *Fake) commandLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		stdout, stderr, all := c.p.out.streams()
+		stdout, stderr, all := c.p.Output()
 		writeJSON(w, http.StatusOK, map[string]string{"output": string(all), "stdout": string(stdout), "stderr": string(stderr)})
 		return
 	}
@@ -32,14 +32,15 @@ func (f *Fake) commandLogs(w http.ResponseWriter, r *http.Request) {
 		wsDrain(brw.Reader)
 	})
 	follow := r.URL.Query().Get("follow") == "true"
-	for offset := 0; ; {
-		data, ended, changed := c.p.out.since(offset)
-		for len(data) > 0 {
+	for i := 0; ; {
+		chunks, ended, changed := c.p.Since(i)
+		i += len(chunks)
+		for data := markedLog(chunks); len(data) > 0; {
 			n := min(len(data), 64<<10)
 			if wsWrite(brw.Writer, opText, data[:n]) != nil {
 				return
 			}
-			data, offset = data[n:], offset+n
+			data = data[n:]
 		}
 		if ended || !follow {
 			_ = wsWrite(brw.Writer, opClose, []byte{0x03, 0xE8})

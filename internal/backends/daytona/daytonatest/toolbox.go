@@ -32,8 +32,8 @@ type commandJSON struct {
 func (c *sessionCommand) public() commandJSON {
 	j := commandJSON{ID: c.id, Command: c.text}
 	select {
-	case <-c.p.done:
-		code := c.p.status
+	case <-c.p.Done():
+		code := c.p.Status()
 		j.ExitCode = &code
 	default:
 	}
@@ -111,9 +111,9 @@ func (f *Fake) execute(w http.ResponseWriter, r *http.Request) {
 		expired = t.C
 	}
 	select {
-	case <-p.done:
-		_, _, all := p.out.streams()
-		writeJSON(w, http.StatusOK, map[string]any{"exitCode": p.status, "result": string(all)})
+	case <-p.Done():
+		_, _, all := p.Output()
+		writeJSON(w, http.StatusOK, map[string]any{"exitCode": p.Status(), "result": string(all)})
 	case <-expired:
 		f.mu.Lock()
 		f.killAll(sb, []*proc{p}, syscall.SIGKILL, "execute timeout")
@@ -219,14 +219,14 @@ func (f *Fake) sessionExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-r.Context().Done():
 		return
 	case <-f.closing:
 		return
 	}
-	stdout, stderr, all := p.out.streams()
-	writeJSON(w, http.StatusOK, map[string]any{"cmdId": c.id, "exitCode": p.status,
+	stdout, stderr, all := p.Output()
+	writeJSON(w, http.StatusOK, map[string]any{"cmdId": c.id, "exitCode": p.Status(),
 		"output": string(all), "stdout": string(stdout), "stderr": string(stderr)})
 }
 

@@ -34,8 +34,8 @@ type commandJSON struct {
 
 func (c *command) public() commandJSON {
 	j := commandJSON{ID: c.id, Name: c.name, Args: c.args, Cwd: c.cwd, SessionID: c.sessionID, StartedAt: c.startedAt}
-	if c.p.ended() {
-		code := c.p.status
+	if c.p.Ended() {
+		code := c.p.Status()
 		j.ExitCode = &code
 	}
 	return j
@@ -103,7 +103,7 @@ func (f *Fake) runCommand(w http.ResponseWriter, r *http.Request) {
 	} else {
 		f.waitFor(r, c)
 	}
-	if c.p.ended() {
+	if c.p.Ended() {
 		_ = nd.line(map[string]any{"command": c.public()})
 	}
 }
@@ -111,7 +111,7 @@ func (f *Fake) runCommand(w http.ResponseWriter, r *http.Request) {
 // waitFor waits until c ends, the client leaves or the fake closes.
 func (f *Fake) waitFor(r *http.Request, c *command) {
 	select {
-	case <-c.p.done:
+	case <-c.p.Done():
 	case <-r.Context().Done():
 	case <-f.closing:
 	}
@@ -157,7 +157,7 @@ func (f *Fake) killCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c.p.ended() || !c.p.signal(syscall.Signal(*req.Signal)) {
+	if c.p.Ended() || !c.p.Signal(syscall.Signal(*req.Signal)) {
 		writeError(w, http.StatusBadRequest, "command_not_running", "The command is not running")
 		return
 	}
@@ -165,7 +165,7 @@ func (f *Fake) killCommand(w http.ResponseWriter, r *http.Request) {
 	if sb := f.sessions[r.PathValue("sid")]; sb != nil {
 		name = sb.dto.Name
 	}
-	f.kills = append(f.kills, Kill{Sandbox: name, Pgid: c.p.pgid, Signal: syscall.Signal(*req.Signal), Reason: "kill"})
+	f.kills = append(f.kills, Kill{Sandbox: name, Pgid: c.p.Pgid, Signal: syscall.Signal(*req.Signal), Reason: "kill"})
 	writeJSON(w, http.StatusOK, map[string]any{"command": c.public()})
 }
 
@@ -180,12 +180,12 @@ func (f *Fake) commandLogs(w http.ResponseWriter, r *http.Request) {
 func (f *Fake) streamLogs(r *http.Request, nd *ndjson, c *command) {
 	var line []byte
 	for i := 0; ; {
-		chunks, ended, changed := c.p.out.since(i)
+		chunks, ended, changed := c.p.Since(i)
 		for _, ch := range chunks {
 			line = append(line[:0], `{"stream":"`...)
-			line = append(line, [2]string{"stdout", "stderr"}[ch.stream]...)
+			line = append(line, [2]string{"stdout", "stderr"}[ch.Stream]...)
 			line = append(line, `","data":`...)
-			line = append(appendData(line, ch.data), '}')
+			line = append(appendData(line, ch.Data), '}')
 			if nd.raw(line) != nil {
 				return
 			}

@@ -85,7 +85,7 @@ type sandbox struct {
 func (sb *sandbox) describe() Sandbox {
 	d := Sandbox{Name: sb.dto.Name, SessionID: sb.ses.ID, Status: sb.ses.Status, Tags: maps.Clone(sb.dto.Tags)}
 	for _, id := range sb.order {
-		d.Pgids = append(d.Pgids, sb.commands[id].p.pgid)
+		d.Pgids = append(d.Pgids, sb.commands[id].p.Pgid)
 	}
 	return d
 }
@@ -218,8 +218,8 @@ func (f *Fake) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 // stopped. f.mu is held.
 func (f *Fake) stop(sb *sandbox, reason string) {
 	for _, id := range sb.order {
-		if p := sb.commands[id].p; p.signal(syscall.SIGKILL) {
-			f.kills = append(f.kills, Kill{Sandbox: sb.dto.Name, Pgid: p.pgid, Signal: syscall.SIGKILL, Reason: reason})
+		if p := sb.commands[id].p; p.Signal(syscall.SIGKILL) {
+			f.kills = append(f.kills, Kill{Sandbox: sb.dto.Name, Pgid: p.Pgid, Signal: syscall.SIGKILL, Reason: reason})
 		}
 	}
 	if sb.ses.Status != "stopped" {

@@ -129,7 +129,7 @@ func (f *Fake) Close() {
 	close(f.closing)
 	for _, sb := range f.sandboxes {
 		for _, c := range sb.commands {
-			c.p.signal(syscall.SIGKILL)
+			c.p.Signal(syscall.SIGKILL)
 		}
 	}
 	f.mu.Unlock()
