@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // HostProcessGone is an Options.ProcessGone for backends whose processes
@@ -35,4 +37,37 @@ func HostProcessGone(t *testing.T, pid int) bool {
 	}
 	state := stat[i+2]
 	return state == 'Z' || state == 'X'
+}
+
+// PIDs returns the numbers of the "pid N" lines of out (jobs in the
+// process-tree tests print theirs so).
+func PIDs(t *testing.T, out string) []int {
+	t.Helper()
+	var list []int
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "pid "); ok {
+			pid, err := strconv.Atoi(rest)
+			if err != nil {
+				t.Fatalf("bad pid line %q", line)
+			}
+			list = append(list, pid)
+		}
+	}
+	return list
+}
+
+// WaitGone fails the test unless every pid (of a process on this host)
+// is gone within 5s (HostProcessGone).
+func WaitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for !HostProcessGone(t, pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d still runs", pid)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }

@@ -2,12 +2,8 @@ package modal
 
 import (
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
 )
 
@@ -43,35 +39,4 @@ func newBackend(t *testing.T, cfg Config) *Backend {
 		t.Fatalf("Validate: %v", err)
 	}
 	return b
-}
-
-// pids returns the numbers on "pid N" lines of out.
-func pids(t *testing.T, out string) []int {
-	t.Helper()
-	var ps []int
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(line, "pid "); ok {
-			p, err := strconv.Atoi(rest)
-			if err != nil {
-				t.Fatalf("bad pid line %q", line)
-			}
-			ps = append(ps, p)
-		}
-	}
-	return ps
-}
-
-// assertGone waits a little for each pid to be gone from the host.
-func assertGone(t *testing.T, ps []int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, p := range ps {
-		for !backendtest.HostProcessGone(t, p) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d still runs", p)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 }

@@ -39,7 +39,7 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	orphanPids := pids(t, helperOut.String())
+	orphanPids := backendtest.PIDs(t, helperOut.String())
 	live := f.Live()
 	if len(live) != 1 || live[0].Tags[TagJob] != "orphan" || len(orphanPids) != 1 || backendtest.HostProcessGone(t, orphanPids[0]) {
 		t.Fatalf("after kill -9: live sandboxes %+v, job pids %v; want the orphan running\nhelper stderr: %s", live, orphanPids, helperErr.String())
@@ -77,7 +77,7 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("ReapOrphans, attempt not live: %d, %v; want 1", n, err)
 	}
-	assertGone(t, orphanPids)
+	backendtest.WaitGone(t, orphanPids)
 	for _, sb := range f.Sandboxes() {
 		if sb.ID == orphan && sb.Status != "terminated" {
 			t.Errorf("orphan sandbox status %q, want terminated", sb.Status)

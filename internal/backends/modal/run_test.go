@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
@@ -108,11 +109,11 @@ func TestDeadlineTerminatesSandbox(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || res.ExitCode != -1 || res.Signal != "SIGKILL" {
 		t.Fatalf("Run: %+v, %v; want exit -1, SIGKILL, DeadlineExceeded", res, err)
 	}
-	ps := pids(t, stdout.String())
+	ps := backendtest.PIDs(t, stdout.String())
 	if len(ps) != 2 {
 		t.Fatalf("pids %v in %q", ps, stdout.String())
 	}
-	assertGone(t, ps)
+	backendtest.WaitGone(t, ps)
 	sb := f.Sandboxes()[0]
 	if sb.Status != "terminated" {
 		t.Errorf("sandbox status %q, want terminated", sb.Status)
@@ -137,7 +138,7 @@ func TestSandboxTimeoutEndsJob(t *testing.T) {
 	if !errors.Is(err, backends.ErrPermanent) || !strings.Contains(err.Error(), "reached its timeout") {
 		t.Fatalf("Run: %+v, %v; want a permanent timeout error", res, err)
 	}
-	assertGone(t, pids(t, stdout.String()))
+	backendtest.WaitGone(t, backendtest.PIDs(t, stdout.String()))
 	if sb := f.Sandboxes()[0]; sb.Status != "timeout" || len(f.Killed()) == 0 {
 		t.Errorf("sandbox status %q, killed %v; want timeout and the job's group killed", sb.Status, f.Killed())
 	}
@@ -163,7 +164,7 @@ func TestSessions(t *testing.T) {
 		return stdout.String()
 	}
 	left := run("j1", "s1", `echo kept >state; sleep 300 & echo "pid $!"`)
-	assertGone(t, pids(t, left))
+	backendtest.WaitGone(t, backendtest.PIDs(t, left))
 	if got := run("j2", "s1", "cat state"); got != "kept\n" {
 		t.Errorf("the session's second job read %q, want the first job's file", got)
 	}

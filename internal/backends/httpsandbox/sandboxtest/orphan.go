@@ -139,7 +139,7 @@ func OrphanReaped[S any](t *testing.T, o Orphans[S]) {
 	if strings.Join(asked, " ") != "orphan-a/1/helper orphan-b/1/helper" {
 		t.Errorf("live asked about %v", asked)
 	}
-	WaitGone(t, []int{pidA})
+	backendtest.WaitGone(t, []int{pidA})
 	left := f.Sandboxes()
 	if len(left) != 1 || o.Job(left[0]) != "orphan-b" || !alive(pidB) {
 		t.Fatalf("left %+v, job b alive %v; want orphan-b's sandbox, running", left, alive(pidB))
@@ -152,7 +152,7 @@ func OrphanReaped[S any](t *testing.T, o Orphans[S]) {
 	if n, err := b.ReapOrphans(t.Context(), helperDeployment, notLive); err != nil || n != 1 {
 		t.Fatalf("ReapOrphans: %d, %v; want 1", n, err)
 	}
-	WaitGone(t, []int{pidB})
+	backendtest.WaitGone(t, []int{pidB})
 	if len(f.Sandboxes()) != 0 {
 		t.Errorf("sandboxes left: %+v", f.Sandboxes())
 	}

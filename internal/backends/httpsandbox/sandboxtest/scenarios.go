@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,38 +36,6 @@ func NewBackend[C any, B interface{ Close() error }](t testing.TB, newBackend fu
 	return b
 }
 
-// PIDs returns the numbers of the "pid N" lines of out.
-func PIDs(t *testing.T, out string) []int {
-	t.Helper()
-	var list []int
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(line, "pid "); ok {
-			pid, err := strconv.Atoi(rest)
-			if err != nil {
-				t.Fatalf("bad pid line %q", line)
-			}
-			list = append(list, pid)
-		}
-	}
-	return list
-}
-
-// WaitGone fails the test unless every pid (of a process on this host)
-// is gone within 5s.
-func WaitGone(t *testing.T, pids []int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for !backendtest.HostProcessGone(t, pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d still runs", pid)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
 // TimeoutEndsSandbox runs, on b, a job that ignores TERM and outlives its
 // 3s deadline, and checks that Run fails with context.DeadlineExceeded,
 // reports SIGKILL, that the job got TERM first and that no process it
@@ -91,11 +58,11 @@ func TimeoutEndsSandbox(t *testing.T, b backends.Backend, checkFake func(t *test
 	if !strings.Contains(stdout.String(), "got-term") {
 		t.Errorf("stdout %q: the job never got TERM before KILL", stdout.String())
 	}
-	p := PIDs(t, stdout.String())
+	p := backendtest.PIDs(t, stdout.String())
 	if len(p) != 2 {
 		t.Fatalf("want 2 pids in %q", stdout.String())
 	}
-	WaitGone(t, p)
+	backendtest.WaitGone(t, p)
 	checkFake(t)
 }
 
