@@ -174,7 +174,7 @@ func (c *Client) Output(ctx context.Context, r jobs.Result, stdout, stderr io.Wr
 			_, _ = io.WriteString(s.w, s.o.Tail)
 			continue
 		}
-		obj, err := c.store.Outputs.Get(ctx, s.o.Object)
+		obj, err := c.store.OutputObject(ctx, s.o.Object)
 		if err != nil {
 			return fmt.Errorf("output %s: %w", s.o.Object, err)
 		}

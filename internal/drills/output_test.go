@@ -69,7 +69,7 @@ func TestLargeAndBinaryOutput(t *testing.T) {
 		}
 		// The object store's own record of the object: its size and the
 		// digest it computed as the chunks arrived.
-		info, err := cl.Store().Outputs.GetInfo(ctx, out.Object)
+		info, err := cl.Store().OutputInfo(ctx, out.Object)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

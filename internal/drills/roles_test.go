@@ -78,6 +78,7 @@ func TestLeadersKilled(t *testing.T) {
 	}
 	reaperKilledAt := time.Now()
 	workers[reaper].kill9()
+	reaperDeadAt := time.Now()
 	t.Logf("killed the reaper leader %s with %d jobs running on it", reaper, len(orphans))
 	startWorker(t, url, "drill-w2", fast...)
 
@@ -130,11 +131,27 @@ func TestLeadersKilled(t *testing.T) {
 			}
 		}
 	}
+	// A job listed as running on the killed worker either committed just
+	// before the kill (its result stored by the time the worker was dead,
+	// give or take what was already on the wire) or ran again elsewhere.
+	rerun := 0
 	for _, id := range orphans {
 		r, err := st.GetResult(ctx, id)
-		if err != nil || r.Worker == reaper || r.Attempt < 2 {
-			t.Errorf("%s (running on the killed worker): result %+v, %v; want another worker's, attempt 2 or later", id, r, err)
+		switch {
+		case err != nil:
+			t.Errorf("%s (running on the killed worker): %v", id, err)
+		case r.Worker == reaper:
+			if at := writes.storedAt([]string{id}); at.After(reaperDeadAt.Add(time.Second)) {
+				t.Errorf("%s: result of the killed worker stored %s after its death", id, at.Sub(reaperDeadAt))
+			}
+		case r.Attempt < 2:
+			t.Errorf("%s (running on the killed worker): result %+v; want attempt 2 or later", id, r)
+		default:
+			rerun++
 		}
+	}
+	if rerun == 0 {
+		t.Errorf("none of the %d jobs running on the killed worker ran again: the recovery was not exercised", len(orphans))
 	}
 	// The first job the new scheduler leader fired: the earliest submit
 	// after the kill.
@@ -149,9 +166,9 @@ func TestLeadersKilled(t *testing.T) {
 	failed := n - writes.states()[jobs.StateSucceeded]
 	keys, total := writes.total()
 	t.Logf("DRILL leaders-killed: jobs %d (%d schedules, slots %d..%d), lost %d, not succeeded %d, duplicate commits %d (result keys %d, writes %d), missing slots %d; "+
-		"scheduler leader %s killed: next fire %s after; reaper leader %s killed with %d jobs on it: new reaper %s, its jobs ended %s after the kill",
+		"scheduler leader %s killed: next fire %s after; reaper leader %s killed with %d jobs on it (%d ran again): new reaper %s, its jobs ended %s after the kill",
 		n, len(names), fired[names[0]][0], fired[names[0]][len(fired[names[0]])-1], lost, failed, dups, keys, total, gaps,
-		leader, firstAfterKill.Sub(schedKilledAt).Round(time.Millisecond), reaper, len(orphans), newReaper, orphansDone.Round(time.Millisecond))
+		leader, firstAfterKill.Sub(schedKilledAt).Round(time.Millisecond), reaper, len(orphans), rerun, newReaper, orphansDone.Round(time.Millisecond))
 	if lost != 0 || dups != 0 || gaps != 0 || failed != 0 || newReaper == reaper {
 		t.Fatalf("lost %d, duplicates %d, missing slots %d, not succeeded %d, reaper leader %s after killing %s", lost, dups, gaps, failed, newReaper, reaper)
 	}

@@ -110,3 +110,36 @@ func contentID(key string, fence uint64, data []byte) string {
 	_, _ = h.Write(data)
 	return fmt.Sprintf("%s@%d#%016x", key, fence, h.Sum64())
 }
+
+// committedWithin bounds how long a read of something a committed write
+// names (a result's output object) retries "not found": a replica that
+// has not applied the write yet may answer the read (JetStream's direct
+// get), while the write itself is committed.
+const committedWithin = 5 * time.Second
+
+// OutputObject opens the output object name, which a committed result
+// names: it exists, so "not found" is a replica behind the leader, and
+// the read is tried again for a few seconds.
+func (s *Store) OutputObject(ctx context.Context, name string) (jetstream.ObjectResult, error) {
+	return untilFound(ctx, func() (jetstream.ObjectResult, error) { return s.Outputs.Get(ctx, name) })
+}
+
+// OutputInfo is OutputObject's metadata (size, digest).
+func (s *Store) OutputInfo(ctx context.Context, name string) (*jetstream.ObjectInfo, error) {
+	return untilFound(ctx, func() (*jetstream.ObjectInfo, error) { return s.Outputs.GetInfo(ctx, name) })
+}
+
+func untilFound[T any](ctx context.Context, read func() (T, error)) (T, error) {
+	deadline := time.Now().Add(committedWithin)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		v, err := read()
+		if !errors.Is(err, jetstream.ErrObjectNotFound) || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+	}
+}
