@@ -60,7 +60,15 @@ func TestFullQueueClusterRestart(t *testing.T) {
 	}
 	// The batch, submitted again after the restart, adds nothing: every
 	// item is recorded already.
-	res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: "full"}, items)
+	// Submitting is idempotent: a call cut short while the restarted
+	// cluster settles is simply made again.
+	var res client.BatchSubmit
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if res, err = cl.SubmitBatch(ctx, client.BatchOptions{ID: "full"}, items); err == nil || time.Now().After(deadline) {
+			break
+		}
+		t.Logf("re-submit after the restart: %v (trying again)", err)
+	}
 	if err != nil || res.Submitted != 0 || res.Existing != n {
 		t.Fatalf("re-submit after the restart: %+v, %v; want 0 submitted, %d existing", res, err, n)
 	}
