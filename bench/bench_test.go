@@ -13,9 +13,6 @@ import (
 // processed every job exactly once and has a row in the report. Without
 // redis-server or PostgreSQL it skips, except in CI, where it fails.
 func TestSmoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts NATS, redis and PostgreSQL")
-	}
 	_, rerr := findRedis("")
 	_, perr := findPostgresBin()
 	if err := errors.Join(rerr, perr); err != nil {

@@ -247,6 +247,20 @@ func (rw *resultWrites) storedAt(ids []string) time.Time {
 	return last
 }
 
+// duplicates reports every job with more than one result write and
+// returns how many there are.
+func (rw *resultWrites) duplicates(t *testing.T) int {
+	t.Helper()
+	dups := 0
+	for id, k := range rw.snapshot() {
+		if k != 1 {
+			dups++
+			t.Errorf("%s: %d result writes", id, k)
+		}
+	}
+	return dups
+}
+
 // snapshot copies the write counts by job ID.
 func (rw *resultWrites) snapshot() map[string]int {
 	rw.mu.Lock()
