@@ -11,13 +11,17 @@
 // Host access — bind mounts in every path form, named volumes whose local
 // driver binds a host path (found by inspecting the volume), volumes of
 // drivers the profile does not trust, privileged mode, host namespaces,
-// devices, dangerous capabilities, the engine's socket — is detected by one
+// another container's namespaces, devices, dangerous or unknown
+// capabilities, the engine's socket — is detected by one
 // function of the final container configuration and refused unless the
 // profile sets AllowHostAccess.
 //
 // Jobs with a session key exec into a long-lived session container of that
 // key instead (created once, removed after SessionIdle); a timeout signals
-// the exec's process group inside the container.
+// the exec's process group inside the container. The session container has
+// the options of the job that created it: a later job is judged on that
+// container's real configuration (inspected), and refused if it asks for
+// other options.
 //
 // Images follow a pull policy (if-not-present, always, never); concurrent
 // pulls of one image are one pull. Container and pull figures go to the
@@ -96,6 +100,7 @@ type Docker struct {
 
 	sessMu   sync.Mutex
 	sessions map[string]*session // by session key
+	judged   judgements          // HostAccess's verdicts on session jobs, for Run
 	cleanups sync.WaitGroup      // leftover kills after session jobs
 	pulls    puller
 }
@@ -210,6 +215,10 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: d.cfg.ReadOnlyRoot,
 		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,size=64m,mode=1777"},
+		// Docker's default on cgroup v1 hosts is the host's cgroup
+		// namespace, which is host access; engines before API 1.41
+		// ignore the field (and have no cgroup namespaces).
+		CgroupnsMode: container.CgroupnsModePrivate,
 		Resources: container.Resources{
 			Memory:    d.cfg.MemoryBytes,
 			NanoCPUs:  d.cfg.NanoCPUs,

@@ -14,19 +14,39 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 )
 
-// dangerousCaps reach past the container when added back.
-var dangerousCaps = []string{"SYS_ADMIN", "SYS_PTRACE", "SYS_MODULE", "SYS_RAWIO", "SYS_BOOT", "SYS_TIME",
-	"NET_ADMIN", "NET_RAW", "DAC_READ_SEARCH", "DAC_OVERRIDE", "MKNOD", "BPF", "PERFMON", "SYSLOG", "ALL"}
-
 // HostAccess implements backends.HostAccessChecker: every way the job's
-// final container configuration reaches the host.
+// container reaches the host. A job that joins a running session container
+// is judged on that container's real configuration, inspected through the
+// engine, not on its own options; and refused (ErrSessionOptions) if it
+// asks for options the session container does not have.
 func (d *Docker) HostAccess(ctx context.Context, spec backends.Spec) ([]string, bool, error) {
+	allowed := d.cfg.AllowHostAccess
 	_, host, err := d.containerConfig(spec)
 	if err != nil {
-		return nil, d.cfg.AllowHostAccess, err
+		return nil, allowed, err
+	}
+	var joined *joinedSession
+	if spec.Session != "" {
+		if joined, err = d.joinSession(ctx, spec, host); err != nil {
+			return nil, allowed, err
+		}
+		if joined != nil {
+			host = joined.host
+		}
 	}
 	reasons, err := hostAccess(ctx, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers)
-	return reasons, d.cfg.AllowHostAccess, err
+	if err != nil {
+		return nil, allowed, err
+	}
+	if spec.Session != "" {
+		d.judged.record(spec, len(reasons) > 0)
+	}
+	if joined != nil {
+		for i, r := range reasons {
+			reasons[i] = joined.describe(r)
+		}
+	}
+	return reasons, allowed, nil
 }
 
 // volumeInfo is what host-access detection needs of a named volume.
@@ -55,20 +75,35 @@ func hostAccess(ctx context.Context, h *container.HostConfig, inspect func(conte
 	if h.Privileged {
 		add("privileged container")
 	}
-	for _, ns := range []struct{ name, mode string }{{"pid", string(h.PidMode)}, {"ipc", string(h.IpcMode)}, {"uts", string(h.UTSMode)}, {"network", string(h.NetworkMode)}} {
-		if ns.mode == "host" {
+	for _, ns := range []struct{ name, mode string }{
+		{"pid", string(h.PidMode)}, {"ipc", string(h.IpcMode)}, {"uts", string(h.UTSMode)},
+		{"network", string(h.NetworkMode)}, {"user", string(h.UsernsMode)}, {"cgroup", string(h.CgroupnsMode)},
+	} {
+		switch mode := strings.ToLower(ns.mode); {
+		case mode == "host":
 			add("host %s namespace", ns.name)
+		case strings.HasPrefix(mode, "container:"):
+			add("%s namespace of another container (%s)", ns.name, ns.mode)
 		}
 	}
 	for _, dev := range h.Devices {
 		add("host device %s", dev.PathOnHost)
 	}
-	for _, c := range h.CapAdd {
-		if slices.Contains(dangerousCaps, strings.TrimPrefix(strings.ToUpper(c), "CAP_")) {
-			add("capability %s added", strings.ToUpper(c))
-		}
+	for _, r := range h.DeviceCgroupRules {
+		add("device cgroup rule %q: host devices", r)
 	}
-	for _, m := range h.Mounts {
+	for _, r := range h.DeviceRequests {
+		add("device request (driver %q): host devices such as GPUs", r.Driver)
+	}
+	reasons = append(reasons, capabilityReasons(h)...)
+	for _, from := range h.VolumesFrom {
+		add("volumes of another container (%s)", from)
+	}
+	mounts := slices.Clone(h.Mounts)
+	for _, b := range h.Binds {
+		mounts = append(mounts, bindsEntry(b))
+	}
+	for _, m := range mounts {
 		switch m.Type {
 		case mount.TypeBind:
 			add("bind mount of host path %s", m.Source)
@@ -76,6 +111,9 @@ func hostAccess(ctx context.Context, h *container.HostConfig, inspect func(conte
 				add("docker socket mounted (%s): control of the host's engine", m.Source)
 			}
 		case mount.TypeVolume:
+			if m.Source == "" {
+				continue // anonymous: a new local volume
+			}
 			info, found, err := inspect(ctx, m.Source)
 			if err != nil {
 				return nil, fmt.Errorf("inspect volume %s: %w", m.Source, err)
@@ -102,11 +140,7 @@ func hostAccess(ctx context.Context, h *container.HostConfig, inspect func(conte
 // like a path in any form (absolute, ~, ., .., a Windows drive) is a bind
 // mount of a host path; anything else names a volume.
 func parseMount(s string) (mount.Mount, error) {
-	parts := strings.Split(s, ":")
-	// A Windows drive letter ("C:\x:/dst") splits once more.
-	if len(parts) >= 3 && len(parts[0]) == 1 && strings.HasPrefix(parts[1], `\`) {
-		parts = append([]string{parts[0] + ":" + parts[1]}, parts[2:]...)
-	}
+	parts := splitMountSpec(s)
 	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || !path.IsAbs(parts[1]) {
 		return mount.Mount{}, fmt.Errorf("mount %q: want SOURCE:/TARGET[:ro]", s)
 	}
@@ -121,6 +155,33 @@ func parseMount(s string) (mount.Mount, error) {
 		m.Type = mount.TypeBind
 	}
 	return m, nil
+}
+
+// bindsEntry reads an entry of HostConfig.Binds ("SOURCE:TARGET[:OPTS]",
+// or a bare TARGET for an anonymous volume) as a mount.
+func bindsEntry(b string) mount.Mount {
+	parts := splitMountSpec(b)
+	if len(parts) == 1 {
+		return mount.Mount{Type: mount.TypeVolume, Target: b}
+	}
+	m := mount.Mount{Type: mount.TypeVolume, Source: parts[0], Target: parts[1]}
+	if len(parts) > 2 {
+		m.ReadOnly = slices.Contains(strings.Split(parts[2], ","), "ro")
+	}
+	if looksLikeHostPath(m.Source) {
+		m.Type = mount.TypeBind
+	}
+	return m
+}
+
+// splitMountSpec splits "SOURCE:TARGET[:MODE]" at its colons, keeping a
+// Windows drive letter ("C:\x:/dst") with its path.
+func splitMountSpec(s string) []string {
+	parts := strings.Split(s, ":")
+	if len(parts) >= 3 && len(parts[0]) == 1 && strings.HasPrefix(parts[1], `\`) {
+		parts = append([]string{parts[0] + ":" + parts[1]}, parts[2:]...)
+	}
+	return parts
 }
 
 func looksLikeHostPath(s string) bool {

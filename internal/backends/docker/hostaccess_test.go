@@ -58,8 +58,14 @@ func TestHostAccessEveryForm(t *testing.T) {
 		{"host uts", backends.ContainerOptions{UTSMode: "host"}, "host uts namespace"},
 		{"host network", backends.ContainerOptions{Network: "host"}, "host network namespace"},
 		{"device", backends.ContainerOptions{Devices: []string{"/dev/sda"}}, "host device /dev/sda"},
+		{"pid of another container", backends.ContainerOptions{PidMode: "container:abc"}, "pid namespace of another container (container:abc)"},
+		{"ipc of another container", backends.ContainerOptions{IpcMode: "container:abc"}, "ipc namespace of another container (container:abc)"},
+		{"uts of another container", backends.ContainerOptions{UTSMode: "container:abc"}, "uts namespace of another container (container:abc)"},
+		{"network of another container", backends.ContainerOptions{Network: "container:abc"}, "network namespace of another container (container:abc)"},
 		{"sys_admin", backends.ContainerOptions{CapAdd: []string{"SYS_ADMIN"}}, "capability SYS_ADMIN"},
-		{"harmless cap", backends.ContainerOptions{CapAdd: []string{"CHOWN"}}, ""},
+		{"cap_ prefix, lower case", backends.ContainerOptions{CapAdd: []string{"cap_sys_ptrace"}}, "capability SYS_PTRACE added"},
+		{"unknown cap", backends.ContainerOptions{CapAdd: []string{"CAP_NEW_THING"}}, "capability NEW_THING added: not a capability sandrun knows"},
+		{"harmless cap", backends.ContainerOptions{CapAdd: []string{"CHOWN", "cap_setuid", "Net_Bind_Service"}}, ""},
 	}
 	for _, tc := range cases {
 		opts := tc.opts

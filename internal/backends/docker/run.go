@@ -35,16 +35,6 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err := d.ensureImage(context.WithoutCancel(ctx)); err != nil {
 		return res, fmt.Errorf("docker: %w", err)
 	}
-	if spec.Session != "" {
-		if reasons, err := hostAccess(ctx, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers); err != nil || (len(reasons) > 0 && !d.cfg.AllowHostAccess) {
-			return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
-		}
-		cid, err := d.sessionContainer(context.WithoutCancel(ctx), spec)
-		if err != nil {
-			return res, err
-		}
-		return d.runExec(ctx, cid, spec, out)
-	}
 	// The container's lifecycle calls outlive ctx: a cancel must still be
 	// able to kill and remove what was created.
 	bg := context.WithoutCancel(ctx)
@@ -53,6 +43,9 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	} else if len(reasons) > 0 && !d.cfg.AllowHostAccess {
 		// The worker refuses such jobs before Run; this is the backstop.
 		return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
+	}
+	if spec.Session != "" {
+		return d.runSession(ctx, spec, host, out)
 	}
 	createStart := time.Now()
 	created, err := d.api.ContainerCreate(bg, client.ContainerCreateOptions{Config: cfg, HostConfig: host})

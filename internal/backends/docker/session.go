@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/sandrun/sandrun/internal/backends"
@@ -63,6 +66,57 @@ func (d *Docker) sessionContainer(ctx context.Context, spec backends.Spec) (stri
 	return created.ID, nil
 }
 
+// errExecCreate marks runExec's failure to create the exec: the session
+// container may have died, and runSession replaces it once.
+var errExecCreate = errors.New("exec not created")
+
+// runSession runs spec in its session's container: created from spec's own
+// configuration on first use, else joined. A joined container is held to
+// what HostAccess judges (see sessionjoin.go) — checked again here, as
+// the session may have been created after the job was judged.
+func (d *Docker) runSession(ctx context.Context, spec backends.Spec, own *container.HostConfig, out backends.Output) (backends.Result, error) {
+	res := backends.Result{ExitCode: -1}
+	bg := context.WithoutCancel(ctx)
+	judgedHostAccess, judged := d.judged.take(spec)
+	for replaced := false; ; replaced = true {
+		cid, err := d.sessionContainer(bg, spec)
+		if err != nil {
+			return res, err
+		}
+		joined, err := d.inspectSession(bg, spec, cid, own)
+		if err != nil {
+			return res, err
+		}
+		if joined == nil {
+			// Gone or stopped since it was created or last used.
+			d.dropSession(bg, cid)
+			if replaced {
+				return res, fmt.Errorf("docker: session %q: its new container %.12s is not running: %w", spec.Session, cid, backends.ErrUnavailable)
+			}
+			continue
+		}
+		reasons, err := hostAccess(bg, joined.host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers)
+		if err != nil {
+			return res, fmt.Errorf("docker: %w", err)
+		}
+		for i, r := range reasons {
+			reasons[i] = joined.describe(r)
+		}
+		switch {
+		case len(reasons) > 0 && !d.cfg.AllowHostAccess:
+			return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
+		case len(reasons) > 0 && judged && !judgedHostAccess:
+			return res, fmt.Errorf("docker: %w (%s): judged again on retry", ErrSessionJudged, strings.Join(reasons, "; "))
+		}
+		res, err = d.runExec(ctx, cid, spec, out)
+		if errors.Is(err, errExecCreate) && !replaced {
+			d.dropSession(bg, cid)
+			continue
+		}
+		return res, err
+	}
+}
+
 // runExec runs spec in session container cid. The command runs as its own
 // process group (docker makes each exec a group leader); its pid is kept
 // in a file so that a timeout or cancel signals the whole group inside the
@@ -84,14 +138,7 @@ func (d *Docker) runExec(ctx context.Context, cid string, spec backends.Spec, ou
 	}
 	ex, err := d.api.ExecCreate(bg, cid, create)
 	if err != nil {
-		// The session container may have died: start a new one, once.
-		d.dropSession(bg, cid)
-		if cid, err = d.sessionContainer(bg, spec); err != nil {
-			return res, err
-		}
-		if ex, err = d.api.ExecCreate(bg, cid, create); err != nil {
-			return res, fmt.Errorf("docker: exec create: %w", err)
-		}
+		return res, fmt.Errorf("docker: exec create: %w: %w", err, errExecCreate)
 	}
 	att, err := d.api.ExecAttach(bg, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
