@@ -1,9 +1,10 @@
 // Command sandrun-backend-localexec is the reference sandrun backend
 // plugin. It runs each job as `SHELL -c COMMAND` in a process group of its
 // own on this host, much as sandrun's built-in local backend does, and
-// speaks protocol v1 (docs/plugins.md) with the sandrun worker that
-// started it: one request per process, read from stdin; events written to
-// stdout; its own log on stderr.
+// speaks protocol v2 (docs/plugins.md) with the sandrun worker that
+// started it: the session line and one request per process, read from
+// stdin; events written to stdout, each signed with the session's key;
+// its own log on stderr.
 //
 // Build it and put it on the worker's PATH, where a backend profile named
 // localexec finds it:
@@ -22,10 +23,12 @@ import (
 	"io"
 	"log"
 	"os"
+	"strconv"
+	"syscall"
 )
 
 const (
-	protocol    = 1
+	protocol    = 2
 	name        = "localexec"
 	version     = "1.0.0"
 	protocolEnv = "SANDRUN_PLUGIN_PROTOCOL"
@@ -38,9 +41,22 @@ func main() {
 	shell := flag.String("shell", "/bin/sh", "the shell that runs `SHELL -c COMMAND`")
 	flag.Parse()
 	logger := log.New(os.Stderr, "", 0) // The worker adds time and level.
-	if os.Getenv(protocolEnv) == "" {
+	switch v := os.Getenv(protocolEnv); v {
+	case "":
 		logger.Print("this is a sandrun backend plugin: a sandrun worker starts it (see docs/plugins.md)")
 		os.Exit(2)
+	case strconv.Itoa(protocol):
+	default:
+		logger.Printf("started by a sandrun that speaks protocol %s; this plugin speaks protocol %d", v, protocol)
+		os.Exit(2)
+	}
+	// Jobs run as this plugin's user. Not dumpable, this process's
+	// /proc files (its memory, which holds the session key, and its
+	// stdout, which jobs could write forged events to) are closed to them.
+	// The signatures are what keeps forged events out; this is one more
+	// fence.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		logger.Printf("prctl(PR_SET_DUMPABLE, 0): %v", errno)
 	}
 	os.Exit(serve(*shell, os.Stdin, os.Stdout, logger))
 }
@@ -48,16 +64,26 @@ func main() {
 // serve answers the one request of this process and returns the exit
 // status. It returns once the request has had its last event.
 func serve(shell string, stdin io.Reader, stdout io.Writer, logger *log.Logger) int {
-	ev := newEvents(stdout)
-	// The hello first, before reading anything.
+	requests := bufio.NewScanner(stdin)
+	requests.Buffer(make([]byte, 0, 64<<10), maxRequest)
+	// The session line first: its key signs every event, the hello too.
+	if !requests.Scan() {
+		logger.Print("no session line: the host went away")
+		return 2
+	}
+	var s session
+	if err := json.Unmarshal(requests.Bytes(), &s); err != nil || s.Type != "session" || s.Protocol != protocol || s.Key == "" {
+		// Not the line: it holds the key.
+		logger.Printf("the first line is not a protocol %d session line with a key", protocol)
+		return 2
+	}
+	ev := newEvents(stdout, s.Key)
 	err := ev.send(hello{Type: "hello", Protocol: protocol, Name: name, Version: version,
 		Capabilities: map[string]bool{"resource_usage": true}})
 	if err != nil {
 		logger.Printf("writing hello: %v", err)
 		return 1
 	}
-	requests := bufio.NewScanner(stdin)
-	requests.Buffer(make([]byte, 0, 64<<10), maxRequest)
 	if !requests.Scan() {
 		return 0 // The host went away without a request.
 	}

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log"
@@ -18,52 +22,68 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// session serves one request in process: the test writes request lines
-// to stdin and reads events from events.
-type session struct {
+// testKey is the session key the tests hand the plugin.
+const testKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+// conn serves one request in process: the test writes request lines to
+// stdin and reads signed events from events.
+type conn struct {
 	stdin  *io.PipeWriter
-	events *json.Decoder
+	events *bufio.Scanner
 	code   chan int // serve's exit status.
 }
 
-func start(t *testing.T, shell string) *session {
+// start serves one request with shell, and writes the session line.
+func start(t *testing.T, shell string) *conn {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &session{stdin: inW, events: json.NewDecoder(outR), code: make(chan int, 1)}
+	c := &conn{stdin: inW, events: bufio.NewScanner(outR), code: make(chan int, 1)}
+	c.events.Buffer(nil, 1<<20)
 	go func() {
-		s.code <- serve(shell, inR, outW, log.New(io.Discard, "", 0))
+		c.code <- serve(shell, inR, outW, log.New(io.Discard, "", 0))
 		_ = outW.Close()
 	}()
 	t.Cleanup(func() {
 		_ = inW.Close() // The host goes away: the plugin's reader returns.
 		_ = outR.Close()
 	})
-	return s
+	c.send(t, `{"type":"session","protocol":2,"key":"`+testKey+`"}`)
+	return c
 }
 
 // send writes one request line.
-func (s *session) send(t *testing.T, line string) {
+func (c *conn) send(t *testing.T, line string) {
 	t.Helper()
-	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
 		t.Fatalf("writing %s: %v", line, err)
 	}
 }
 
-// next reads the next event as a map.
-func (s *session) next(t *testing.T) map[string]any {
+// next reads the next event, checks its signature, and returns it as a
+// map.
+func (c *conn) next(t *testing.T) map[string]any {
 	t.Helper()
+	if !c.events.Scan() {
+		t.Fatalf("reading an event: %v", c.events.Err())
+	}
+	mac, msg, ok := strings.Cut(c.events.Text(), " ")
+	m := hmac.New(sha256.New, []byte(testKey))
+	m.Write([]byte(msg))
+	if want := hex.EncodeToString(m.Sum(nil)); !ok || mac != want {
+		t.Fatalf("event %q: MAC %q, want %q", c.events.Text(), mac, want)
+	}
 	var ev map[string]any
-	if err := s.events.Decode(&ev); err != nil {
-		t.Fatalf("reading an event: %v", err)
+	if err := json.Unmarshal([]byte(msg), &ev); err != nil {
+		t.Fatalf("event %q: %v", msg, err)
 	}
 	return ev
 }
 
 func TestRun(t *testing.T) {
 	s := start(t, "/bin/sh")
-	if ev := s.next(t); ev["type"] != "hello" || ev["protocol"] != 1.0 {
-		t.Fatalf("first event %v, want a protocol 1 hello", ev)
+	if ev := s.next(t); ev["type"] != "hello" || ev["protocol"] != 2.0 {
+		t.Fatalf("first event %v, want a protocol 2 hello", ev)
 	}
 	s.send(t, `{"type":"run","id":"r1","spec":{"command":"echo hi; exit 3","env":{},"kill_grace_ms":1000}}`)
 	var types, stdout []string
@@ -105,5 +125,19 @@ func TestValidate(t *testing.T) {
 		if code := <-s.code; code != 0 {
 			t.Errorf("shell %s: exit status %d, want 0", shell, code)
 		}
+	}
+}
+
+// TestNoSession checks that the plugin says nothing without the host's
+// session line: it cannot sign its hello.
+func TestNoSession(t *testing.T) {
+	inR, inW := io.Pipe()
+	out := &strings.Builder{}
+	code := make(chan int, 1)
+	go func() { code <- serve("/bin/sh", inR, out, log.New(io.Discard, "", 0)) }()
+	_, _ = io.WriteString(inW, `{"type":"hello","protocol":1}`+"\n")
+	_ = inW.Close()
+	if c := <-code; c != 2 || out.Len() != 0 {
+		t.Errorf("exit status %d, stdout %q; want 2 and nothing", c, out)
 	}
 }

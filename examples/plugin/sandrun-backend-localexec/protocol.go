@@ -2,15 +2,28 @@ package main
 
 import (
 	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"sync"
 	"time"
 )
 
-// The messages of protocol v1 (docs/plugins.md), as this plugin reads and
+// The messages of protocol v2 (docs/plugins.md), as this plugin reads and
 // writes them. They are written out here, rather than imported from
 // sandrun, so that this plugin shows everything a plugin must do.
+
+// session is the host's first line: the protocol it speaks, and the key
+// that signs every line this plugin writes. The key is a secret: it
+// stays in this process's memory, and never reaches a job, a log or an
+// error message. A job that knew it could forge this plugin's events.
+type session struct {
+	Type     string `json:"type"` // "session"
+	Protocol int    `json:"protocol"`
+	Key      string `json:"key"`
+}
 
 // request is any message from the host: validate, run or cancel.
 type request struct {
@@ -84,15 +97,18 @@ type failure struct {
 	Permanent bool   `json:"permanent"`
 }
 
-// events writes events to the host, one JSON line each, flushed at once.
-// It is safe for concurrent use: the job's stdout and stderr are copied
-// by goroutines of their own.
+// events writes events to the host, one signed JSON line each, flushed at
+// once. It is safe for concurrent use: the job's stdout and stderr are
+// copied by goroutines of their own.
 type events struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu  sync.Mutex
+	w   *bufio.Writer
+	key []byte // The session key, as the host wrote it.
 }
 
-func newEvents(w io.Writer) *events { return &events{w: bufio.NewWriter(w)} }
+func newEvents(w io.Writer, key string) *events {
+	return &events{w: bufio.NewWriter(w), key: []byte(key)}
+}
 
 // send writes one event.
 func (e *events) send(v any) error {
@@ -101,12 +117,17 @@ func (e *events) send(v any) error {
 	return e.sendLocked(v)
 }
 
-// sendLocked writes one event; e.mu is held.
+// sendLocked writes one event, as `MAC JSON`: MAC is the hex
+// HMAC-SHA256 of the JSON bytes, with the session key; e.mu is held.
 func (e *events) sendLocked(v any) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	mac := hmac.New(sha256.New, e.key)
+	mac.Write(line)
+	_, _ = e.w.WriteString(hex.EncodeToString(mac.Sum(nil)))
+	_ = e.w.WriteByte(' ')
 	_, _ = e.w.Write(line)
 	_ = e.w.WriteByte('\n')
 	return e.w.Flush()

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,18 +81,23 @@ func TestPluginEnvironment(t *testing.T) {
 	const workerOnly = "SANDRUN_PLUGIN_TEST_WORKER_ONLY"
 	t.Setenv(workerOnly, "leaked")
 	envFile := filepath.Join(t.TempDir(), "env")
-	setup(t, Config{Path: testPlugin("env"), Args: []string{"-x"}, Env: map[string]string{"ENVFILE": envFile, "EXTRA": "a b"}}, true)
+	tb := setup(t, Config{Path: testPlugin("env"), Args: []string{"-x"}, Env: map[string]string{"ENVFILE": envFile, "EXTRA": "a b"}}, true)
 	data, err := os.ReadFile(envFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := "\n" + string(data)
-	for _, want := range []string{"\nEXTRA=a b\n", "\n" + ProtocolEnv + "=1\n", "\nPATH=" + os.Getenv("PATH") + "\n"} {
+	for _, want := range []string{"\nEXTRA=a b\n", "\n" + ProtocolEnv + "=" + fmt.Sprint(Protocol) + "\n", "\nPATH=" + os.Getenv("PATH") + "\n"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("plugin environment lacks %q:%s", strings.TrimSpace(want), env)
 		}
 	}
 	if strings.Contains(env, workerOnly) {
 		t.Errorf("plugin environment has the worker's %s:%s", workerOnly, env)
+	}
+	for _, s := range tb.rand.sessions() { // The key comes on stdin, never in the environment.
+		if strings.Contains(env, s.key) {
+			t.Errorf("plugin environment has its session key:%s", env)
+		}
 	}
 }

@@ -22,11 +22,24 @@ import (
 
 func TestProtocolMismatch(t *testing.T) {
 	t.Parallel()
-	tb := setup(t, Config{Path: testPlugin("future")}, false)
-	err := tb.b.Validate(t.Context())
-	tb.assertErr(t, err, []error{ErrProtocol, backends.ErrUnavailable}, "protocol 2", "protocol 1")
-	_, err = tb.b.Run(t.Context(), secretSpec("exit 0"), backends.Output{})
-	tb.assertErr(t, err, []error{ErrProtocol, backends.ErrUnavailable}, "protocol 2")
+	tests := []struct {
+		plugin string
+		says   []string
+	}{
+		{"future", []string{"the plugin speaks protocol 3, this sandrun speaks protocol 2", "older than the plugin"}},
+		// A plugin of protocol 1 signs nothing, its hello included.
+		{"v1", []string{"the plugin speaks protocol 1, this sandrun speaks protocol 2", "update the plugin"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.plugin, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, Config{Path: testPlugin(tt.plugin)}, false)
+			err := tb.b.Validate(t.Context())
+			tb.assertErr(t, err, []error{ErrProtocol, backends.ErrUnavailable}, append(tt.says, "validate: start")...)
+			_, err = tb.b.Run(t.Context(), secretSpec("exit 0"), backends.Output{})
+			tb.assertErr(t, err, []error{ErrProtocol, backends.ErrUnavailable}, tt.says...)
+		})
+	}
 }
 
 func TestProtocolErrors(t *testing.T) {
@@ -35,7 +48,9 @@ func TestProtocolErrors(t *testing.T) {
 		plugin string
 		says   string
 	}{
-		{"garbage", "stdout line 2 is not a protocol v1 message: invalid JSON"},
+		{"garbage", "rejected 8 stdout line(s) not signed with the plugin process's session key (the first, line 2: it is not a MAC, a space and a message"},
+		{"unsigned", "stdout line 1 is not signed with the session key: it is not a MAC, a space and a message"},
+		{"forgedhello", "stdout line 1 is not signed with the session key: its MAC does not match"},
 		{"echo", `unexpected message type "run"`},
 		{"wrongid", `id "other"`},
 		{"noexitcode", "exit_code"},

@@ -1,7 +1,7 @@
 // Package plugin runs jobs on external backend plugins: executables that
 // speak sandrun's plugin protocol, so that a backend can be added without
-// rebuilding sandrun. docs/plugins.md specifies protocol v1;
-// examples/plugin/sandrun-backend-localexec is a reference plugin.
+// rebuilding sandrun. docs/plugins.md specifies the protocol (version
+// 2); examples/plugin/sandrun-backend-localexec is a reference plugin.
 //
 // The host starts one plugin process per request, one for each Validate
 // and one for each Run, in a process group of its own, and talks to it in
@@ -13,6 +13,11 @@
 // without touching the others, and a plugin can be a plain sequential
 // program. It costs one exec per run. Messages carry request ids all the
 // same, so that a later protocol version can multiplex one process.
+//
+// The host hands each plugin process a random session key on its stdin,
+// and accepts only the lines on its stdout that the key signs (auth.go):
+// a workload whose output reaches the plugin's stdout cannot forge an
+// event, not even knowing its request's id, which is random as well.
 //
 // What Run guarantees, whatever the plugin does:
 //
@@ -28,16 +33,21 @@
 //     ErrTimeout, and backends.ErrUnavailable (retryable); the error names
 //     the plugin. An error event fails it with the plugin's message,
 //     wrapping backends.ErrPermanent when the plugin says so.
+//   - Lines on the plugin's stdout that its session key does not sign
+//     are rejected: they never end a run, nor add to its output. The run
+//     goes on to its last event, and then fails with an error wrapping
+//     ErrProtocol and backends.ErrUnavailable; its Result holds what
+//     the plugin reported all the same.
 //   - The job's environment goes to the plugin in the run request only:
 //     the host never logs it nor puts it in an error.
 package plugin
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +66,8 @@ const exitWait = 2 * time.Second
 type Backend struct {
 	settings
 	forceMargin time.Duration // ForceMargin; tests shorten it.
+	rand        io.Reader     // Of request ids and session keys: crypto/rand; tests record it.
 
-	ids  atomic.Uint64                         // Numbers request ids.
 	caps atomic.Pointer[backends.Capabilities] // From the latest hello.
 }
 
@@ -69,7 +79,7 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{settings: s, forceMargin: ForceMargin}, nil
+	return &Backend{settings: s, forceMargin: ForceMargin, rand: rand.Reader}, nil
 }
 
 // Kind returns "plugin".
@@ -97,37 +107,42 @@ func (b *Backend) Validate(ctx context.Context) error {
 }
 
 func (b *Backend) validate(ctx context.Context) error {
-	id := b.nextID("v")
+	c, err := b.newConversation(typeValidate, "v")
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, backends.ErrUnavailable)
+	}
+	c.log = c.log.With("request", c.id)
 	ctx, cancel := context.WithTimeoutCause(ctx, b.timeout, b.timeoutError())
 	defer cancel()
-	c := &conversation{id: id, kind: typeValidate}
-	p, err := b.open(ctx, c, b.log.With("request", id))
+	p, err := b.open(ctx, c)
 	if err != nil {
 		return err
 	}
-	if err := p.send(validateRequest{Type: typeValidate, ID: id}, b.timeout); err != nil {
+	if err := p.send(validateRequest{Type: typeValidate, ID: c.id}, b.timeout); err != nil {
 		return fmt.Errorf("sending the request: %w", b.fail(p, err))
 	}
 	select {
 	case m := <-p.events:
-		if m.err != nil {
-			return b.fail(p, m.err)
+		switch {
+		case m.err != nil:
+			err = b.fail(p, m.err)
+		case m.ev.Type == typeError:
+			b.finish(p)
+			err = eventError(m.ev)
+		default:
+			b.finish(p)
 		}
-		b.finish(p)
-		if m.ev.Type == typeError {
-			return eventError(m.ev)
-		}
-		return nil
 	case <-ctx.Done():
 		p.stop(0)
-		return context.Cause(ctx)
+		err = context.Cause(ctx)
 	}
+	return c.withRejects(err) // The plugin is gone: c is ours.
 }
 
 // open starts the plugin for conversation c and waits for its hello,
 // until ctx is done.
-func (b *Backend) open(ctx context.Context, c *conversation, log *slog.Logger) (*process, error) {
-	p, err := b.start(c, log)
+func (b *Backend) open(ctx context.Context, c *conversation) (*process, error) {
+	p, err := b.start(c)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +153,7 @@ func (b *Backend) open(ctx context.Context, c *conversation, log *slog.Logger) (
 		}
 		caps := m.ev.Capabilities.backends()
 		b.caps.Store(&caps)
-		log.Debug("plugin started", "name", m.ev.Name, "version", m.ev.Version, "capabilities", caps)
+		c.log.Debug("plugin started", "name", m.ev.Name, "version", m.ev.Version, "capabilities", caps)
 		return p, nil
 	case <-ctx.Done():
 		p.stop(0)
@@ -175,11 +190,6 @@ func (b *Backend) fail(p *process, err error) error {
 // timeoutError is the cause of a context that Config.Timeout ended.
 func (b *Backend) timeoutError() error {
 	return fmt.Errorf("%w (timeout %s): %w", ErrTimeout, b.timeout, backends.ErrUnavailable)
-}
-
-// nextID returns a new request id: prefix and a number.
-func (b *Backend) nextID(prefix string) string {
-	return fmt.Sprintf("%s%d", prefix, b.ids.Add(1))
 }
 
 var _ backends.Backend = (*Backend)(nil)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
@@ -44,11 +43,18 @@ type control struct {
 	err error
 }
 
-// start starts the plugin for conversation c; its stderr goes to log.
-func (b *Backend) start(c *conversation, log *slog.Logger) (*process, error) {
+// start starts the plugin for conversation c; its stderr goes to c.log.
+// The session line, with c's key, is on the plugin's stdin before it
+// starts: writing it can neither block nor fail on a plugin that exits
+// at once (a protocol v1 plugin may, once it has said hello).
+func (b *Backend) start(c *conversation) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start: %w: %w", err, backends.ErrUnavailable)
+	}
+	if err := writeLine(inW, sessionMessage{Type: typeSession, Protocol: Protocol, Key: c.key}, b.timeout); err != nil {
+		closeFiles(inR, inW)
+		return nil, fmt.Errorf("start: writing the session line: %w: %w", err, backends.ErrUnavailable)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -77,21 +83,26 @@ func (b *Backend) start(c *conversation, log *slog.Logger) (*process, error) {
 	}
 	go p.wait()
 	go p.readStdout(c)
-	go p.logStderr(log)
+	go p.logStderr(c.log)
 	return p, nil
 }
 
 // send writes one request line. It gives up after timeout, so that a
 // plugin that does not read its stdin cannot block the host.
 func (p *process) send(msg any, timeout time.Duration) error {
+	return writeLine(p.stdin, msg, timeout)
+}
+
+// writeLine writes msg to w as one JSON line, giving up after timeout.
+func writeLine(w *os.File, msg any, timeout time.Duration) error {
 	line, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	if err := p.stdin.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+	if err := w.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	_, err = p.stdin.Write(append(line, '\n'))
+	_, err = w.Write(append(line, '\n'))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("%w: it does not read its stdin", ErrTimeout)
 	}

@@ -6,10 +6,12 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 )
 
-// Protocol is the version of the plugin protocol this package speaks. A
-// plugin announces its version in its hello; any other version is a
-// protocol error. docs/plugins.md is the protocol's specification.
-const Protocol = 1
+// Protocol is the version of the plugin protocol this package speaks. The
+// host announces it in the session line, the plugin its own in its hello;
+// any other version is a protocol error. docs/plugins.md is the
+// protocol's specification. Version 2 signs the plugin's lines (auth.go);
+// version 1 plugins, which do not, are refused with a clear error.
+const Protocol = 2
 
 // ProtocolEnv is set in every plugin's environment to the protocol version
 // the host speaks, so that a plugin can tell it was started by sandrun
@@ -17,9 +19,10 @@ const Protocol = 1
 const ProtocolEnv = "SANDRUN_PLUGIN_PROTOCOL"
 
 // Message types. Requests go from the host to the plugin on its stdin,
-// events from the plugin to the host on its stdout, one JSON object per
-// line.
+// one JSON object per line; events from the plugin to the host on its
+// stdout, one signed JSON object per line.
 const (
+	typeSession  = "session"  // request: always the host's first line: the session key
 	typeValidate = "validate" // request: check configuration and reachability
 	typeRun      = "run"      // request: run one job attempt
 	typeCancel   = "cancel"   // request: stop the run, gracefully or by force
@@ -47,7 +50,7 @@ type runRequest struct {
 }
 
 // runSpec is backends.Spec as plugins see it. Container options are not
-// passed: protocol v1 has no host-access check (see docs/plugins.md).
+// passed: the protocol has no host-access check (see docs/plugins.md).
 type runSpec struct {
 	JobID       string            `json:"job_id"`
 	Attempt     int               `json:"attempt"`
@@ -112,8 +115,8 @@ type event struct {
 }
 
 // capabilities are the optional features a plugin announces in its hello:
-// those of backends.Capabilities that protocol v1 can carry. File copy and
-// resumable output need requests that v1 does not have.
+// those of backends.Capabilities that the protocol can carry. File copy
+// and resumable output need requests that it does not have.
 type capabilities struct {
 	Isolated           bool `json:"isolated"`
 	ResourceLimits     bool `json:"resource_limits"`

@@ -26,26 +26,33 @@ const cancelSendTimeout = time.Second
 // then on and the write error returned at the end.
 func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
 	res := backends.Result{ExitCode: -1}
-	id := b.nextID("r")
+	c, err := b.newConversation(typeRun, "r")
+	if err != nil {
+		return res, fmt.Errorf("plugin %s: run: %w: %w", b.path, err, backends.ErrUnavailable)
+	}
+	id := c.id
 	if ctx.Err() != nil {
 		return res, b.runError(ctx, id, false, errors.New("not started"))
 	}
 	if err := checkSpec(spec); err != nil {
 		return res, b.runError(ctx, id, false, err)
 	}
-	c := &conversation{id: id, kind: typeRun, stdout: guard(out.Stdout), stderr: guard(out.Stderr)}
+	c.stdout, c.stderr = guard(out.Stdout), guard(out.Stderr)
+	c.log = c.log.With("request", id, "job", spec.JobID, "attempt", spec.Attempt)
 	hctx, cancel := context.WithTimeoutCause(ctx, b.timeout, b.timeoutError())
-	p, err := b.open(hctx, c, b.log.With("request", id, "job", spec.JobID, "attempt", spec.Attempt))
+	p, err := b.open(hctx, c)
 	cancel()
 	if err != nil {
 		return res, b.runError(ctx, id, false, err)
 	}
 	if err := p.send(newRunRequest(id, spec), b.timeout); err != nil {
-		return res, b.runError(ctx, id, false, fmt.Errorf("sending the request: %w", b.fail(p, err)))
+		err = c.withRejects(b.fail(p, err))
+		return res, b.runError(ctx, id, false, fmt.Errorf("sending the request: %w", err))
 	}
 	res.StartedAt = time.Now() // The host's clock, unless the plugin tells.
 	res, stopped, err := b.await(ctx, p, c, spec.Grace(), res)
-	return res, b.runError(ctx, id, stopped, err)
+	// await has stopped the plugin: c is ours.
+	return res, b.runError(ctx, id, stopped, c.withRejects(err))
 }
 
 // await follows a run until its last event. When ctx is done it stops
@@ -152,12 +159,12 @@ func (c *conversation) writeError() error {
 func checkSpec(spec backends.Spec) error {
 	for field, s := range map[string]string{"command": spec.Command, "cwd": spec.Dir, "session": spec.Session} {
 		if !utf8.ValidString(s) {
-			return fmt.Errorf("%s: not valid UTF-8, which protocol v1 cannot carry: %w", field, backends.ErrPermanent)
+			return fmt.Errorf("%s: not valid UTF-8, which the plugin protocol cannot carry: %w", field, backends.ErrPermanent)
 		}
 	}
 	for k, v := range spec.Env {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return fmt.Errorf("env: %q: not valid UTF-8, which protocol v1 cannot carry: %w", k, backends.ErrPermanent)
+			return fmt.Errorf("env: %q: not valid UTF-8, which the plugin protocol cannot carry: %w", k, backends.ErrPermanent)
 		}
 	}
 	return nil
