@@ -14,7 +14,10 @@ need go || { echo "test.sh: Go >= 1.26 is required (not found on PATH)" >&2; exi
 
 # Debian packages the tests use. Installed only when missing.
 pkgs=()
-need sh || pkgs+=(dash)
+# The policy's differential test runs commands under the real dash and
+# bash (the shells /bin/sh is on Debian and elsewhere).
+need dash || pkgs+=(dash)
+need bash || pkgs+=(bash)
 need make || pkgs+=(make)
 # The docker backend's tests import an image made from busybox-static
 # (no registry is reachable); the engine itself comes with the machine.

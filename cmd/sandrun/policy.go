@@ -40,8 +40,13 @@ func (c cli) policyCheck(args []string) error {
 	origin := fs.String("origin", "manual", "origin: manual, cron, batch or subagent")
 	host := fs.Bool("host-access", true, "the backend can touch the host (false: an isolated sandbox; host-only rules are skipped)")
 	config := fs.String("config", "", "worker config file whose policy section (ceiling, allowlist) applies")
+	shell := fs.String("shell", "", "the shell that runs the command: sh (/bin/sh -c: dash, busybox ash; also posix) or bash (default: the worker's, sh)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	sh, err := policy.ParseShell(*shell)
+	if err != nil {
+		return usageErr("--shell: %v", err)
 	}
 	command := strings.Join(fs.Args(), " ")
 	if command == "" {
@@ -60,7 +65,7 @@ func (c cli) policyCheck(args []string) error {
 			return usageErr("--approval: %v", err)
 		}
 	}
-	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), Isolated: !*host})
+	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), Isolated: !*host, Shell: sh})
 	verdict := "approve"
 	if !dec.Allow {
 		verdict = "deny"
@@ -69,7 +74,7 @@ func (c cli) policyCheck(args []string) error {
 	if dec.Capped {
 		capped = " (capped by the worker ceiling)"
 	}
-	fmt.Fprintf(c.stdout, "%s  mode=%s%s\n", verdict, dec.Mode, capped)
+	fmt.Fprintf(c.stdout, "%s  mode=%s shell=%s%s\n", verdict, dec.Mode, dec.Shell, capped)
 	for _, m := range dec.Matches {
 		via := ""
 		if m.Via != "" {

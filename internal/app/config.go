@@ -149,6 +149,9 @@ func (bc BackendConfig) Singularity(name string, m *metrics.Metrics) singularity
 type PolicyConfig struct {
 	Ceiling   map[string]string `yaml:"ceiling"`
 	Allowlist []string          `yaml:"allowlist"`
+	// Shell is the dialect commands are parsed in: sh (dash, busybox
+	// ash: what backends run as /bin/sh -c; the default) or bash.
+	Shell string `yaml:"shell"`
 }
 
 // Engine builds the policy engine; errors name the field.
@@ -162,6 +165,11 @@ func (p PolicyConfig) Engine() (*policy.Engine, error) {
 		cfg.Ceiling[origin] = mode
 	}
 	cfg.Allowlist = append(cfg.Allowlist, p.Allowlist...)
+	sh, err := policy.ParseShell(p.Shell)
+	if err != nil {
+		return nil, fmt.Errorf("policy.shell: %w", err)
+	}
+	cfg.Shell = sh
 	return policy.New(cfg)
 }
 

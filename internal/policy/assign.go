@@ -73,6 +73,32 @@ func (w *walker) decl(c *syntax.DeclClause, sp span) {
 	}
 }
 
+// declWords handles the operands of export, local and readonly as POSIX sh
+// parses them, as words: NAME=VALUE assigns VALUE (not split into fields);
+// options and bare names assign nothing.
+func (w *walker) declWords(words []*syntax.Word, sp span) {
+	for _, word := range words {
+		lit, ok := word.Parts[0].(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		name, _, found := strings.Cut(lit.Value, "=")
+		if !found || !isName(name) {
+			continue
+		}
+		v := value{}
+		for _, alt := range w.value(word) {
+			if val, ok := strings.CutPrefix(alt.val, name+"="); ok && alt.lit {
+				v.vals = append(v.vals, val)
+			} else {
+				v.unknown = true
+			}
+		}
+		w.env.set(name, v, w.cond > 0)
+		w.historyVar(name, v, sp)
+	}
+}
+
 // sideEffects updates the tracked shell state for commands that change it:
 // cd, read, unset, source and the like.
 func (w *walker) sideEffects(c *command) {

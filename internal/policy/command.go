@@ -132,7 +132,7 @@ func programName(w arg) (string, bool) {
 		return "", true
 	}
 	name := path.Base(p)
-	if name != "[" && strings.ContainsAny(name, "*?[") || strings.Contains(name, homeMarker) {
+	if name != "[" && name != "[[" && strings.ContainsAny(name, "*?[") || strings.Contains(name, homeMarker) {
 		return "", false
 	}
 	return name, true

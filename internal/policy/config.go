@@ -23,14 +23,17 @@ type Config struct {
 	// use DefaultCeiling.
 	Ceiling map[string]Mode
 	// Allowlist names rule IDs (see Rules) that may pass in allowlist mode.
-	// "unparsable" and "unresolved-command" cannot be listed: a command the
-	// detector cannot read is never allowlisted.
+	// "unparsable", "unresolved-command" and "shell-dialect" cannot be
+	// listed: a command the detector cannot read is never allowlisted.
 	Allowlist []string
+	// Shell is the dialect of a Request that names none: "sh" (or
+	// "posix"), what backends run as /bin/sh -c, or "bash". "" means sh.
+	Shell Shell
 }
 
 // DefaultConfig returns the ceiling a worker gets when it configures none:
 // subagent jobs at most allowlist, manual, cron and batch jobs at most
-// approve. The allowlist is empty.
+// approve. The allowlist is empty; requests are judged as sh.
 func DefaultConfig() Config {
 	c := Config{Ceiling: make(map[string]Mode, len(origins))}
 	for _, o := range origins {
@@ -58,7 +61,8 @@ var (
 	ErrUnknownOrigin = errors.New("unknown origin")
 	ErrUnknownRule   = errors.New("unknown rule")
 	// ErrNotAllowlistable is returned for a rule that exists but can never
-	// pass in allowlist mode ("unparsable", "unresolved-command").
+	// pass in allowlist mode ("unparsable", "unresolved-command",
+	// "shell-dialect").
 	ErrNotAllowlistable = errors.New("rule cannot be allowlisted")
 )
 
@@ -101,6 +105,9 @@ func (c Config) validate() error {
 		case !r.allowlistable():
 			errs = append(errs, &FieldError{field, fmt.Errorf("%w: %q", ErrNotAllowlistable, id)})
 		}
+	}
+	if _, err := ParseShell(string(c.Shell)); err != nil {
+		errs = append(errs, &FieldError{"policy.shell", err})
 	}
 	return errors.Join(errs...)
 }

@@ -137,7 +137,7 @@ func TestRules(t *testing.T) {
 	want := []string{"rm-root", "mkfs", "dd-device", "fork-bomb", "kill-all", "shutdown", "chmod-system",
 		"write-system", "pipe-to-shell", "decoded-exec", "git-destructive", "sql-destructive", "docker-host",
 		"privilege", "firewall-flush", "service-stop", "package-remove", "history-wipe", "inline-code",
-		"unparsable", "unresolved-command"}
+		"unparsable", "unresolved-command", "shell-dialect"}
 	if !slices.Equal(ids, want) {
 		t.Errorf("Rules() IDs = %q, want %q", ids, want)
 	}
@@ -145,8 +145,8 @@ func TestRules(t *testing.T) {
 	if Rules()[0].ID != "rm-root" {
 		t.Error("Rules() returns shared state")
 	}
-	// Every rule but the two fail-closed ones can be allowlisted.
-	if _, err := New(Config{Allowlist: want[:len(want)-2]}); err != nil {
+	// Every rule but the three fail-closed ones can be allowlisted.
+	if _, err := New(Config{Allowlist: want[:len(want)-3]}); err != nil {
 		t.Errorf("allowlisting every detector rule: %v", err)
 	}
 	hostOnly := map[string]bool{}
@@ -160,7 +160,7 @@ func TestRules(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"fork-bomb", "pipe-to-shell", "decoded-exec", "git-destructive", "sql-destructive",
-		"docker-host", "inline-code", "unparsable", "unresolved-command"} {
+		"docker-host", "inline-code", "unparsable", "unresolved-command", "shell-dialect"} {
 		if hostOnly[id] {
 			t.Errorf("rule %s is host-only", id)
 		}

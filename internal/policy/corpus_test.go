@@ -12,12 +12,17 @@ import (
 type corpusEntry struct {
 	line    int
 	deny    bool
+	shOnly  bool   // deny-sh: denied as sh, allowed as bash
 	rule    string // expected among the matches when deny
 	command string
 }
 
+// denies reports whether the entry is denied when judged as sh.
+func (c corpusEntry) denies(sh Shell) bool { return c.deny && (!c.shOnly || sh == ShellSh) }
+
 // readCorpus parses testdata/corpus.txt: <verdict>\t<rule-or-dash>\t<command>,
-// # comments, \n for a newline and \\n for a literal backslash-n.
+// # comments, \n for a newline and \\n for a literal backslash-n. The
+// verdict is allow, deny, or deny-sh (denied as sh, allowed as bash).
 func readCorpus(t *testing.T) []corpusEntry {
 	t.Helper()
 	f, err := os.Open("testdata/corpus.txt")
@@ -33,10 +38,11 @@ func readCorpus(t *testing.T) []corpusEntry {
 			continue
 		}
 		fields := strings.SplitN(line, "\t", 3)
-		if len(fields) != 3 || fields[0] != "deny" && fields[0] != "allow" || (fields[0] == "deny") == (fields[1] == "-") {
+		deny := len(fields) == 3 && (fields[0] == "deny" || fields[0] == "deny-sh")
+		if len(fields) != 3 || !deny && fields[0] != "allow" || deny == (fields[1] == "-") {
 			t.Fatalf("corpus.txt:%d: malformed line %q", n, line)
 		}
-		out = append(out, corpusEntry{line: n, deny: fields[0] == "deny", rule: fields[1], command: decodeCorpus(fields[2])})
+		out = append(out, corpusEntry{line: n, deny: deny, shOnly: fields[0] == "deny-sh", rule: fields[1], command: decodeCorpus(fields[2])})
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -63,34 +69,37 @@ func decodeCorpus(s string) string {
 }
 
 // TestCorpus checks every command of the corpus under ModeDeny with host
-// access: no false negatives (each dangerous command is denied with its
-// expected rule among the matches) and no false positives.
+// access, judged as sh (the default) and as bash: no false negatives (each
+// dangerous command is denied with its expected rule among the matches)
+// and no false positives.
 func TestCorpus(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
 	entries := readCorpus(t)
 	var dangerous, benign, falseNeg, falsePos int
 	rulesSeen := map[string]bool{}
-	for _, c := range entries {
-		d := e.Decide(Request{Command: c.command, Origin: "manual", Mode: ModeDeny})
-		got := make([]string, len(d.Matches))
-		for i, m := range d.Matches {
-			got[i] = m.Rule
-		}
-		if c.deny {
-			dangerous++
-			rulesSeen[c.rule] = true
-			if d.Allow || !slices.Contains(got, c.rule) {
-				falseNeg++
-				t.Errorf("corpus.txt:%d: false negative: %q: allow=%v matches=%q, want deny with %s",
-					c.line, c.command, d.Allow, got, c.rule)
+	for _, sh := range []Shell{"", ShellBash} {
+		for _, c := range entries {
+			d := e.Decide(Request{Command: c.command, Origin: "manual", Mode: ModeDeny, Shell: sh})
+			got := make([]string, len(d.Matches))
+			for i, m := range d.Matches {
+				got[i] = m.Rule
 			}
-			continue
-		}
-		benign++
-		if !d.Allow || d.Dangerous {
-			falsePos++
-			t.Errorf("corpus.txt:%d: false positive: %q: %s", c.line, c.command, d.Reason)
+			if c.denies(d.Shell) {
+				dangerous++
+				rulesSeen[c.rule] = true
+				if d.Allow || !slices.Contains(got, c.rule) {
+					falseNeg++
+					t.Errorf("corpus.txt:%d: false negative as %s: %q: allow=%v matches=%q, want deny with %s",
+						c.line, d.Shell, c.command, d.Allow, got, c.rule)
+				}
+				continue
+			}
+			benign++
+			if !d.Allow || d.Dangerous {
+				falsePos++
+				t.Errorf("corpus.txt:%d: false positive as %s: %q: %s", c.line, d.Shell, c.command, d.Reason)
+			}
 		}
 	}
 	for _, r := range Rules() {
@@ -105,6 +114,6 @@ func TestCorpus(t *testing.T) {
 	if benign > 0 {
 		fpRate = float64(falsePos) / float64(benign)
 	}
-	t.Logf("corpus: %d commands, %d dangerous (%d false negatives), %d benign (%d false positives, rate %.2f%%)",
+	t.Logf("corpus: %d commands judged as sh and as bash: %d dangerous (%d false negatives), %d benign (%d false positives, rate %.2f%%)",
 		len(entries), dangerous, falseNeg, benign, falsePos, 100*fpRate)
 }

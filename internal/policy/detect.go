@@ -31,18 +31,25 @@ const (
 // internalError is the detail of the finding a detector panic turns into.
 const internalError = "internal detector error"
 
-// detect parses cmd as a shell program and returns every finding, sorted by
-// position and without duplicates. It never panics: a parser failure, a
-// too-deep nesting or an internal error yields an "unparsable" finding.
-func detect(cmd string) (out []finding) {
-	d := &detector{}
+// detect parses cmd as /bin/sh reads it (ShellSh) and returns every
+// finding; see detectIn.
+func detect(cmd string) []finding { return detectIn(cmd, ShellSh, nil) }
+
+// detectIn parses cmd as a program of shell sh (ShellSh or ShellBash) and
+// returns every finding, sorted by position and without duplicates. It
+// never panics: a parser failure, a too-deep nesting or an internal error
+// yields an "unparsable" finding. seen, when not nil, is called with every
+// command line the detector judges (tests compare them with what real
+// shells run).
+func detectIn(cmd string, sh Shell, seen func([]arg)) (out []finding) {
+	d := &detector{seen: seen}
 	defer func() {
 		if r := recover(); r != nil {
 			d.findings = append(d.findings, finding{rule: ruleUnparsable, detail: internalError, text: cmd})
 			out = d.result()
 		}
 	}()
-	d.script(&frame{src: cmd}, newEnv(), 0, stream{})
+	d.script(&frame{src: cmd, shell: sh}, newEnv(), 0, stream{})
 	return d.result()
 }
 
@@ -53,6 +60,10 @@ type detector struct {
 	parsed   int  // bytes of nested scripts parsed so far
 	calls    int  // function bodies walked again at a call
 	tooDeep  bool // a script nested past maxDepth was reported
+	// secondary > 0 while a script is walked in the reading of the other
+	// dialect than its shell's: its fail-closed findings are dropped.
+	secondary int
+	seen      func([]arg)
 }
 
 func (d *detector) result() []finding {
@@ -66,6 +77,7 @@ func (d *detector) result() []finding {
 // in it (sh -c, eval, a heredoc fed to a shell, a string in python -c code).
 type frame struct {
 	src    string
+	shell  Shell  // the dialect the script is read in: ShellSh or ShellBash
 	via    string // nesting path, e.g. "sh -c > eval"; "" at top level
 	parent *frame
 	base   int // offset in parent.src where src begins verbatim, or -1
@@ -73,12 +85,19 @@ type frame struct {
 	depth  int
 }
 
-// child returns the frame of a script nested in f.
+// child returns the frame of a script nested in f, read in f's dialect.
 func (f *frame) child(src, via string, base, anchor int) *frame {
 	if f.via != "" {
 		via = f.via + " > " + via
 	}
-	return &frame{src: src, via: via, parent: f, base: base, anchor: anchor, depth: f.depth + 1}
+	return &frame{src: src, shell: f.shell, via: via, parent: f, base: base, anchor: anchor, depth: f.depth + 1}
+}
+
+// childIn returns the frame of a script nested in f that shell sh runs.
+func (f *frame) childIn(sh Shell, src, via string, base, anchor int) *frame {
+	c := f.child(src, via, base, anchor)
+	c.shell = sh
+	return c
 }
 
 // outer maps an offset in f.src to the top-level command: exactly through
@@ -120,13 +139,38 @@ func (d *detector) script(f *frame, e *env, cond int, in stream) {
 		d.add(f, ruleUnparsable, "too many nested scripts to judge", "", span{0, len(f.src)})
 		return
 	}
-	file, err := parse(f.src)
+	trees, issue, err := readScript(f.src, f.shell)
 	if err != nil {
 		d.add(f, ruleUnparsable, describeParseError(err), "", errorLine(f.src, err))
 		return
 	}
-	w := &walker{d: d, f: f, env: e, cond: cond}
-	w.stmts(file.Stmts, in)
+	// The first tree is the script's own reading, walked with e; another
+	// one gets a copy, so that what only it assigns or defines stays in
+	// it, and the same budget of function calls. It is a second opinion:
+	// what it runs counts, but not that it cannot resolve something (a
+	// bash script's `(( $# > 0 ))` runs a program named $# in the POSIX
+	// reading), since its own dialect's reading is what the shell runs.
+	envs := []*env{e}
+	for range trees[1:] {
+		envs = append(envs, e.clone())
+	}
+	calls, spent := d.calls, d.calls
+	for i, t := range trees {
+		d.calls = calls
+		if i > 0 {
+			d.secondary++
+		}
+		w := &walker{d: d, f: f, tree: t.shell, env: envs[i], cond: cond}
+		w.stmts(t.file.Stmts, in)
+		if i > 0 {
+			d.secondary--
+		}
+		spent = max(spent, d.calls)
+	}
+	d.calls = spent
+	if issue != nil { // after the walk: at one position, a rule that names the harm comes first
+		d.add(f, ruleShellDialect, issue.detail, "", issue.sp)
+	}
 }
 
 // span is a byte range in a frame's source.
@@ -140,6 +184,9 @@ func (d *detector) add(f *frame, ruleID, detail, via string, sp span) {
 }
 
 func (d *detector) addHost(f *frame, ruleID, detail, via string, sp span, hostOnly bool) {
+	if r, _ := lookupRule(ruleID); d.secondary > 0 && r.fixed {
+		return
+	}
 	sp.start = max(0, min(sp.start, len(f.src)))
 	sp.end = max(sp.start, min(sp.end, len(f.src)))
 	via = f.viaOf(via)
@@ -160,14 +207,9 @@ const maxParseDepth = 1000
 // errTooDeep is the parse error of a script nested past maxParseDepth.
 var errTooDeep = errors.New("nested too deeply to parse")
 
-// parse parses src as bash, the most permissive dialect a job's sh -c may be.
-// A new parser per call keeps detect safe for concurrent use.
-func parse(src string) (*syntax.File, error) {
-	if len(src) > maxParseDepth && nestingDepth(src) > maxParseDepth {
-		return nil, errTooDeep
-	}
-	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-}
+// parse parses src as bash, for splitting words the way a shell would
+// (env -S).
+func parse(src string) (*syntax.File, error) { return parseAs(src, syntax.LangBash) }
 
 // nestingDepth over-approximates how deep src nests: brackets, and the
 // keywords that open (if, while, until, for, case, select) and close (fi,
@@ -225,7 +267,7 @@ func describeParseError(err error) string {
 	}
 	var le syntax.LangError
 	if errors.As(err, &le) {
-		return fmt.Sprintf("does not parse as bash (error at %s)", le.Pos)
+		return fmt.Sprintf("does not parse as %s (error at %s)", le.LangUsed, le.Pos)
 	}
 	return "does not parse as shell"
 }

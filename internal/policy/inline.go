@@ -184,7 +184,7 @@ func (w *walker) inlineShell(f *frame, in []codeLit, sp span, name string) {
 				base = in[i].body
 			}
 		}
-		w.d.script(f.child(cand, name, base, anchor), newEnv(), w.cond, stream{})
+		w.d.script(f.childIn(ShellSh, cand, name, base, anchor), newEnv(), w.cond, stream{}) // system() runs /bin/sh -c
 	}
 	w.inlineHit(f, before, sp, name+" runs a dangerous command")
 }

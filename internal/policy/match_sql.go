@@ -104,7 +104,7 @@ func (w *walker) sql(f *frame) {
 		for _, prefix := range []string{`\!`, ".shell ", ".system ", "system "} {
 			if rest, ok := strings.CutPrefix(trimmed, prefix); ok {
 				start := off + len(line) - len(rest)
-				w.d.script(f.child(strings.TrimRight(rest, "\r\n;"), strings.TrimSpace(prefix), start, start), newEnv(), w.cond, stream{})
+				w.d.script(f.childIn(ShellSh, strings.TrimRight(rest, "\r\n;"), strings.TrimSpace(prefix), start, start), newEnv(), w.cond, stream{})
 				break
 			}
 		}

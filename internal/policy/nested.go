@@ -166,6 +166,7 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 		f := parent.child(text, via, base, src.anchor)
 		switch l {
 		case langShell:
+			f.shell = w.scriptShell(c)
 			e := w.env
 			if !shared {
 				e = e.clone()
@@ -180,6 +181,18 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 			w.inline(l, f)
 		}
 	}
+}
+
+// scriptShell is the dialect of the shell that runs the script c hands
+// over: the current one for eval, trap, alias and source; the program's
+// own for a shell (sh -c, bash -c, curl … | bash); sh for anything else (a
+// login or $SHELL shell, a script file), the strict reading.
+func (w *walker) scriptShell(c *command) Shell {
+	switch c.name {
+	case "eval", "trap", "alias", "source", ".":
+		return w.f.shell
+	}
+	return shellOf(c.name)
 }
 
 // eval runs its arguments, joined, as a script in the same shell.

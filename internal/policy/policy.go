@@ -9,12 +9,17 @@
 //     to the worker's ceiling for that origin. Permissiveness is ordered
 //     deny < allowlist < approve.
 //  2. The detector parses the command with a real shell parser
-//     (mvdan.cc/sh) and judges every command that would run, as a shell
-//     would see it: quotes and escapes removed, variables assigned earlier
+//     (mvdan.cc/sh), in the dialect of the shell that runs it
+//     (Request.Shell: sh, the default, for /bin/sh -c, or bash), and
+//     judges every command that would run, as that shell would see it:
+//     quotes and escapes removed, variables assigned earlier
 //     in the script substituted, wrappers (sudo, env, timeout, xargs,
 //     find -exec) stripped, and nested code walked: $(...), sh -c, eval,
 //     heredocs and pipes into shells, interpreters (python -c) and SQL
-//     clients, scripts the command writes and then runs.
+//     clients, scripts the command writes and then runs. It reads the
+//     command as POSIX sh and as bash too: where the two disagree (see
+//     dialect.go) it judges both readings, and a command whose sh reading
+//     is not certain fails closed ("shell-dialect").
 //  3. Every rule hit is a Match (see Rules). Host-only rules are skipped
 //     when Request.Isolated is set; no backend skips the others.
 //  4. A command with no match is allowed in every mode. A dangerous one is
@@ -22,8 +27,9 @@
 //     dangerous), and in ModeAllowlist allowed only if every matched rule is
 //     allowlisted. A command that does not parse ("unparsable") or runs
 //     something built from values the detector cannot resolve
-//     ("unresolved-command") is dangerous, and no allowlist can admit it
-//     (fail closed).
+//     ("unresolved-command") or reads differently in the two dialects
+//     ("shell-dialect") is dangerous, and no allowlist can admit it (fail
+//     closed).
 //
 // The detector is an internal piece; only Decide and Rules expose it.
 package policy
@@ -39,6 +45,7 @@ import (
 type Engine struct {
 	ceiling   map[string]Mode // every known origin -> its ceiling
 	allowlist map[string]bool // rule IDs that pass in allowlist mode
+	shell     Shell           // the dialect of a request that names none
 }
 
 // New validates cfg and builds an Engine. Origins missing from cfg.Ceiling
@@ -51,6 +58,10 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		ceiling:   make(map[string]Mode, len(origins)),
 		allowlist: make(map[string]bool, len(cfg.Allowlist)),
+		shell:     ShellSh,
+	}
+	if sh, ok := cfg.Shell.canonical(); ok {
+		e.shell = sh
 	}
 	for _, o := range origins {
 		m, ok := cfg.Ceiling[o]
@@ -76,6 +87,11 @@ type Request struct {
 	// zero value applies every rule, so a caller that forgets to say fails
 	// closed.
 	Isolated bool
+	// Shell is the dialect of the shell that runs Command: ShellSh (or
+	// "posix") for /bin/sh -c, which is what backends run; ShellBash for
+	// bash -c. "" means the engine's default (Config.Shell, else sh). An
+	// unknown shell is judged as sh and fails closed (shell-dialect).
+	Shell Shell
 }
 
 // Match is one rule hit in a command, recorded with the job.
@@ -102,6 +118,7 @@ type Decision struct {
 	Rule      string // ID of the (first) rule that fired, "" if none
 	Reason    string // human text: what matched and why it was allowed/denied (no variable values)
 	Capped    bool   // the requested mode was lowered by the worker ceiling
+	Shell     Shell  // the dialect the command was judged in: ShellSh or ShellBash
 	// Matches lists every rule hit, in command order. Host-only hits are
 	// left out when the request has no host access.
 	Matches []Match
@@ -131,7 +148,19 @@ func (e *Engine) Decide(req Request) Decision {
 			requested, ceiling, quoteDetail(req.Origin)))
 	}
 
-	all := detect(req.Command)
+	sh, known := req.Shell.canonical()
+	if req.Shell == "" {
+		sh, known = e.shell, true
+	}
+	if !known {
+		sh = ShellSh
+	}
+	d.Shell = sh
+	all := detectIn(req.Command, sh, nil)
+	if !known {
+		all = append([]finding{{rule: ruleShellDialect, text: req.Command,
+			detail: fmt.Sprintf("unknown shell %s: the detector reads sh and bash only", quoteDetail(string(req.Shell)))}}, all...)
+	}
 	findings := applicable(slices.Clone(all), !req.Isolated)
 	if skipped := len(all) - len(findings); skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d host-only match(es) skipped: no host access", skipped))

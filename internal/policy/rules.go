@@ -24,6 +24,7 @@ const (
 	ruleInlineCode     = "inline-code"
 	ruleUnparsable     = "unparsable"
 	ruleUnresolved     = "unresolved-command"
+	ruleShellDialect   = "shell-dialect"
 )
 
 // RuleInfo describes one detector rule, for docs and `sandrun doctor`.
@@ -122,6 +123,11 @@ var rules = []rule{
 		desc: "the program to run, or a script handed to a shell or interpreter, is built from something the detector cannot resolve " +
 			"($X -rf / with X not assigned a literal earlier, $(cat f) /, ${!v}, eval \"$X\", sh -c \"$CMD\", a generated script piped into sh); " +
 			"fail closed: cannot be allowlisted"},
+	{id: ruleShellDialect, fixed: true,
+		desc: "the command (or a nested script) reads differently as POSIX sh (dash, busybox ash: what /bin/sh -c runs) and as bash: " +
+			"it does not parse in the shell that runs it (`&>`, `<<<`, `<(...)`, arrays, `${x:0:1}` under sh), or under sh it parses in both " +
+			"with a different structure (`[[ ]]`, `(( ))`, `$'...'`, `declare`, `let`, `coproc`, `x+=1`), which is where a payload hides " +
+			"from one reading; fail closed: cannot be allowlisted. Judge a bash job with shell bash"},
 }
 
 // Rules lists every rule the detector knows, in a stable order. The caller

@@ -21,6 +21,9 @@ func (h *hits) add(rule, detail string) { *h = append(*h, hit{rule, detail}) }
 // run judges one expanded command line: wrappers stripped, matchers run,
 // nested scripts walked. It returns what the command writes to its output.
 func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) stream {
+	if w.d.seen != nil {
+		w.d.seen(words)
+	}
 	c, name, st := unwrap(words)
 	switch st {
 	case runsNothing:
@@ -120,7 +123,7 @@ func (w *walker) funcDecl(fn *syntax.FuncDecl, sp span) {
 	if w.env.funcs == nil {
 		w.env.funcs = make(map[string]funcDef)
 	}
-	w.env.funcs[fn.Name.Value] = funcDef{decl: fn, f: w.f}
+	w.env.funcs[fn.Name.Value] = funcDef{decl: fn, f: w.f, tree: w.tree}
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.args, w.env.argsKnown = nil, false
 	w.cond++
@@ -133,6 +136,7 @@ func (w *walker) funcDecl(fn *syntax.FuncDecl, sp span) {
 type funcDef struct {
 	decl *syntax.FuncDecl
 	f    *frame
+	tree Shell // the dialect its body was read in
 }
 
 // callFunc walks the body of a function the script defined, with the
@@ -145,7 +149,7 @@ func (w *walker) callFunc(c *command) {
 	w.d.calls++
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.setArgs(positional(c.name, c.args))
-	fw := &walker{d: w.d, f: def.f, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), c.name)}
+	fw := &walker{d: w.d, f: def.f, tree: def.tree, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), c.name)}
 	fw.stmt(def.decl.Body, c.stdin)
 	w.env.args, w.env.argsKnown = args, argsKnown
 }

@@ -13,6 +13,7 @@ import (
 type walker struct {
 	d     *detector
 	f     *frame
+	tree  Shell // the dialect the walked tree was read in
 	env   *env
 	cond  int      // >0: what runs here may not run, or runs in a subshell
 	stack []string // functions being walked at a call, against recursion
@@ -209,12 +210,16 @@ func pipeStages(s *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
 }
 
 // subst walks the commands that substitutions inside node run: $(...),
-// `...` and <(...). They run in subshells.
+// `...` and <(...), which run in subshells, and those that arithmetic on
+// variables runs (see arith).
 func (w *walker) subst(node syntax.Node) {
 	if node == nil {
 		return
 	}
 	syntax.Walk(node, func(n syntax.Node) bool {
+		if arithContext(n) {
+			w.arith(n)
+		}
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
 			w.cond++
@@ -246,6 +251,16 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 			w.assign(a, false, sp)
 		}
 		return stream{}
+	}
+	if w.tree == ShellSh {
+		switch ce.Args[0].Lit() {
+		case "export", "local", "readonly": // bash's declarations, plain commands to POSIX
+			for _, a := range ce.Assigns {
+				w.assign(a, false, sp)
+			}
+			w.declWords(ce.Args[1:], sp)
+			return stream{}
+		}
 	}
 	var out stream
 	for i, words := range w.argLists(ce.Args) {

@@ -119,7 +119,9 @@ type expander struct {
 
 // fields expands a command word: brace expansion, parameter expansion with
 // the variables assigned so far, quote removal and field splitting. It
-// returns up to maxAlts alternative field lists.
+// returns up to maxAlts alternative field lists. POSIX sh has no brace
+// expansion, but /bin/sh may be bash: in a tree read as sh, a word with
+// braces has both readings, the literal one first.
 func (w *walker) fields(word *syntax.Word) [][]arg {
 	words := []*syntax.Word{word}
 	if split := *word; syntax.SplitBraces(&split) { // a copy: the AST keeps its positions
@@ -130,7 +132,16 @@ func (w *walker) fields(word *syntax.Word) [][]arg {
 			}
 			words = append(words, bw)
 		}
+		if w.tree == ShellSh {
+			all := append(w.expandWords(word, []*syntax.Word{word}), w.expandWords(word, words)...)
+			return all[:min(len(all), maxAlts)]
+		}
 	}
+	return w.expandWords(word, words)
+}
+
+// expandWords expands the words brace expansion made of word.
+func (w *walker) expandWords(word *syntax.Word, words []*syntax.Word) [][]arg {
 	out := [][]arg{nil}
 	for _, bw := range words {
 		x := &expander{w: w, split: true, ifs: w.env.ifs(), alts: []*partial{newPartial()}}
