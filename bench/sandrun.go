@@ -148,7 +148,7 @@ func (t *sandrunTarget) startServers(o sandrunOpts) ([]string, error) {
 	var urls []string
 	for i := range o.nodes {
 		name := fmt.Sprintf("bench-%d", i+1)
-		args := []string{"server", "--data", filepath.Join(t.dir, name), "--name", name, "--port", strconv.Itoa(ports[i])}
+		args := []string{"server", "--no-auth", "--data", filepath.Join(t.dir, name), "--name", name, "--port", strconv.Itoa(ports[i])}
 		if o.syncAlways {
 			args = append(args, "--sync-always")
 		}

@@ -86,24 +86,19 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 		return BatchSubmit{}, err
 	}
 	res := BatchSubmit{Batch: b}
-	type pending struct{ rec, job jetstream.PubAckFuture }
-	ring := make([]pending, min(o.InFlight, len(specs))) // the writes in flight, oldest first by i
-	settle := func(p pending) error {
-		for i, f := range []jetstream.PubAckFuture{p.rec, p.job} {
-			select {
-			case <-f.Ok():
-				if i == 0 {
-					res.Submitted++
-				}
-			case err := <-f.Err():
-				if i == 0 && jobs.IsExists(err) {
-					res.Existing++
-					continue
-				}
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
+	ring := make([]jetstream.PubAckFuture, min(o.InFlight, len(specs))) // the writes in flight, oldest first by i
+	settle := func(f jetstream.PubAckFuture) error {
+		select {
+		case ack := <-f.Ok():
+			if ack.Duplicate {
+				res.Existing++
+			} else {
+				res.Submitted++
 			}
+		case err := <-f.Err():
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		return nil
 	}
@@ -114,18 +109,17 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 				return res, err
 			}
 		}
-		rec, job, err := c.store.PublishRunAsync(jobs.Run{Spec: s, State: jobs.StateQueued, UpdatedAt: now}, s.ID)
+		f, err := c.store.PublishJobAsync(s, c.owner, s.ID)
 		if err != nil {
 			return res, err
 		}
-		*slot = pending{rec, job}
+		*slot = f
 	}
 	for i := max(0, len(specs)-len(ring)); i < len(specs); i++ {
 		if err := settle(ring[i%len(ring)]); err != nil {
 			return res, err
 		}
 	}
-	c.store.PublishEvent(jobs.Event{Kind: "batch_submitted", JobID: o.ID, Time: now, Message: fmt.Sprintf("%d items", len(specs))})
 	return res, nil
 }
 

@@ -16,12 +16,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/jobs"
-	"github.com/sandrun/sandrun/internal/lease"
 	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
@@ -31,6 +32,9 @@ type Client struct {
 	store *jobs.Store
 	now   func() time.Time
 	nc    *nats.Conn // owned when made by Connect
+	// owner is the identity's ORIGIN.NAME that submissions are published
+	// under; the server refuses any other (jobs.JobSubject).
+	owner string
 }
 
 // Options say how to reach a deployment's NATS. Empty fields fall back to
@@ -54,8 +58,21 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 	if o.Name == "" {
 		o.Name = "sandrun-client"
 	}
-	nc, js, err := natsutil.Connect(ctx, natsutil.ConnConfig{URL: o.URL, CredsFile: o.CredsFile,
-		TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSCA: o.TLSCA, Name: o.Name}.FromEnv(), nil)
+	cc := natsutil.ConnConfig{URL: o.URL, CredsFile: o.CredsFile,
+		TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSCA: o.TLSCA, Name: o.Name}.FromEnv()
+	owner := jobs.AnonymousOwner
+	if cc.CredsFile != "" {
+		data, err := os.ReadFile(cc.CredsFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats.creds: %w", err)
+		}
+		id, err := auth.IdentityOf(data)
+		if err != nil {
+			return nil, fmt.Errorf("nats.creds %s: %w", cc.CredsFile, err)
+		}
+		owner = id.Owner()
+	}
+	nc, js, err := natsutil.Connect(ctx, cc, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -64,16 +81,28 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		nc.Close()
 		return nil, err
 	}
-	c := New(st)
+	c := New(st).As(owner)
 	c.nc = nc
 	return c, nil
 }
 
 // New returns a client over an open store (for code that already holds
-// sandrun's layout, such as the scheduler).
+// sandrun's layout, such as the scheduler). It submits as
+// jobs.AnonymousOwner until As names another owner.
 func New(store *jobs.Store) *Client {
-	return &Client{store: store, now: time.Now}
+	return &Client{store: store, now: time.Now, owner: jobs.AnonymousOwner}
 }
+
+// As returns a copy of c that submits as owner (ORIGIN.NAME). The server
+// lets a connection publish only under its own identity's owner.
+func (c *Client) As(owner string) *Client {
+	cc := *c
+	cc.owner = owner
+	return &cc
+}
+
+// Owner is the ORIGIN.NAME c submits as.
+func (c *Client) Owner() string { return c.owner }
 
 // Close waits (up to 5s) for asynchronous publishes to be acknowledged and
 // closes the connection Connect opened. It does nothing for a client made
@@ -92,9 +121,11 @@ func (c *Client) Close() {
 // Store returns the underlying store.
 func (c *Client) Store() *jobs.Store { return c.store }
 
-// Submit validates spec, assigns its ID if empty, records it as queued and
-// publishes it. An invalid spec is rejected before anything is written; a
-// failed publish removes the record again, so nothing is half-submitted.
+// Submit validates spec, assigns its ID if empty and publishes it under
+// the client's owner. An invalid spec is rejected before anything is
+// written. The job record appears when a worker claims the job (until
+// then Status reports jobs.ErrNotFound); a spec whose ID was submitted
+// before (within the deduplication window) is ErrExists.
 func (c *Client) Submit(ctx context.Context, spec jobs.Spec) (jobs.Spec, error) {
 	spec = spec.WithDefaults()
 	if err := spec.Validate(); err != nil {
@@ -107,16 +138,12 @@ func (c *Client) Submit(ctx context.Context, spec jobs.Spec) (jobs.Spec, error) 
 	if spec.SubmittedAt.IsZero() {
 		spec.SubmittedAt = now
 	}
-	if _, err := c.store.CreateRun(ctx, jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: now}); err != nil {
-		return jobs.Spec{}, err
-	}
-	if err := c.store.PublishJob(ctx, spec, spec.ID); err != nil {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = c.store.DeleteRun(uctx, spec.ID)
+	if err := c.store.SubmitPipelined(ctx, spec, c.owner, spec.ID); err != nil {
+		if errors.Is(err, jobs.ErrExists) {
+			return jobs.Spec{}, err
+		}
 		return jobs.Spec{}, fmt.Errorf("publish %s: %w", spec.ID, err)
 	}
-	c.store.PublishEvent(jobs.Event{Kind: "submitted", JobID: spec.ID, State: jobs.StateQueued, Time: now})
 	return spec, nil
 }
 
@@ -157,71 +184,29 @@ type CancelOutcome string
 
 // Cancel outcomes.
 const (
-	CancelDone      CancelOutcome = "canceled"  // the job was not running; it is now canceled
-	CancelRequested CancelOutcome = "requested" // the job is running; its worker will stop it
+	CancelRequested CancelOutcome = "requested" // a worker will stop the job, or end it before it starts
 	CancelTooLate   CancelOutcome = "too_late"  // the job had already ended
 )
 
-// Cancel cancels a job. A job that is not running is canceled at once
-// (under its lease, so no worker can claim it meanwhile); a running job's
-// worker sees the request and stops the workload.
+// Cancel asks for job id to be canceled. The request is a key only its
+// owner may write; workers act on it: a running job's worker stops the
+// workload, and a job not running is ended as canceled by the next worker
+// that sees the request (or claims the job). Wait for the result to know
+// when it took effect.
 func (c *Client) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
-	// Flag the record first (CAS): a worker claiming the job reads the
-	// flag in the same record it must update, so a claim and a cancel
-	// cannot pass each other unseen. Then tell a running worker.
-	for {
-		run, rev, err := c.store.GetRun(ctx, id)
-		if err != nil {
-			return "", err
-		}
+	owner := c.owner
+	run, _, err := c.store.GetRun(ctx, id)
+	switch {
+	case err == nil:
 		if run.State.Terminal() {
 			return CancelTooLate, nil
 		}
-		if run.CancelRequested {
-			break
-		}
-		run.CancelRequested = true
-		if _, err := c.store.UpdateRun(ctx, run, rev); err == nil {
-			break
-		} else if !errors.Is(err, jobs.ErrConflict) {
-			return "", err
-		}
-	}
-	if err := c.store.RequestCancel(ctx, id); err != nil {
+		owner = run.OwnerString()
+	case !errors.Is(err, jobs.ErrNotFound):
 		return "", err
 	}
-	l, err := lease.Acquire(ctx, c.store.JS, c.store.State, jobs.LeaseKey(id), 30*time.Second, []byte(`{"canceler":true}`))
-	if errors.Is(err, lease.ErrHeld) {
-		return CancelRequested, nil
-	}
-	if err != nil {
+	if err := c.store.RequestCancel(ctx, owner, id); err != nil {
 		return "", err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
-	run, _, err := c.store.GetRun(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if run.State.Terminal() {
-		return CancelTooLate, nil
-	}
-	now := c.now().UTC()
-	r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateCanceled,
-		Attempt: run.Attempt, ExitCode: -1, Error: "canceled while " + string(run.State), FinishedAt: now}
-	if err := l.Fenced(func(rev uint64) error { return c.store.CommitResult(ctx, r, rev) }); err != nil {
-		return "", err
-	}
-	run.State = jobs.StateCanceled
-	run.UpdatedAt = now
-	run.NextAttemptAt = time.Time{}
-	if err := l.Fenced(func(rev uint64) error { return c.store.PutRunFenced(ctx, run, rev) }); err != nil {
-		return "", err
-	}
-	code := -1
-	c.store.PublishEvent(jobs.Event{Kind: jobs.EventFinished, JobID: id, Attempt: run.Attempt, State: jobs.StateCanceled, Time: now, ExitCode: &code, Message: r.Error})
-	return CancelDone, nil
+	return CancelRequested, nil
 }

@@ -23,11 +23,12 @@ type FollowOptions struct {
 
 // Follow replays and then follows a job's events, copying its live output
 // to the writers, until the job reaches a terminal state. It returns the
-// committed result.
+// committed result. A job without a record yet (queued, not claimed) is
+// waited for: bound ctx for an ID that may not exist.
 func (c *Client) Follow(ctx context.Context, id string, o FollowOptions) (jobs.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, _, err := c.store.GetRun(ctx, id); err != nil {
+	if _, _, err := c.store.GetRun(ctx, id); err != nil && !errors.Is(err, jobs.ErrNotFound) {
 		return jobs.Result{}, err
 	}
 	cons, err := c.store.JS.OrderedConsumer(ctx, jobs.StreamEvents, jetstream.OrderedConsumerConfig{

@@ -162,7 +162,7 @@ func (c *Client) requeueHeld(ctx context.Context, id string, msgID func(rev uint
 	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
 		return err
 	}
-	return c.store.PublishJob(ctx, run.Spec, msgID(rev))
+	return c.store.PublishJob(ctx, run.Spec, run.OwnerString(), msgID(rev))
 }
 
 // acquireLease takes job id's lease, waiting up to wait for a holder that

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
+	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
@@ -34,6 +36,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	demo := fs.Bool("demo", false, "submit example jobs, print how each ends, and exit")
 	cluster := fs.Int("cluster", 1, "embedded servers: 3 runs a 3-node JetStream cluster on loopback with R3 streams and buckets")
 	verbose := fs.Bool("v", false, "log at debug level")
+	noAuth := fs.Bool("no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks only: anyone who reaches the port runs anything)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +72,13 @@ func (c cli) dev(ctx context.Context, args []string) error {
 		return usageErr("dev: --cluster: want 1 to 5 servers, got %d", *cluster)
 	}
 	embedded := natsutil.EmbeddedConfig{Dir: *dir, Port: *port, HTTPPort: *httpPort, SyncAlways: *syncAlways}
+	var creds string
+	if !*noAuth {
+		if creds, err = secure(&embedded, *dir, filepath.Join(*dir, "auth")); err != nil {
+			return err
+		}
+		cfg.NATS.Creds = creds
+	}
 	var servers []*server.Server
 	if *cluster == 1 {
 		srv, err := natsutil.StartEmbedded(embedded)
@@ -90,10 +100,20 @@ func (c cli) dev(ctx context.Context, args []string) error {
 		}
 	}()
 	cfg.NATS.URL = natsutil.ClusterURL(servers)
+	if creds != "" {
+		// The CLI of the same user on this machine finds its way in.
+		if err := natsutil.SaveLocalContext(servers[0].ClientURL(), creds); err != nil {
+			log.Warn("could not record the local context; give the CLI --creds "+creds, "err", err)
+		}
+	}
 	cfg.Collectors = append(cfg.Collectors, metrics.NewServerCollector(natsutil.Stats(servers[0])))
 	if !*demo {
 		fmt.Fprintf(c.stderr, "sandrun dev: embedded NATS at %s (%d server(s), replicas %d, data in %s); Ctrl-C to stop\n",
 			cfg.NATS.URL, len(servers), max(cfg.Layout.Replicas, 1), *dir)
+		if creds != "" {
+			fmt.Fprintf(c.stderr, "sandrun dev: credentials in %s (the CLI here finds %s; others get their own: sandrun auth add)\n",
+				filepath.Dir(creds), filepath.Base(creds))
+		}
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
@@ -104,7 +124,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 			return
 		}
 		go func() {
-			demoErr <- c.runDemo(runCtx, client.New(st))
+			demoErr <- c.runDemo(runCtx, client.New(st).As("manual.admin"))
 			stop()
 		}()
 	}
@@ -200,4 +220,21 @@ func (c cli) waitCron(ctx context.Context, cl *client.Client) (jobs.Result, erro
 		}
 	}
 	return jobs.Result{}, fmt.Errorf("no cron job of dev-heartbeat finished within a minute")
+}
+
+// secure turns authentication and encryption at rest on for an embedded
+// server: the deployment's credentials in authDir (made on first start,
+// owner-only) and the store's key in dataDir. It returns the admin
+// credentials.
+func secure(e *natsutil.EmbeddedConfig, dataDir, authDir string) (string, error) {
+	m, err := auth.Ensure(authDir)
+	if err != nil {
+		return "", err
+	}
+	key, err := auth.EncryptionKey(filepath.Join(dataDir, "jetstream.key"))
+	if err != nil {
+		return "", err
+	}
+	e.Auth, e.EncryptionKey = m, key
+	return m.CredsPath("admin"), nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"text/tabwriter"
@@ -56,15 +57,21 @@ func (c cli) status(ctx context.Context, args []string) error {
 
 func (c cli) printStatus(ctx context.Context, cl *client.Client, id string, asJSON bool) error {
 	st, err := cl.Status(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		// Workers write a job's record when they claim it.
+		return fmt.Errorf("%s: no record yet: queued and not claimed by a worker of its queue, or no such job (%w)", id, err)
+	}
 	if err != nil {
 		return err
 	}
+
 	if asJSON {
 		return writeJSON(c, statusJSON(st))
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\n", st.Run.Spec.ID)
 	fmt.Fprintf(tw, "state\t%s\n", st.State())
+	fmt.Fprintf(tw, "owner\t%s\n", st.Run.OwnerString())
 	fmt.Fprintf(tw, "queue\t%s\n", st.Run.Spec.Queue)
 	fmt.Fprintf(tw, "backend\t%s\n", st.Run.Spec.Backend)
 	fmt.Fprintf(tw, "command\t%s\n", st.Run.Spec.Command)
@@ -201,10 +208,15 @@ func (c cli) cancel(ctx context.Context, args []string) error {
 			return err
 		}
 		switch out {
-		case client.CancelDone:
-			fmt.Fprintf(c.stdout, "%s canceled\n", id)
 		case client.CancelRequested:
-			fmt.Fprintf(c.stdout, "%s is running: cancel requested, its worker will stop it\n", id)
+			// Workers act on the request: wait a little to say how it ended.
+			wctx, stop := context.WithTimeout(ctx, 10*time.Second)
+			defer stop()
+			if r, err := cl.Wait(wctx, id); err == nil {
+				fmt.Fprintf(c.stdout, "%s %s\n", id, r.State)
+				return nil
+			}
+			fmt.Fprintf(c.stdout, "%s: cancel requested; a worker will stop it (or end it when it is claimed)\n", id)
 		case client.CancelTooLate:
 			st, _ := cl.Status(ctx, id)
 			return fmt.Errorf("%s already ended (%s)", id, st.State())

@@ -35,6 +35,8 @@ Usage:
                                          the SIF cache of a singularity profile
   sandrun dev [flags]                    embedded NATS + worker + scheduler in one process (--cluster 3: three nodes)
   sandrun server --data DIR [flags]      one embedded NATS node (--cluster-name, --routes: a cluster node)
+  sandrun auth add --dir DIR --name N --role R [--origin O] [-o FILE]
+                                         mint credentials for an identity (auth init: make DIR)
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
 
@@ -100,6 +102,8 @@ func (c cli) run(args []string) int {
 		err = c.batch(ctx, rest)
 	case "server":
 		err = c.server(ctx, rest)
+	case "auth":
+		err = c.auth(rest)
 	default:
 		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
 		return 2

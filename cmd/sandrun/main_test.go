@@ -14,6 +14,15 @@ import (
 var workerBin string
 
 func TestMain(m *testing.M) {
+	// Servers started here record their credentials for the local CLI
+	// (natsutil.SaveLocalContext): in a directory of the tests', never
+	// the user's.
+	cfgDir, err := os.MkdirTemp("", "sandrun-cli-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = os.Setenv("XDG_CONFIG_HOME", cfgDir)
 	bin, dir, err := sandruntest.BuildCLI(false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -22,5 +31,6 @@ func TestMain(m *testing.M) {
 	workerBin = bin
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	_ = os.RemoveAll(cfgDir)
 	os.Exit(code)
 }

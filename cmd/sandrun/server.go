@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/sandrun/sandrun/internal/natsutil"
@@ -16,7 +17,8 @@ func (c cli) server(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sandrun server", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	var cfg natsutil.EmbeddedConfig
-	var routes string
+	var routes, authDir string
+	var noAuth bool
 	fs.StringVar(&cfg.Dir, "data", "", "JetStream file store directory (required)")
 	fs.StringVar(&cfg.ServerName, "name", "", "server name, unique in a cluster (default sandrun-embedded)")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "listen host")
@@ -27,11 +29,24 @@ func (c cli) server(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Cluster.Port, "cluster-port", 6222, "route port of this node")
 	fs.StringVar(&routes, "routes", "", "comma-separated route URLs of the other nodes (nats-route://host:port)")
 	fs.BoolVar(&cfg.Cluster.NoAdvertise, "no-advertise", false, "do not tell clients the other nodes' URLs (nodes behind a proxy or load balancer)")
+	fs.StringVar(&cfg.HTTPHost, "http-host", "127.0.0.1", "monitoring listen host (the endpoints need no credentials)")
+	fs.StringVar(&authDir, "auth", "", "credentials directory, the same for every node of a cluster (default: DATA/auth, made on first start)")
+	fs.BoolVar(&noAuth, "no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks and drills only)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cfg.Dir == "" {
 		return usageErr("server: --data is required")
+	}
+	var creds string
+	if !noAuth {
+		if authDir == "" {
+			authDir = filepath.Join(cfg.Dir, "auth")
+		}
+		var err error
+		if creds, err = secure(&cfg, cfg.Dir, authDir); err != nil {
+			return err
+		}
 	}
 	if routes != "" {
 		if cfg.Cluster.Name == "" {
@@ -45,6 +60,12 @@ func (c cli) server(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "%s\n", srv.ClientURL())
 	fmt.Fprintf(c.stderr, "sandrun server %s: NATS at %s (data in %s)\n", srv.Name(), srv.ClientURL(), cfg.Dir)
+	if creds != "" {
+		fmt.Fprintf(c.stderr, "sandrun server %s: credentials in %s\n", srv.Name(), filepath.Dir(creds))
+		if err := natsutil.SaveLocalContext(srv.ClientURL(), creds); err != nil {
+			fmt.Fprintf(c.stderr, "sandrun server: could not record the local context (give the CLI --creds %s): %v\n", creds, err)
+		}
+	}
 	<-ctx.Done()
 	srv.Shutdown()
 	srv.WaitForShutdown()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
@@ -58,12 +60,32 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 	if _, err := m.Serve(ctx, cfg.MetricsAddr, log); err != nil {
 		return fmt.Errorf("metrics_addr: %w", err)
 	}
-	nc, js, err := natsutil.Connect(ctx, cfg.NATS.Conn("sandrun-"+wcfg.Name, true), log)
+	conn := cfg.NATS.Conn("sandrun-"+wcfg.Name, true)
+	layout := cfg.Layout.jobs()
+	schedOwner := ""
+	if conn.CredsFile != "" {
+		id, err := identityOf(conn.CredsFile)
+		if err != nil {
+			return err
+		}
+		// Each identity keeps to what the server lets it change.
+		layout.KeepSchedules = id.Role == auth.RoleWorker
+		if roles.Scheduler && id.Role == auth.RoleScheduler {
+			schedOwner = id.Owner()
+		}
+		if roles.Scheduler && id.Role != auth.RoleScheduler && id.Role != auth.RoleAdmin {
+			return fmt.Errorf("nats.creds: the scheduler needs a scheduler or admin identity, %s is a %s", id.Name, id.Role)
+		}
+		if roles.Worker && id.Role != auth.RoleWorker && id.Role != auth.RoleAdmin {
+			return fmt.Errorf("nats.creds: a worker needs a worker or admin identity, %s is a %s", id.Name, id.Role)
+		}
+	}
+	nc, js, err := natsutil.Connect(ctx, conn, log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	store, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), cfg.Layout.jobs())
+	store, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), layout)
 	if err != nil {
 		return err
 	}
@@ -75,11 +97,24 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		m.WriteRetries.WithLabelValues(op).Inc()
 		log.Warn("write failed, retrying", "write", what, "attempt", attempt, "err", err)
 	}
-	return runRoles(ctx, nc, store, m, wcfg, deps, sched, roles, log, ready)
+	return runRoles(ctx, nc, store, m, wcfg, deps, sched, schedOwner, roles, log, ready)
+}
+
+// identityOf reads the identity of a .creds file.
+func identityOf(credsFile string) (auth.Identity, error) {
+	data, err := os.ReadFile(credsFile)
+	if err != nil {
+		return auth.Identity{}, fmt.Errorf("nats.creds: %w", err)
+	}
+	id, err := auth.IdentityOf(data)
+	if err != nil {
+		return auth.Identity{}, fmt.Errorf("nats.creds %s: %w", credsFile, err)
+	}
+	return id, nil
 }
 
 func runRoles(ctx context.Context, nc *nats.Conn, store *jobs.Store, m *metrics.Metrics, wcfg worker.Config,
-	deps worker.Deps, sched []scheduler.Schedule, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
+	deps worker.Deps, sched []scheduler.Schedule, schedOwner string, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	if roles.Worker {
@@ -95,7 +130,7 @@ func runRoles(ctx context.Context, nc *nats.Conn, store *jobs.Store, m *metrics.
 		})
 	}
 	if roles.Scheduler {
-		s, err := scheduler.New(scheduler.Config{Schedules: sched, ID: wcfg.Name, ElectionTTL: wcfg.ElectionTTL}, store, m, log)
+		s, err := scheduler.New(scheduler.Config{Schedules: sched, ID: wcfg.Name, ElectionTTL: wcfg.ElectionTTL, Owner: schedOwner}, store, m, log)
 		if err != nil {
 			return err
 		}

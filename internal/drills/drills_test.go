@@ -108,7 +108,7 @@ func (c *cluster) startNode(i int) {
 			routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
 		}
 	}
-	c.servers[i] = start(c.t, c.names[i], "server", "--data", c.dirs[i], "--name", c.names[i], "--port", fmt.Sprint(c.ports[i]),
+	c.servers[i] = start(c.t, c.names[i], "server", "--no-auth", "--data", c.dirs[i], "--name", c.names[i], "--port", fmt.Sprint(c.ports[i]),
 		"--cluster-name", "drill", "--cluster-port", fmt.Sprint(c.routes[i]), "--routes", strings.Join(routes, ","),
 		// Clients use only the URLs they are given: a worker behind a
 		// proxy stays behind it.

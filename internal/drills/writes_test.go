@@ -54,7 +54,7 @@ func TestWritesRideOutLeaderKill(t *testing.T) {
 				errs <- fmt.Errorf("create %s: %w", spec.ID, err)
 				return
 			}
-			if err := st.PublishJob(ctx, spec, spec.ID); err != nil {
+			if err := st.PublishJob(ctx, spec, jobs.AnonymousOwner, spec.ID); err != nil {
 				errs <- fmt.Errorf("publish %s: %w", spec.ID, err)
 				return
 			}

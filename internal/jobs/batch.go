@@ -119,49 +119,18 @@ func (s *Store) GetBatch(ctx context.Context, id string) (Batch, error) {
 	return b, nil
 }
 
-// PublishRunAsync starts the writes of a submit without waiting: the
-// record (created only if absent) and the job message (deduplicated by
-// msgID). The futures resolve when JetStream has stored each.
-func (s *Store) PublishRunAsync(r Run, msgID string) (rec, job jetstream.PubAckFuture, err error) {
-	jobData, err := json.Marshal(r.Spec)
+// PublishJobAsync starts the dispatch of a validated spec as owner's
+// without waiting (deduplicated by msgID); the future resolves when
+// JetStream has stored it. The job record is the claiming worker's to
+// write.
+func (s *Store) PublishJobAsync(spec Spec, owner, msgID string) (jetstream.PubAckFuture, error) {
+	data, err := json.Marshal(spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	// The record embeds the spec: marshal it once (a new record has no
-	// other fields set but its state and time).
-	recData := queuedRecord(jobData, r)
-	if recData == nil {
-		if recData, err = json.Marshal(r); err != nil {
-			return nil, nil, err
-		}
-	}
-	if rec, err = s.JS.PublishAsync(kvSubject(RunKey(r.Spec.ID)), recData, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
-		return nil, nil, err
-	}
-	if job, err = s.JS.PublishAsync(JobSubject(r.Spec.Queue), jobData, jetstream.WithMsgID(msgID)); err != nil {
-		return rec, nil, err
-	}
-	return rec, job, nil
+	return s.JS.PublishAsync(JobSubject(spec.Queue, owner), data, jetstream.WithMsgID(msgID))
 }
 
 // IsExists reports whether a record write failed because the record
 // already existed.
 func IsExists(err error) bool { return isWrongLastSequence(err) || errors.Is(err, ErrExists) }
-
-// queuedRecord writes a fresh queued Run around an already marshalled
-// spec, or returns nil when r has more than a new record holds.
-func queuedRecord(spec []byte, r Run) []byte {
-	if r.State != StateQueued || r.Attempt != 0 || r.Worker != "" || !r.NextAttemptAt.IsZero() || r.LastError != "" || r.CancelRequested {
-		return nil
-	}
-	ts, err := r.UpdatedAt.MarshalJSON()
-	if err != nil {
-		return nil
-	}
-	b := make([]byte, 0, len(spec)+len(ts)+64)
-	b = append(b, `{"spec":`...)
-	b = append(b, spec...)
-	b = append(b, `,"state":"queued","attempt":0,"updated_at":`...)
-	b = append(b, ts...)
-	return append(b, '}')
-}

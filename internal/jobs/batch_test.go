@@ -1,34 +1,61 @@
 package jobs
 
-import (
-	"encoding/json"
-	"reflect"
-	"testing"
-	"time"
-)
+import "testing"
 
-// TestQueuedRecordIsTheMarshalledRun: the hand-built record of a new job
-// decodes to the same Run as json.Marshal's.
-func TestQueuedRecordIsTheMarshalledRun(t *testing.T) {
-	r := Run{Spec: Spec{ID: "b.000001", Command: "echo 'x' \"y\"", Env: map[string]string{"A": "1"}, Labels: map[string]string{LabelBatch: "b"}},
-		State: StateQueued, UpdatedAt: time.Date(2026, 11, 29, 1, 2, 3, 4, time.UTC)}
-	spec, err := json.Marshal(r.Spec)
-	if err != nil {
-		t.Fatal(err)
+// The dispatch subject and the cancel key carry the owner in fixed token
+// positions, which the server's permissions pin; parsing them back must
+// never let another shape through.
+func TestOwnerSubjectsRoundTrip(t *testing.T) {
+	q, o, ok := ParseJobSubject(JobSubject("gpu", "subagent.alice"))
+	if !ok || q != "gpu" || o != (Owner{Origin: OriginSubagent, Name: "alice"}) {
+		t.Fatalf("got %q %+v %v", q, o, ok)
 	}
-	var got, want Run
-	if err := json.Unmarshal(queuedRecord(spec, r), &got); err != nil {
-		t.Fatal(err)
+	for _, bad := range []string{"sandrun.jobs.q.gpu", "sandrun.jobs.q.gpu.manual", "sandrun.jobs.q.gpu.manual.a.b", "sandrun.jobs.delay.x", "sandrun.jobs.q..manual.a"} {
+		if _, _, ok := ParseJobSubject(bad); ok {
+			t.Errorf("%q parsed as a dispatch subject", bad)
+		}
 	}
-	full, _ := json.Marshal(r)
-	if err := json.Unmarshal(full, &want); err != nil {
-		t.Fatal(err)
+	owner, id, ok := ParseCancelKey(CancelKey("manual.bob", "eval.000003"))
+	if !ok || owner.String() != "manual.bob" || id != "eval.000003" {
+		t.Fatalf("got %+v %q %v", owner, id, ok)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %+v\nwant %+v", got, want)
+	if _, _, ok := ParseCancelKey("cancel.x"); ok {
+		t.Error("a cancel key without an owner parsed")
 	}
-	r.Attempt = 1
-	if queuedRecord(spec, r) != nil {
-		t.Fatal("a record with an attempt was hand-built")
+}
+
+// Job x never receives the events of job x.1 (or of any other job).
+func TestEventFilterMatchesOneJob(t *testing.T) {
+	match := func(filter, subject string) bool {
+		f, s := splitTokens(filter), splitTokens(subject)
+		for i, ft := range f {
+			if ft == ">" {
+				return len(s) > i
+			}
+			if i >= len(s) || (ft != "*" && ft != s[i]) {
+				return false
+			}
+		}
+		return len(f) == len(s)
 	}
+	if !match(EventFilter("x"), EventSubject("x", "finished")) {
+		t.Fatal("job x does not see its own events")
+	}
+	for _, other := range []string{"x.1", "x.000001", "y"} {
+		if match(EventFilter("x"), EventSubject(other, "finished")) || match(EventFilter("x"), EventSubject(other, EventOutput)) {
+			t.Errorf("job x sees the events of job %s", other)
+		}
+	}
+}
+
+func splitTokens(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
 }

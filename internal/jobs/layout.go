@@ -30,8 +30,51 @@ const (
 	subjectDLQ    = "sandrun.dlq."
 )
 
-// JobSubject is where jobs of queue are dispatched.
-func JobSubject(queue string) string { return subjectJobs + "q." + queue }
+// JobSubject is where owner's jobs of queue are dispatched. owner is
+// ORIGIN.NAME (auth.Identity.Owner): the server lets each identity publish
+// only under its own, so a worker learns from the subject who submitted a
+// job and which origin its policy runs under — nothing in the spec can
+// say otherwise.
+func JobSubject(queue, owner string) string { return subjectJobs + "q." + queue + "." + owner }
+
+// QueueFilter matches every job of queue, whoever submitted it.
+func QueueFilter(queue string) string { return subjectJobs + "q." + queue + ".>" }
+
+// AnonymousOwner is the owner of submissions over a connection without
+// credentials (a deployment with authentication off, tests in-process).
+const AnonymousOwner = "manual.anonymous"
+
+// ParseJobSubject splits a dispatch subject into its queue and owner.
+func ParseJobSubject(subject string) (queue string, owner Owner, ok bool) {
+	rest, ok := strings.CutPrefix(subject, subjectJobs+"q.")
+	if !ok {
+		return "", Owner{}, false
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", Owner{}, false
+	}
+	return parts[0], Owner{Origin: Origin(parts[1]), Name: parts[2]}, true
+}
+
+// Owner is who submitted a job, as the server vouched for it: the origin
+// its identity is bound to, and its name.
+type Owner struct {
+	Origin Origin `json:"origin"`
+	Name   string `json:"name"`
+}
+
+// String is the owner's subject tokens, ORIGIN.NAME.
+func (o Owner) String() string { return string(o.Origin) + "." + o.Name }
+
+// ParseOwner reads ORIGIN.NAME.
+func ParseOwner(s string) (Owner, bool) {
+	origin, name, ok := strings.Cut(s, ".")
+	if !ok || origin == "" || name == "" || strings.Contains(name, ".") {
+		return Owner{}, false
+	}
+	return Owner{Origin: Origin(origin), Name: name}, true
+}
 
 // DelaySubject holds the schedule (@at) of a job's delayed retry.
 func DelaySubject(id string) string { return subjectJobs + "delay." + id }
@@ -39,8 +82,10 @@ func DelaySubject(id string) string { return subjectJobs + "delay." + id }
 // EventSubject is where events of kind for job id are published.
 func EventSubject(id, kind string) string { return subjectEvents + id + "." + kind }
 
-// EventFilter matches every event of job id.
-func EventFilter(id string) string { return subjectEvents + id + ".>" }
+// EventFilter matches every event of job id, and no event of another
+// job: exactly one token (the kind) follows the id, so job x never sees
+// the events of x.1.
+func EventFilter(id string) string { return subjectEvents + id + ".*" }
 
 // DLQSubject holds the dead-letter entry of job id.
 func DLQSubject(id string) string { return subjectDLQ + id }
@@ -57,8 +102,26 @@ func LeaseKey(id string) string { return "lease." + id }
 // ResultKey is the committed result's key.
 func ResultKey(id string) string { return "result." + id }
 
-// CancelKey is the cancel request's key, watched by running workers.
-func CancelKey(id string) string { return "cancel." + id }
+// CancelKey is the key of owner's request to cancel job id, watched by
+// workers. A worker honours it only for a job of that owner: each
+// identity may write cancel keys under its own owner tokens alone.
+func CancelKey(owner, id string) string { return "cancel." + owner + "." + id }
+
+// CancelFilter matches every cancel request.
+const CancelFilter = "cancel.>"
+
+// ParseCancelKey splits a cancel request's key.
+func ParseCancelKey(key string) (owner Owner, id string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "cancel.")
+	if !ok {
+		return Owner{}, "", false
+	}
+	parts := strings.SplitN(rest, ".", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return Owner{}, "", false
+	}
+	return Owner{Origin: Origin(parts[0]), Name: parts[1]}, parts[2], true
+}
 
 // kvSubject is the stream subject behind key in the jobstate bucket.
 func kvSubject(key string) string { return "$KV." + BucketState + "." + key }
@@ -77,6 +140,11 @@ type LayoutConfig struct {
 	DedupeWindow time.Duration
 	// MaxEventBytes bounds the EVENTS stream (live output included).
 	MaxEventBytes int64
+	// KeepSchedules leaves the schedules bucket as it is: opened, or
+	// created with the defaults only if it is missing. A worker's
+	// credentials may not change it (schedules belong to schedulers and
+	// admins).
+	KeepSchedules bool
 	// PlaceWithin bounds how long creating the layout waits for the
 	// cluster to place each asset (a cluster still forming, a leader
 	// election, several components creating the layout at once); default
@@ -234,6 +302,14 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 	kvs := make(map[string]jetstream.KeyValue, len(buckets))
 	for _, bc := range buckets {
 		err := placing(ctx, cfg, "bucket "+bc.Bucket, func(ctx context.Context) error {
+			if cfg.KeepSchedules && bc.Bucket == BucketSchedules {
+				kv, err := js.KeyValue(ctx, bc.Bucket)
+				if errors.Is(err, jetstream.ErrBucketNotFound) {
+					kv, err = js.CreateKeyValue(ctx, bc)
+				}
+				kvs[bc.Bucket] = kv
+				return err
+			}
 			kv, err := js.CreateOrUpdateKeyValue(ctx, bc)
 			kvs[bc.Bucket] = kv
 			return err
@@ -287,7 +363,7 @@ func (s *Store) EnsureQueue(ctx context.Context, queue string, qc QueueConfig) (
 	c, err := s.JS.CreateOrUpdateConsumer(ctx, StreamJobs, jetstream.ConsumerConfig{
 		Durable:       ConsumerName(queue),
 		Description:   "sandrun dispatch for queue " + queue,
-		FilterSubject: JobSubject(queue),
+		FilterSubject: QueueFilter(queue),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       qc.ClaimWindow,
 		MaxDeliver:    -1,

@@ -50,7 +50,11 @@ func ParseState(s string) (State, error) {
 // Its KV revision is the CAS token for state changes that are not fenced
 // by a lease.
 type Run struct {
-	Spec      Spec      `json:"spec"`
+	Spec Spec `json:"spec"`
+	// Owner is who submitted the job, from the subject its message came
+	// on (never from the spec); its origin is the one the policy judged
+	// under. Set by the worker that first claims it.
+	Owner     Owner     `json:"owner,omitzero"`
 	State     State     `json:"state"`
 	Attempt   int       `json:"attempt"` // attempts claimed so far
 	Worker    string    `json:"worker,omitempty"`
@@ -62,6 +66,15 @@ type Run struct {
 	// CancelRequested is set (by CAS) when a cancel is asked for; a
 	// worker claiming the job reads it in the same record it updates.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+}
+
+// OwnerString is the record's owner as ORIGIN.NAME; a record written
+// before owners were recorded is AnonymousOwner's.
+func (r Run) OwnerString() string {
+	if r.Owner.Name == "" {
+		return AnonymousOwner
+	}
+	return r.Owner.String()
 }
 
 // Result is the committed outcome of a job, kept at result.<id>. It is

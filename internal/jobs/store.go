@@ -84,55 +84,24 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (uint64, error) {
 	return rev, err
 }
 
-// SubmitPipelined records and dispatches a validated spec with both writes
-// in flight at once (one round trip instead of two): the record is created
-// only if absent, and the dispatch is deduplicated by msgID. It suits
-// callers whose job IDs are deterministic (cron slots): if the record
-// already exists, ErrExists is returned and the dispatch, deduplicated or
-// not, is harmless — a worker drops a copy of a job that is running or
-// ended. The scheduler uses it to keep fire lag low.
-func (s *Store) SubmitPipelined(ctx context.Context, r Run, msgID string) error {
-	rec, err := json.Marshal(r)
+// SubmitPipelined dispatches a validated spec as owner, deduplicated by
+// msgID, and returns ErrExists when the server already had that message
+// (a slot fired twice). The job record is written by the worker that
+// claims it: submitters write no record. The scheduler uses it.
+func (s *Store) SubmitPipelined(ctx context.Context, spec Spec, owner, msgID string) error {
+	job, err := json.Marshal(spec)
 	if err != nil {
 		return err
 	}
-	job, err := json.Marshal(r.Spec)
-	if err != nil {
-		return err
-	}
-	key := RunKey(r.Spec.ID)
-	return s.write(ctx, "submit "+r.Spec.ID, func(ctx context.Context, attempt int) error {
-		recAck, err := s.JS.PublishAsync(kvSubject(key), rec, jetstream.WithExpectLastSequencePerSubject(0))
+	return s.write(ctx, "submit "+spec.ID, func(ctx context.Context, attempt int) error {
+		ack, err := s.JS.Publish(ctx, JobSubject(spec.Queue, owner), job, jetstream.WithMsgID(msgID))
 		if err != nil {
-			return err
+			return fmt.Errorf("dispatch %s: %w", spec.ID, err)
 		}
-		jobAck, err := s.JS.PublishAsync(JobSubject(r.Spec.Queue), job, jetstream.WithMsgID(msgID))
-		if err != nil {
-			return err
+		if ack.Duplicate && attempt == 1 {
+			return fmt.Errorf("%s: %w", spec.ID, ErrExists)
 		}
-		var recErr, jobErr error
-		for _, f := range []struct {
-			ack jetstream.PubAckFuture
-			err *error
-		}{{recAck, &recErr}, {jobAck, &jobErr}} {
-			select {
-			case <-f.ack.Ok():
-			case e := <-f.ack.Err():
-				*f.err = e
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		if jobErr != nil {
-			return fmt.Errorf("dispatch %s: %w", r.Spec.ID, jobErr)
-		}
-		if isWrongLastSequence(recErr) {
-			if _, ok := s.ownWrite(ctx, attempt, key, rec); ok {
-				return nil
-			}
-			return fmt.Errorf("%s: %w", r.Spec.ID, ErrExists)
-		}
-		return recErr
+		return nil
 	})
 }
 
@@ -232,24 +201,24 @@ func isWrongLastSequence(err error) bool {
 	return false
 }
 
-// RequestCancel records a cancel request for job id.
-func (s *Store) RequestCancel(ctx context.Context, id string) error {
+// RequestCancel records owner's request to cancel job id.
+func (s *Store) RequestCancel(ctx context.Context, owner, id string) error {
 	at := []byte(time.Now().UTC().Format(time.RFC3339Nano))
 	return s.write(ctx, "cancel "+id, func(ctx context.Context, _ int) error {
-		_, err := s.State.Put(ctx, CancelKey(id), at)
+		_, err := s.State.Put(ctx, CancelKey(owner, id), at)
 		return err
 	})
 }
 
-// PublishJob dispatches spec to its queue. msgID dedupes the publish (the
-// job ID on submit; a per-attempt ID on retries).
-func (s *Store) PublishJob(ctx context.Context, spec Spec, msgID string) error {
+// PublishJob dispatches spec to its queue as owner's. msgID dedupes the
+// publish (the job ID on submit; a per-attempt ID on retries).
+func (s *Store) PublishJob(ctx context.Context, spec Spec, owner, msgID string) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, "dispatch "+spec.ID, func(ctx context.Context, _ int) error {
-		_, err := s.JS.Publish(ctx, JobSubject(spec.Queue), data, jetstream.WithMsgID(msgID))
+		_, err := s.JS.Publish(ctx, JobSubject(spec.Queue, owner), data, jetstream.WithMsgID(msgID))
 		return err
 	})
 }
@@ -258,7 +227,7 @@ func (s *Store) PublishJob(ctx context.Context, spec Spec, msgID string) error {
 // server-side @at schedule. The schedule is rounded up to the next whole
 // second because the server's schedule time has second precision and
 // would otherwise fire early.
-func (s *Store) ScheduleJob(ctx context.Context, spec Spec, at time.Time, msgID string) error {
+func (s *Store) ScheduleJob(ctx context.Context, spec Spec, owner string, at time.Time, msgID string) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -268,7 +237,7 @@ func (s *Store) ScheduleJob(ctx context.Context, spec Spec, at time.Time, msgID 
 		_, err := s.JS.Publish(ctx, DelaySubject(spec.ID), data,
 			jetstream.WithMsgID(msgID),
 			jetstream.WithScheduleAt(at),
-			jetstream.WithScheduleTarget(JobSubject(spec.Queue)))
+			jetstream.WithScheduleTarget(JobSubject(spec.Queue, owner)))
 		return err
 	})
 }

@@ -64,7 +64,11 @@ func StartCluster(ctx context.Context, dir string, n int, base EmbeddedConfig) (
 		}
 		servers = append(servers, s)
 	}
-	if err := WaitJetStream(ctx, ClusterURL(servers), min(n, 3)); err != nil {
+	var opts []nats.Option
+	if base.Auth != nil {
+		opts = append(opts, nats.UserCredentials(base.Auth.CredsPath("admin")))
+	}
+	if err := WaitJetStream(ctx, ClusterURL(servers), min(n, 3), opts...); err != nil {
 		stop()
 		return nil, err
 	}
@@ -82,10 +86,12 @@ func ClusterURL(servers []*server.Server) string {
 
 // WaitJetStream waits until JetStream at url can place a stream of
 // replicas copies: the meta leader is elected and enough servers have
-// joined. It probes with a small in-memory stream it removes again.
-func WaitJetStream(ctx context.Context, url string, replicas int) error {
+// joined. It probes with a small in-memory stream it removes again; opts
+// add to the connection's (credentials).
+func WaitJetStream(ctx context.Context, url string, replicas int, opts ...nats.Option) error {
 	deadline := time.Now().Add(30 * time.Second)
-	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	opts = append([]nats.Option{nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}

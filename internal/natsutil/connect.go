@@ -29,7 +29,9 @@ type ConnConfig struct {
 }
 
 // FromEnv fills empty fields from SANDRUN_NATS_URL, SANDRUN_NATS_CREDS,
-// SANDRUN_NATS_TLS_CERT, SANDRUN_NATS_TLS_KEY and SANDRUN_NATS_TLS_CA.
+// SANDRUN_NATS_TLS_CERT, SANDRUN_NATS_TLS_KEY and SANDRUN_NATS_TLS_CA; the
+// URL defaults to DefaultURL, and the credentials to those a local server
+// left for that URL (SaveLocalContext).
 func (c ConnConfig) FromEnv() ConnConfig {
 	fill := func(v *string, env string) {
 		if *v == "" {
@@ -43,6 +45,11 @@ func (c ConnConfig) FromEnv() ConnConfig {
 	fill(&c.TLSCA, "SANDRUN_NATS_TLS_CA")
 	if c.URL == "" {
 		c.URL = DefaultURL
+	}
+	if c.CredsFile == "" {
+		if creds, ok := LocalCreds(c.URL); ok {
+			c.CredsFile = creds
+		}
 	}
 	return c
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
@@ -24,8 +25,10 @@ type EmbeddedConfig struct {
 	Host string
 	Port int
 	// HTTPPort serves the monitoring endpoints (/varz, /jsz, /healthz)
-	// when non-zero; -1 picks a free port.
+	// when non-zero; -1 picks a free port. They need no credentials, so
+	// they listen on HTTPHost, 127.0.0.1 unless set.
 	HTTPPort int
+	HTTPHost string
 	// SyncAlways fsyncs every write (durable against power loss, about 5x
 	// slower). The default fsyncs every two minutes, like nats-server.
 	SyncAlways bool
@@ -43,6 +46,12 @@ type EmbeddedConfig struct {
 	Cluster ClusterConfig
 	// Logs routes the server's own logs to stderr when true.
 	Logs bool
+	// Auth, when set, makes the server refuse every connection without a
+	// user of this material, and enforce each user's permissions.
+	Auth *auth.Material
+	// EncryptionKey, when set, encrypts the JetStream store at rest
+	// (ChaCha20-Poly1305).
+	EncryptionKey string
 }
 
 // ClusterConfig makes an embedded server one node of a cluster.
@@ -70,7 +79,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		ServerName:         cfg.ServerName,
 		Host:               cfg.Host,
 		Port:               cfg.Port,
-		HTTPHost:           cfg.Host,
+		HTTPHost:           cfg.HTTPHost,
 		HTTPPort:           cfg.HTTPPort,
 		JetStream:          true,
 		StoreDir:           cfg.Dir,
@@ -80,6 +89,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		SyncAlways:         cfg.SyncAlways,
 		NoSigs:             true,
 		NoLog:              !cfg.Logs,
+	}
+	if cfg.Auth != nil {
+		if err := cfg.Auth.ServerOptions(opts); err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+	}
+	if cfg.EncryptionKey != "" {
+		opts.JetStreamKey, opts.JetStreamCipher = cfg.EncryptionKey, server.ChaCha
 	}
 	if c := cfg.Cluster; c.Name != "" {
 		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: opts.Host, Port: c.Port, NoAdvertise: c.NoAdvertise}
@@ -98,7 +115,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		opts.ServerName = "sandrun-embedded"
 	}
 	if opts.Host == "" {
-		opts.Host, opts.HTTPHost = "127.0.0.1", "127.0.0.1"
+		opts.Host = "127.0.0.1"
+	}
+	if opts.HTTPHost == "" {
+		opts.HTTPHost = "127.0.0.1"
 	}
 	if opts.Port == 0 {
 		opts.Port = 4222

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/jobs"
@@ -46,12 +47,54 @@ func Server(t testing.TB, dir string) *server.Server {
 	return s
 }
 
+// SecureServer starts an embedded JetStream server as `sandrun dev` does:
+// credentials required (fresh material in a temp dir) and the store
+// encrypted at rest.
+func SecureServer(t testing.TB) (*server.Server, *auth.Material) {
+	t.Helper()
+	dir := t.TempDir()
+	m, err := auth.Ensure(filepath.Join(dir, "auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := auth.EncryptionKey(filepath.Join(dir, "jetstream.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: filepath.Join(dir, "js"), Port: -1, MaxPayload: 16 << 20, Auth: m, EncryptionKey: key})
+	if err != nil {
+		t.Fatalf("start nats: %v", err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s, m
+}
+
+// StoreAs connects to url with the credentials in creds and ensures the
+// layout cfg describes.
+func StoreAs(t testing.TB, url, creds string, cfg jobs.LayoutConfig) *jobs.Store {
+	t.Helper()
+	nc, js := ConnectAs(t, url, creds)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), cfg)
+	if err != nil {
+		t.Fatalf("layout as %s: %v", filepath.Base(creds), err)
+	}
+	return st
+}
+
 // Connect returns a daemon-style connection to url, closed at cleanup.
 func Connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
+	return ConnectAs(t, url, "")
+}
+
+// ConnectAs is Connect with credentials (none when creds is empty).
+func ConnectAs(t testing.TB, url, creds string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, js, err := natsutil.Connect(ctx, natsutil.ConnConfig{URL: url, Name: t.Name(), Daemon: true}, Logger(t))
+	nc, js, err := natsutil.Connect(ctx, natsutil.ConnConfig{URL: url, CredsFile: creds, Name: t.Name(), Daemon: true}, Logger(t))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -256,4 +299,40 @@ func MainWithCLI(m *testing.M, race bool, bin *string) int {
 		}
 	}
 	return code
+}
+
+// Queued returns the specs of the jobs waiting in JOBS (dispatched and not
+// yet claimed: no record exists for them until a worker claims them), in
+// stream order.
+func Queued(t testing.TB, st *jobs.Store) []jobs.Spec {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := st.JS.Stream(ctx, jobs.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []jobs.Spec
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := jobs.ParseJobSubject(m.Subject); !ok {
+			continue // a delayed retry's schedule
+		}
+		spec, err := jobs.DecodeJSON(m.Data)
+		if err != nil {
+			t.Fatalf("queued message %d: %v", seq, err)
+		}
+		out = append(out, spec)
+	}
+	return out
 }

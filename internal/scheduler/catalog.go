@@ -65,7 +65,7 @@ type Catalog struct {
 
 // NewCatalog returns a catalog over store's schedules bucket.
 func NewCatalog(store *jobs.Store) *Catalog {
-	return &Catalog{kv: store.Schedules, client: client.New(store), now: time.Now}
+	return &Catalog{kv: store.Schedules, client: client.New(store).As(DefaultOwner), now: time.Now}
 }
 
 // Put validates s and stores it, keeping the stored suspended flag when

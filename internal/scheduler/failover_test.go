@@ -115,19 +115,15 @@ func TestFailoverKill9KeepsEverySlot(t *testing.T) {
 		t.Fatalf("only %d leader kills in 30 s", kills)
 	}
 
-	lister, err := st.State.ListKeysFiltered(ctx, jobs.RunKey("*"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var slots []int64
-	for k := range lister.Keys() {
-		rest, ok := strings.CutPrefix(k, jobs.RunKey("cron-failover-"))
+	for _, s := range sandruntest.Queued(t, st) {
+		rest, ok := strings.CutPrefix(s.ID, "cron-failover-")
 		if !ok {
 			continue
 		}
 		v, err := strconv.ParseInt(rest, 10, 64)
 		if err != nil {
-			t.Fatalf("job key %s", k)
+			t.Fatalf("job id %s", s.ID)
 		}
 		slots = append(slots, v)
 	}
@@ -145,7 +141,7 @@ func TestFailoverKill9KeepsEverySlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := js.Info(ctx, jetstream.WithSubjectFilter(jobs.JobSubject("nobody")))
+	info, err := js.Info(ctx, jetstream.WithSubjectFilter(jobs.QueueFilter("nobody")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,15 @@ type Config struct {
 	// OnFire, if set, is called after each slot's job is published, with
 	// the slot and the time of publishing (instrumentation, benchmarks).
 	OnFire func(slot, published time.Time)
+	// Owner is the ORIGIN.NAME cron jobs are published under: the
+	// scheduler identity's (default DefaultOwner). The server lets the
+	// scheduler publish under its own alone.
+	Owner string
 }
+
+// DefaultOwner is the owner of cron jobs of the built-in scheduler
+// identity.
+const DefaultOwner = "cron.scheduler"
 
 // Scheduler fires schedules while it leads.
 type Scheduler struct {
@@ -53,6 +61,9 @@ func New(cfg Config, store *jobs.Store, m *metrics.Metrics, log *slog.Logger) (*
 	if err := Validate(cfg.Schedules); err != nil {
 		return nil, err
 	}
+	if cfg.Owner == "" {
+		cfg.Owner = DefaultOwner
+	}
 	if cfg.ElectionTTL == 0 {
 		cfg.ElectionTTL = 15 * time.Second
 	}
@@ -61,7 +72,7 @@ func New(cfg Config, store *jobs.Store, m *metrics.Metrics, log *slog.Logger) (*
 	}
 	cat := NewCatalog(store)
 	cat.now = cfg.Now
-	return &Scheduler{cfg: cfg, cat: cat, store: store, client: client.New(store), log: log.With("role", "scheduler"), m: m}, nil
+	return &Scheduler{cfg: cfg, cat: cat, store: store, client: client.New(store).As(cfg.Owner), log: log.With("role", "scheduler"), m: m}, nil
 }
 
 // Run seeds the bucket, then campaigns for leadership and fires schedules
@@ -287,11 +298,17 @@ func (f *firer) handle(ctx context.Context, slot time.Time, kind string) {
 		return
 	}
 	if f.c.Overlap != OverlapAllow && f.st.LastJob != "" {
-		if st, err := s.client.Status(ctx, f.st.LastJob); err == nil && !st.State().Terminal() {
+		st, err := s.client.Status(ctx, f.st.LastJob)
+		// No record yet: the previous run is queued, not yet claimed.
+		if queued := errors.Is(err, jobs.ErrNotFound); queued || (err == nil && !st.State().Terminal()) {
+			state := st.State()
+			if queued {
+				state = jobs.StateQueued
+			}
 			if f.c.Overlap == OverlapForbid {
 				s.m.ScheduleSkipped.WithLabelValues("overlap").Inc()
 				f.record(ctx, Fire{Slot: slot, At: s.cfg.Now(), Kind: "skipped",
-					Reason: fmt.Sprintf("previous run %s is %s (overlap: forbid)", f.st.LastJob, st.State())}, "")
+					Reason: fmt.Sprintf("previous run %s is %s (overlap: forbid)", f.st.LastJob, state)}, "")
 				return
 			}
 			if _, err := s.client.Cancel(ctx, f.st.LastJob); err != nil {
@@ -344,7 +361,7 @@ func (f *firer) handle(ctx context.Context, slot time.Time, kind string) {
 func (f *firer) submit(ctx context.Context, spec jobs.Spec) error {
 	now := f.s.cfg.Now().UTC()
 	spec.SubmittedAt = now
-	err := f.s.store.SubmitPipelined(ctx, jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: now}, spec.ID)
+	err := f.s.store.SubmitPipelined(ctx, spec, f.s.cfg.Owner, spec.ID)
 	if errors.Is(err, jobs.ErrExists) {
 		// Fired before (by a leader that died before recording the slot):
 		// the dispatch above was deduplicated or is a harmless copy.

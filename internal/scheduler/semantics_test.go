@@ -55,7 +55,8 @@ func (e env) start(t *testing.T, cfg scheduler.Config) *metrics.Metrics {
 	return m
 }
 
-// jobsOf lists the job records of schedule name.
+// jobsOf lists the jobs of schedule name: their records, and the queued
+// jobs no worker claimed yet (which have none) as queued statuses.
 func (e env) jobsOf(t *testing.T, name string) []client.Status {
 	t.Helper()
 	list, err := e.c.List(e.ctx, client.ListFilter{Limit: 100_000})
@@ -63,9 +64,17 @@ func (e env) jobsOf(t *testing.T, name string) []client.Status {
 		t.Fatal(err)
 	}
 	var out []client.Status
+	seen := map[string]bool{}
 	for _, st := range list {
 		if st.Run.Spec.Labels["schedule"] == name {
 			out = append(out, st)
+			seen[st.Run.Spec.ID] = true
+		}
+	}
+	for _, spec := range sandruntest.Queued(t, e.st) {
+		if spec.Labels["schedule"] == name && !seen[spec.ID] {
+			seen[spec.ID] = true
+			out = append(out, client.Status{Run: jobs.Run{Spec: spec, State: jobs.StateQueued}})
 		}
 	}
 	return out
@@ -226,8 +235,12 @@ func TestSuspendResumeAndTrigger(t *testing.T) {
 	if err != nil || !strings.HasPrefix(id, "cron-tick-trigger-") {
 		t.Fatalf("trigger: %q %v", id, err)
 	}
-	if _, err := e.c.Status(e.ctx, id); err != nil {
-		t.Fatalf("triggered job: %v", err)
+	triggered := false
+	for _, st := range e.jobsOf(t, "tick") {
+		triggered = triggered || st.Run.Spec.ID == id
+	}
+	if !triggered {
+		t.Fatalf("triggered job %s was not dispatched", id)
 	}
 	resumedAt := time.Now()
 	if err := e.cat.SetSuspended(e.ctx, "tick", false); err != nil {

@@ -24,12 +24,12 @@ const maxRawInDLQ = 4 << 10
 // releaseSlot gives the job's concurrency slot back; it is called once the
 // command has ended, before the commit.
 func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, releaseSlot func()) {
-	spec, err := decodeMessage(queue, msg.Data())
+	spec, owner, err := decodeMessage(queue, msg.Subject(), msg.Data())
 	if err != nil {
 		w.rejectInvalid(ctx, queue, msg, err)
 		return
 	}
-	log := w.log.With("job", spec.ID)
+	log := w.log.With("job", spec.ID, "owner", owner.String())
 
 	// A throttled batch's item runs only in one of its batch's slots.
 	slot, throttled, err := w.takeBatchSlot(ctx, spec)
@@ -65,7 +65,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	// runCtx stops the run (cancel requests); ctx stays for the writes.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if !w.track(spec.ID, cancel) {
+	if !w.track(spec.ID, owner.String(), cancel) {
 		_ = l.Release(ctx)
 		_ = msg.NakWithDelay(time.Second)
 		return
@@ -77,14 +77,23 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	// record until our CAS below.
 	run, runRev, err := w.store.GetRun(ctx, spec.ID)
 	if errors.Is(err, jobs.ErrNotFound) {
-		// Published raw (not through submit): adopt it.
-		run = jobs.Run{Spec: spec, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
+		// A first claim: the record is the worker's to write, with the
+		// owner and origin the message's subject vouches for.
+		spec.Origin = owner.Origin
+		run = jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
 		runRev, err = w.store.CreateRun(ctx, run)
 	}
 	if err != nil {
 		log.Warn("claim: read job record", "err", err)
 		j.releaseQuiet(ctx)
 		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if run.OwnerString() != owner.String() {
+		// The ID is another owner's job: never run or touch it.
+		j.releaseQuiet(ctx)
+		w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "id",
+			Msg: fmt.Sprintf("%q is a job of another submitter; this one came from %s", spec.ID, owner)})
 		return
 	}
 	if run.State.Terminal() {
@@ -95,7 +104,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		return
 	}
 	j.spec = run.Spec
-	canceled := run.CancelRequested
+	canceled := run.CancelRequested || w.cancelRequested(owner.String(), spec.ID)
 	run.Attempt++
 	run.State = jobs.StateRunning
 	run.Worker = w.cfg.Name
@@ -131,20 +140,25 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	}
 }
 
-// decodeMessage turns a dispatch message into a spec, or says why it is
+// decodeMessage turns a dispatch message into a spec and its owner (from
+// the subject, which only that owner may publish to), or says why it is
 // not a job.
-func decodeMessage(queue string, data []byte) (jobs.Spec, error) {
+func decodeMessage(queue, subject string, data []byte) (jobs.Spec, jobs.Owner, error) {
+	q, owner, ok := jobs.ParseJobSubject(subject)
+	if !ok || q != queue {
+		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "subject", Msg: fmt.Sprintf("%q is not %s", subject, jobs.JobSubject(queue, "ORIGIN.NAME"))}
+	}
 	spec, err := jobs.DecodeJSON(data)
 	if err != nil {
-		return jobs.Spec{}, err
+		return jobs.Spec{}, jobs.Owner{}, err
 	}
 	if spec.ID == "" {
-		return jobs.Spec{}, &jobs.FieldError{Field: "id", Msg: "is required on the wire (submit assigns one)"}
+		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "id", Msg: "is required on the wire (submit assigns one)"}
 	}
 	if spec.Queue != queue {
-		return jobs.Spec{}, &jobs.FieldError{Field: "queue", Msg: fmt.Sprintf("is %q but the message was published to queue %q", spec.Queue, queue)}
+		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "queue", Msg: fmt.Sprintf("is %q but the message was published to queue %q", spec.Queue, queue)}
 	}
-	return spec, nil
+	return spec, owner, nil
 }
 
 // rejectInvalid moves a message that is not a valid job to the DLQ, with

@@ -246,7 +246,7 @@ func (j *job) retry(ctx context.Context, msg string) {
 	}
 	j.finished(ctx, false)
 	if err := j.retryWrite(ctx, "schedule retry", func() error {
-		return w.store.ScheduleJob(ctx, j.spec, run.NextAttemptAt, retryMsgID(j.spec.ID, j.attempt))
+		return w.store.ScheduleJob(ctx, j.spec, j.run.OwnerString(), run.NextAttemptAt, retryMsgID(j.spec.ID, j.attempt))
 	}); err != nil {
 		// The lease will expire; the reaper sees retry_wait and schedules.
 		j.log.Error("schedule retry failed; the reaper will reschedule", "err", err)
@@ -277,7 +277,7 @@ func (j *job) handBack(ctx context.Context) {
 		j.log.Warn("hand back: record", "err", err)
 		return
 	}
-	if err := w.store.PublishJob(wctx, j.spec, fmt.Sprintf("%s.a%d.drain", j.spec.ID, j.attempt)); err != nil {
+	if err := w.store.PublishJob(wctx, j.spec, j.run.OwnerString(), fmt.Sprintf("%s.a%d.drain", j.spec.ID, j.attempt)); err != nil {
 		j.log.Warn("hand back: publish", "err", err)
 	}
 	j.stopKeeper()

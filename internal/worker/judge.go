@@ -37,9 +37,15 @@ func (w *Worker) hostAccess(ctx context.Context, be backends.Backend, spec backe
 // decision with the job (result, event, metrics). An isolated workload
 // skips the host-only rules and nothing else.
 func (w *Worker) judge(j *job, isolated bool) policy.Decision {
+	// The origin is the owner's, as the subject of the job's message
+	// vouched for; the spec's own origin field is never trusted.
+	origin := j.spec.Origin
+	if j.run.Owner.Name != "" {
+		origin = j.run.Owner.Origin
+	}
 	dec := w.deps.Policy.Decide(policy.Request{
 		Command:  j.spec.Command,
-		Origin:   string(j.spec.Origin),
+		Origin:   string(origin),
 		Mode:     policy.Mode(j.spec.Approval),
 		Isolated: isolated,
 	})

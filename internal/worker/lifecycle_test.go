@@ -91,17 +91,18 @@ func TestCancelQueuedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := e.c.Cancel(e.ctx, spec.ID)
-	if err != nil || out != client.CancelDone {
-		t.Fatalf("cancel: %v %v, want %s", out, err, client.CancelDone)
+	if err != nil || out != client.CancelRequested {
+		t.Fatalf("cancel: %v %v, want %s", out, err, client.CancelRequested)
 	}
-	r := sandruntest.WaitResult(t, e.c, spec.ID, 5*time.Second)
-	if r.State != jobs.StateCanceled {
-		t.Fatalf("state %s, want canceled", r.State)
-	}
-	// A worker that later serves the queue drops the canceled job.
+	// A worker that later serves the queue ends the job without running
+	// it: the request was made before any claim.
 	cfg := sandruntest.FastConfig()
 	cfg.Queues = []string{"idle"}
 	w := sandruntest.StartWorker(t, e.st, cfg)
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 15*time.Second)
+	if r.State != jobs.StateCanceled {
+		t.Fatalf("state %s, want canceled", r.State)
+	}
 	e.waitDrained(t, "idle")
 	w.Stop()
 	if _, err := os.Stat(marker); err == nil {
@@ -307,7 +308,7 @@ func TestGarbageOnJobsSubjectGoesToDLQ(t *testing.T) {
 	}
 	seqs := make([]uint64, len(garbage))
 	for i, g := range garbage {
-		ack, err := e.st.JS.Publish(e.ctx, jobs.JobSubject("default"), g.body)
+		ack, err := e.st.JS.Publish(e.ctx, jobs.JobSubject("default", jobs.AnonymousOwner), g.body)
 		if err != nil {
 			t.Fatalf("publish garbage %d: %v", i, err)
 		}
@@ -345,7 +346,7 @@ func TestRawPublishedJobIsAdopted(t *testing.T) {
 	e := setup(t)
 	sandruntest.StartWorker(t, e.st, sandruntest.FastConfig())
 	body, _ := json.Marshal(jobs.Spec{ID: "raw-1", Queue: "default", Command: "echo adopted"})
-	if _, err := e.st.JS.Publish(e.ctx, jobs.JobSubject("default"), body); err != nil {
+	if _, err := e.st.JS.Publish(e.ctx, jobs.JobSubject("default", jobs.AnonymousOwner), body); err != nil {
 		t.Fatal(err)
 	}
 	r := sandruntest.WaitResult(t, e.c, "raw-1", 30*time.Second)

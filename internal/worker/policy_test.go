@@ -27,7 +27,7 @@ func TestPolicyDeniesSubagentAndApprovesOptedInCron(t *testing.T) {
 	// HOME points into the test's temp dir: approved, `rm -rf ~` removes it.
 	env := map[string]string{"HOME": home}
 
-	denied, err := e.c.Submit(e.ctx, jobs.Spec{Command: "rm -rf ~", Origin: jobs.OriginSubagent, Env: env})
+	denied, err := e.c.As("subagent.agent-1").Submit(e.ctx, jobs.Spec{Command: "rm -rf ~", Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestPolicyDeniesSubagentAndApprovesOptedInCron(t *testing.T) {
 		t.Fatalf("denied command ran: marker gone (%v)", err)
 	}
 
-	approved, err := e.c.Submit(e.ctx, jobs.Spec{Command: "rm -rf ~", Origin: jobs.OriginCron, Approval: "approve", Env: env})
+	approved, err := e.c.As("cron.scheduler").Submit(e.ctx, jobs.Spec{Command: "rm -rf ~", Approval: "approve", Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,9 @@ func TestPolicyCeilingCapsSubagentApprove(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	sandruntest.StartWorker(t, e.st, sandruntest.FastConfig())
-	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "shutdown -h now", Origin: jobs.OriginSubagent, Approval: "approve"})
+	// The origin is the submitter's (the subject it may publish to), not
+	// the spec's.
+	spec, err := e.c.As("subagent.agent-1").Submit(e.ctx, jobs.Spec{Command: "shutdown -h now", Approval: "approve"})
 	if err != nil {
 		t.Fatal(err)
 	}

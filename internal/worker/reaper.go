@@ -176,7 +176,7 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		}
 		// Publish first: a message without the record change is claimed
 		// normally; a record change without a message would strand it.
-		if err := w.store.PublishJob(ctx, run.Spec, fmt.Sprintf("%s.a%d.reap", id, run.Attempt)); err != nil {
+		if err := w.store.PublishJob(ctx, run.Spec, run.OwnerString(), fmt.Sprintf("%s.a%d.reap", id, run.Attempt)); err != nil {
 			log.Warn("reaper: requeue publish", "err", err)
 			return
 		}
@@ -198,7 +198,7 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		if now := w.now(); at.Before(now) {
 			at = now
 		}
-		if err := w.store.ScheduleJob(ctx, run.Spec, at, retryMsgID(id, run.Attempt)); err != nil {
+		if err := w.store.ScheduleJob(ctx, run.Spec, run.OwnerString(), at, retryMsgID(id, run.Attempt)); err != nil {
 			log.Warn("reaper: reschedule retry", "err", err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +39,11 @@ type Worker struct {
 	limits batchLimits // throttled batches' max_parallel
 
 	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc // job id -> cancel
+	running map[string]runningJob // job id -> its owner and cancel
+	// cancels are the cancel requests seen (jobs.CancelKey(owner, id)),
+	// for jobs that were not running here when they arrived: a claim
+	// honours them. Removed when the job ends.
+	cancels map[string]bool
 	jobWG   sync.WaitGroup
 }
 
@@ -64,7 +67,8 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 		m:       deps.Metrics,
 		now:     deps.Now,
 		slots:   make(chan struct{}, cfg.Slots),
-		running: make(map[string]context.CancelCauseFunc),
+		running: make(map[string]runningJob),
+		cancels: make(map[string]bool),
 	}, nil
 }
 
@@ -249,13 +253,13 @@ func ignoreNoMessages(err error) error {
 	return err
 }
 
-func (w *Worker) track(id string, cancel context.CancelCauseFunc) bool {
+func (w *Worker) track(id, owner string, cancel context.CancelCauseFunc) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, dup := w.running[id]; dup {
 		return false
 	}
-	w.running[id] = cancel
+	w.running[id] = runningJob{owner: owner, cancel: cancel}
 	return true
 }
 
@@ -269,22 +273,6 @@ func (w *Worker) runningCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.running)
-}
-
-// watchCancels cancels running jobs whose cancel key appears.
-func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
-	w.store.Follow(ctx, w.store.State, jobs.CancelKey(">"), func(err error) { ready <- err }, func(e jetstream.KeyValueEntry) {
-		if e.Operation() != jetstream.KeyValuePut {
-			return
-		}
-		id := strings.TrimPrefix(e.Key(), jobs.CancelKey(""))
-		w.mu.Lock()
-		cancel := w.running[id]
-		w.mu.Unlock()
-		if cancel != nil {
-			cancel(errCanceled)
-		}
-	})
 }
 
 // register keeps this worker's entry in the workers bucket while it runs.

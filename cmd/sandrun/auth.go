@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/sandrun/sandrun/internal/auth"
+)
+
+// auth makes a deployment's credentials directory and mints identities
+// from it: `sandrun auth init --dir DIR`, `sandrun auth add --dir DIR
+// --name alice --role submitter --origin subagent -o alice.creds`.
+func (c cli) auth(args []string) error {
+	if len(args) == 0 || (args[0] != "init" && args[0] != "add") {
+		return usageErr("want `auth init --dir DIR` or `auth add --dir DIR --name NAME --role ROLE [--origin ORIGIN] [-o FILE]`")
+	}
+	fs := flag.NewFlagSet("sandrun auth "+args[0], flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	dir := fs.String("dir", "", "credentials directory (a server's DATA/auth; required)")
+	var id auth.Identity
+	var role, out string
+	if args[0] == "add" {
+		fs.StringVar(&id.Name, "name", "", "identity name: a-z 0-9 _ - (required)")
+		fs.StringVar(&role, "role", string(auth.RoleSubmitter), "admin, worker, scheduler or submitter")
+		fs.StringVar(&id.Origin, "origin", "", "origin its jobs run under: manual, cron, batch or subagent (default manual; cron for a scheduler)")
+		fs.StringVar(&out, "o", "", "write the .creds file here, owner-only (default: standard output)")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usageErr("auth: --dir is required")
+	}
+	m, err := auth.Ensure(*dir)
+	if err != nil {
+		return err
+	}
+	if args[0] == "init" {
+		fmt.Fprintf(c.stdout, "%s\n", m.Dir)
+		return nil
+	}
+	id.Role = auth.Role(role)
+	creds, err := m.Mint(id)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		_, err = c.stdout.Write(creds)
+		return err
+	}
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("auth add: -o: %w", err)
+	}
+	if _, err := f.Write(creds); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
