@@ -15,6 +15,9 @@
 //     machine's ceiling for this workload;
 //   - sandrun: a `sandrun server` node (embedded NATS, JetStream file
 //     storage, replicas 1) and a `sandrun worker` process;
+//   - sandrun-secure: the same as shipped: credentials per role, the store
+//     encrypted at rest, and a secret variable in every job (sealed to
+//     the worker, masked in its output);
 //   - sandrun-cluster: three `sandrun server` nodes routed as a cluster,
 //     the layout at replicas 3, one worker;
 //   - asynq: Debian's redis-server, the asynq client and server in this
@@ -79,7 +82,7 @@ import (
 )
 
 // systems are the -systems names, in the order they run.
-var systems = []string{"raw", "sandrun", "sandrun-cluster", "asynq", "river"}
+var systems = []string{"raw", "sandrun", "sandrun-secure", "sandrun-cluster", "asynq", "river"}
 
 // config is one run's settings.
 type config struct {
@@ -226,7 +229,7 @@ func starter(ctx context.Context, cfg *config, rep *report, tmp, s string) (func
 	switch s {
 	case "raw":
 		return nil, nil
-	case "sandrun", "sandrun-cluster":
+	case "sandrun", "sandrun-secure", "sandrun-cluster":
 		if cfg.SandrunBin == "" {
 			fmt.Fprintln(cfg.Log, "building the sandrun CLI")
 			bin, err := buildSandrun(ctx, tmp)
@@ -240,6 +243,7 @@ func starter(ctx context.Context, cfg *config, rep *report, tmp, s string) (func
 		if s == "sandrun-cluster" {
 			o.nodes = 3
 		}
+		o.secure = s == "sandrun-secure"
 		return func(ctx context.Context) (target, error) { return startSandrun(ctx, o) }, nil
 	case "asynq":
 		bin, err := findRedis(cfg.RedisBin)

@@ -79,6 +79,7 @@ func (r *report) get(system string) (result, bool) {
 var labels = map[string]string{
 	"raw":             "raw spawn (os/exec, no queue)",
 	"sandrun":         "sandrun, 1 node (R1)",
+	"sandrun-secure":  "sandrun, 1 node, auth + encryption + a masked secret per job",
 	"sandrun-cluster": "sandrun, 3-node cluster (R3)",
 	"asynq":           "asynq + redis",
 	"river":           "River + PostgreSQL",
@@ -124,7 +125,7 @@ func (r *report) write(w io.Writer) {
 // versions names the software of each system that was run.
 func (r *report) versions() []string {
 	var v []string
-	if r.cfg.runs("sandrun", "sandrun-cluster") {
+	if r.cfg.runs("sandrun", "sandrun-secure", "sandrun-cluster") {
 		v = append(v, "sandrun (this tree) with nats-server "+orUnknown(r.version["nats-server"]))
 	}
 	if r.cfg.runs("asynq") {
@@ -157,6 +158,10 @@ func (r *report) writeRatios(w io.Writer) {
 		return
 	}
 	var rows []string
+	if sec, ok := r.find("sandrun-secure"); ok && sr.rate() > 0 && sr.Latency.P99 > 0 {
+		rows = append(rows, fmt.Sprintf("| %s / sandrun R1 | %.3g | %.3g |", labels["sandrun-secure"],
+			sec.rate()/sr.rate(), float64(sec.Latency.P99)/float64(sr.Latency.P99)))
+	}
 	for _, other := range []string{"asynq", "river"} {
 		o, ok := r.find(other)
 		if !ok || o.rate() == 0 || o.Latency.P99 == 0 {
@@ -183,8 +188,8 @@ func (r *report) writeNotes(w io.Writer) {
 		redis = "append-only file with `appendfsync everysec`"
 	}
 	fmt.Fprintf(w, "\nSettings and persistence (not alike; see the package comment):\n\n")
-	if c.runs("sandrun", "sandrun-cluster") {
-		fmt.Fprintf(w, "- sandrun: `sandrun server` nodes with JetStream file storage and %s; one `sandrun worker --slots %d` process, local backend; the cluster's layout at replicas 3.\n", storage, c.Concurrency)
+	if c.runs("sandrun", "sandrun-secure", "sandrun-cluster") {
+		fmt.Fprintf(w, "- sandrun: `sandrun server` nodes with JetStream file storage and %s; one `sandrun worker --slots %d` process, local backend; the cluster's layout at replicas 3. `sandrun` and `sandrun-cluster` run with `--no-auth`; `sandrun-secure` runs as shipped (credentials per role, store encrypted at rest) and every job carries a secret variable, sealed by the client, opened by the worker and masked in output.\n", storage, c.Concurrency)
 	}
 	if c.runs("asynq") {
 		fmt.Fprintf(w, "- asynq: redis-server with %s; `Concurrency: %d`, TaskCheckInterval %s.\n", redis, c.Concurrency, orDefault(c.AsynqCheckInterval, "1s"))

@@ -72,6 +72,7 @@ type sandrunTarget struct {
 	worker  *proc
 	cl      *client.Client
 	watch   jetstream.KeyWatcher
+	secret  bool          // every job carries a secret variable
 	stopped chan struct{} // the watch loop ended
 	cur     atomic.Pointer[tracker]
 }
@@ -82,6 +83,10 @@ type sandrunOpts struct {
 	nodes      int // 1, or 3 for a cluster (with an R3 layout)
 	slots      int
 	syncAlways bool
+	// secure runs the servers as shipped (credentials required, store
+	// encrypted), the worker and the client with their roles' credentials,
+	// and every job with a secret variable (sealed, opened, masked).
+	secure bool
 }
 
 func startSandrun(ctx context.Context, o sandrunOpts) (_ *sandrunTarget, err error) {
@@ -100,12 +105,23 @@ func startSandrun(ctx context.Context, o sandrunOpts) (_ *sandrunTarget, err err
 		return nil, err
 	}
 	url := strings.Join(urls, ",")
+	var probeOpts []nats.Option
+	if o.secure {
+		probeOpts = append(probeOpts, nats.UserCredentials(filepath.Join(t.dir, "auth", "admin.creds")))
+	}
 	if err := waitReady(ctx, "nats", 60*time.Second, func(ctx context.Context) error {
-		return probeJetStream(ctx, url, o.nodes)
+		return probeJetStream(ctx, url, o.nodes, probeOpts...)
 	}, t.servers...); err != nil {
 		return nil, err
 	}
 	args := []string{"worker", "--nats-url", url, "--slots", strconv.Itoa(o.slots), "--name", "bench-worker", "--log-format", "text"}
+	auth := filepath.Join(t.dir, "auth")
+	var clientCreds string
+	if o.secure {
+		args = append(args, "--creds", filepath.Join(auth, "worker.creds"), "--secrets-key", filepath.Join(auth, "secrets.nk"))
+		clientCreds = filepath.Join(auth, "submitter.creds")
+		t.secret = true
+	}
 	if o.nodes > 1 {
 		args = append(args, "--replicas", strconv.Itoa(o.nodes))
 	}
@@ -115,7 +131,7 @@ func startSandrun(ctx context.Context, o sandrunOpts) (_ *sandrunTarget, err err
 	// The worker creates the layout; the client opens it once it exists.
 	all := append([]*proc{t.worker}, t.servers...)
 	if err := waitReady(ctx, "sandrun layout", 90*time.Second, func(ctx context.Context) error {
-		cl, err := client.Connect(ctx, client.Options{URL: url, Name: "sandrun-bench"})
+		cl, err := client.Connect(ctx, client.Options{URL: url, CredsFile: clientCreds, Name: "sandrun-bench"})
 		if err == nil {
 			t.cl = cl
 		}
@@ -148,7 +164,12 @@ func (t *sandrunTarget) startServers(o sandrunOpts) ([]string, error) {
 	var urls []string
 	for i := range o.nodes {
 		name := fmt.Sprintf("bench-%d", i+1)
-		args := []string{"server", "--no-auth", "--data", filepath.Join(t.dir, name), "--name", name, "--port", strconv.Itoa(ports[i])}
+		args := []string{"server", "--data", filepath.Join(t.dir, name), "--name", name, "--port", strconv.Itoa(ports[i])}
+		if o.secure {
+			args = append(args, "--auth", filepath.Join(t.dir, "auth"))
+		} else {
+			args = append(args, "--no-auth")
+		}
 		if o.syncAlways {
 			args = append(args, "--sync-always")
 		}
@@ -174,8 +195,8 @@ func (t *sandrunTarget) startServers(o sandrunOpts) ([]string, error) {
 
 // probeJetStream succeeds once JetStream at url can place a stream of
 // replicas replicas (a cluster has formed and elected its meta leader).
-func probeJetStream(ctx context.Context, url string, replicas int) error {
-	nc, err := nats.Connect(url, nats.Timeout(2*time.Second))
+func probeJetStream(ctx context.Context, url string, replicas int, opts ...nats.Option) error {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Timeout(2 * time.Second)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -225,7 +246,12 @@ func (t *sandrunTarget) track(tr *tracker) { t.cur.Store(tr) }
 // enqueue submits `true`, which the local backend runs as `sh -c true`.
 func (t *sandrunTarget) enqueue(ctx context.Context) error {
 	at := time.Now()
-	spec, err := t.cl.Submit(ctx, client.Spec{Command: "true", SubmittedAt: at})
+	s := client.Spec{Command: "true", SubmittedAt: at}
+	if t.secret {
+		s.Env = map[string]string{"BENCH_TOKEN": "bench-secret-value"}
+		s.SecretEnv = []string{"BENCH_TOKEN"}
+	}
+	spec, err := t.cl.Submit(ctx, s)
 	if err != nil {
 		return err
 	}

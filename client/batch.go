@@ -38,8 +38,9 @@ type BatchSubmit struct {
 	Existing  int // items already recorded (an earlier submit)
 }
 
-// SubmitBatch validates every item, then records the batch and publishes
-// its items asynchronously, at most InFlight writes unacknowledged. Item i
+// SubmitBatch validates every item, then publishes its items
+// asynchronously, at most InFlight writes unacknowledged; the batch record
+// appears with the first claim. Item i
 // is job BATCH.i (six digits at least), its message deduplicated by that ID: running the same
 // submit again (after a crash half-way, say) records nothing twice and
 // republishes the items whose message may have been lost.
@@ -70,21 +71,28 @@ func (c *Client) SubmitBatch(ctx context.Context, o BatchOptions, items []jobs.S
 		maps.Copy(s.Labels, o.Labels)
 		s.Labels[jobs.LabelBatch] = o.ID
 		s.Labels[jobs.LabelBatchIndex] = fmt.Sprint(i)
+		s.Labels[jobs.LabelBatchTotal] = fmt.Sprint(len(items))
+		if o.MaxParallel > 0 {
+			s.Labels[jobs.LabelBatchMaxParallel] = fmt.Sprint(o.MaxParallel)
+		}
 		if s.Origin == "" {
 			s.Origin = jobs.OriginBatch
 		}
 		if s.SubmittedAt.IsZero() {
 			s.SubmittedAt = now
 		}
+		s, err := c.Seal(ctx, s)
+		if err != nil {
+			return BatchSubmit{}, fmt.Errorf("item %d: %w", i, err)
+		}
 		if err := s.Validate(); err != nil {
 			return BatchSubmit{}, fmt.Errorf("item %d: %w", i, err)
 		}
 		specs[i] = s
 	}
-	b := jobs.Batch{ID: o.ID, Total: len(specs), Queue: specs[0].Queue, Labels: o.Labels, CreatedAt: now, MaxParallel: o.MaxParallel}
-	if err := c.store.PutBatch(ctx, b); err != nil {
-		return BatchSubmit{}, err
-	}
+	// The batch record is written by the worker that first claims one of
+	// its items (from the items' labels): submitters write no record.
+	b := jobs.Batch{ID: o.ID, Owner: c.owner, Total: len(specs), Queue: specs[0].Queue, Labels: o.Labels, CreatedAt: now, MaxParallel: o.MaxParallel}
 	res := BatchSubmit{Batch: b}
 	ring := make([]jetstream.PubAckFuture, min(o.InFlight, len(specs))) // the writes in flight, oldest first by i
 	settle := func(f jetstream.PubAckFuture) error {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -62,6 +63,16 @@ func (c *Client) BatchStatus(ctx context.Context, id string) (BatchProgress, err
 
 func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once bool) (BatchProgress, error) {
 	b, err := c.store.GetBatch(ctx, id)
+	// The record appears when a worker claims the batch's first item:
+	// waiting for the batch waits for that too.
+	for !once && errors.Is(err, jobs.ErrNotFound) {
+		select {
+		case <-ctx.Done():
+			return BatchProgress{}, fmt.Errorf("batch %s: no item claimed yet: %w", id, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		b, err = c.store.GetBatch(ctx, id)
+	}
 	if err != nil {
 		return BatchProgress{}, err
 	}

@@ -35,6 +35,7 @@ type Client struct {
 	// owner is the identity's ORIGIN.NAME that submissions are published
 	// under; the server refuses any other (jobs.JobSubject).
 	owner string
+	seal  *sealKey
 }
 
 // Options say how to reach a deployment's NATS. Empty fields fall back to
@@ -90,7 +91,7 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 // sandrun's layout, such as the scheduler). It submits as
 // jobs.AnonymousOwner until As names another owner.
 func New(store *jobs.Store) *Client {
-	return &Client{store: store, now: time.Now, owner: jobs.AnonymousOwner}
+	return &Client{store: store, now: time.Now, owner: jobs.AnonymousOwner, seal: &sealKey{}}
 }
 
 // As returns a copy of c that submits as owner (ORIGIN.NAME). The server
@@ -137,6 +138,13 @@ func (c *Client) Submit(ctx context.Context, spec jobs.Spec) (jobs.Spec, error) 
 	}
 	if spec.SubmittedAt.IsZero() {
 		spec.SubmittedAt = now
+	}
+	spec, err := c.Seal(ctx, spec)
+	if err != nil {
+		return jobs.Spec{}, err
+	}
+	if err := spec.Validate(); err != nil { // sealed values are longer
+		return jobs.Spec{}, err
 	}
 	if err := c.store.SubmitPipelined(ctx, spec, c.owner, spec.ID); err != nil {
 		if errors.Is(err, jobs.ErrExists) {

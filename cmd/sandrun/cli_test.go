@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,7 +89,15 @@ func TestSubmitBadInputNamesTheFieldAndPublishesNothing(t *testing.T) {
 func TestStatusLsLogsCancelDLQ(t *testing.T) {
 	t.Parallel()
 	url, _ := setup(t)
-	code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--secret-env", "TOKEN=hunter2", "--", "echo line1; echo line2 >&2")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A value on the command line is refused, naming the flag.
+	if code, _, errOut := sandrun(t, "submit", "--nats-url", url, "--secret-env", "TOKEN=hunter2", "--", "true"); code != 2 || !strings.Contains(errOut, "visible to every user") || strings.Contains(errOut, "hunter2") {
+		t.Fatalf("secret on argv: %d %q", code, errOut)
+	}
+	code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--secret-env", "TOKEN=@"+tokenFile, "--", "echo line1; echo line2 >&2")
 	if code != 0 {
 		t.Fatalf("submit: %d %s", code, errOut)
 	}

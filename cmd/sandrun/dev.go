@@ -78,6 +78,9 @@ func (c cli) dev(ctx context.Context, args []string) error {
 			return err
 		}
 		cfg.NATS.Creds = creds
+		if cfg.Worker.SecretsKeyFile == "" {
+			cfg.Worker.SecretsKeyFile = filepath.Join(*dir, "auth", "secrets.nk")
+		}
 	}
 	var servers []*server.Server
 	if *cluster == 1 {

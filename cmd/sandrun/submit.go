@@ -27,7 +27,7 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	fs.StringVar(&spec.Backend, "backend", "", "backend profile (default \"local\")")
 	timeout := fs.String("timeout", "", "run timeout, e.g. 30s (default 1h)")
 	fs.Func("env", "K=V environment variable (repeatable)", func(s string) error { envs = append(envs, s); return nil })
-	fs.Func("secret-env", "K=V secret environment variable, redacted everywhere it is shown (repeatable)", func(s string) error { secrets = append(secrets, s); return nil })
+	fs.Func("secret-env", "NAME: a secret variable whose value comes from this environment's $NAME (NAME=@FILE: from a file), sealed to the workers and masked in output; never a value on the command line (repeatable)", func(s string) error { secrets = append(secrets, s); return nil })
 	fs.Func("label", "K=V label (repeatable)", func(s string) error { labels = append(labels, s); return nil })
 	fs.StringVar(&spec.Cwd, "cwd", "", "working directory")
 	fs.StringVar(&spec.Session, "session", "", "run in the backend's persistent session of this key (docker: a shared container)")
@@ -73,11 +73,15 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	if err := addKV(&spec.Env, envs, "--env"); err != nil {
 		return err
 	}
-	if err := addKV(&spec.Env, secrets, "--secret-env"); err != nil {
-		return err
-	}
 	for _, s := range secrets {
-		k, _, _ := strings.Cut(s, "=")
+		k, v, err := secretValue(s, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		spec.Env[k] = v
 		spec.SecretEnv = append(spec.SecretEnv, k)
 	}
 	if err := addKV(&spec.Labels, labels, "--label"); err != nil {
@@ -168,6 +172,33 @@ func addKV(m *map[string]string, kvs []string, flagName string) error {
 		(*m)[k] = v
 	}
 	return nil
+}
+
+// secretValue reads a --secret-env argument: NAME takes the value of
+// $NAME, NAME=@FILE the contents of FILE (one trailing newline dropped).
+// A value written on the command line is refused: every user of the
+// machine can read a process's arguments.
+func secretValue(arg string, lookup func(string) (string, bool)) (name, value string, err error) {
+	name, src, hasSrc := strings.Cut(arg, "=")
+	if name == "" {
+		return "", "", usageErr("--secret-env %q: want NAME or NAME=@FILE", redactKV(arg))
+	}
+	if !hasSrc {
+		v, ok := lookup(name)
+		if !ok {
+			return "", "", usageErr("--secret-env %s: $%s is not set in this environment (or use %s=@FILE)", name, name, name)
+		}
+		return name, v, nil
+	}
+	file, ok := strings.CutPrefix(src, "@")
+	if !ok {
+		return "", "", usageErr("--secret-env %s=…: a secret value on the command line is visible to every user (ps); use --secret-env %s (from $%s) or %s=@FILE", name, name, name, name)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("--secret-env %s: %w", name, err)
+	}
+	return name, strings.TrimSuffix(string(data), "\n"), nil
 }
 
 // redactKV shows only the key of a malformed K=V argument.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -322,5 +323,72 @@ func TestEventsOfOneJobOnly(t *testing.T) {
 	}
 	if r.State != jobs.StateSucceeded || r.JobID != "iso" || out.String() != "from-x\n" || len(foreign) != 0 {
 		t.Fatalf("follow iso: %s %s output %q, foreign events %v", r.JobID, r.State, out.String(), foreign)
+	}
+}
+
+// A submitter's credentials are enough for a batch (the record is the
+// workers' to write), and another submitter cannot add items to it.
+func TestBatchOfASubmitter(t *testing.T) {
+	t.Parallel()
+	srv, m := sandruntest.SecureServer(t)
+	url := srv.ClientURL()
+	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
+	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
+	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
+	ctx := sandruntest.Ctx(t)
+	connectAs := func(name string) *client.Client {
+		creds, err := m.Mint(auth.Identity{Name: name, Role: auth.RoleSubmitter, Origin: "batch"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(t.TempDir(), name+".creds")
+		if err := os.WriteFile(f, creds, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.Connect(ctx, client.Options{URL: url, CredsFile: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	alice, mallory := connectAs("alice"), connectAs("mallory")
+	items := make([]jobs.Spec, 5)
+	for i := range items {
+		items[i] = jobs.Spec{Command: fmt.Sprintf("echo item %d", i)}
+	}
+	if _, err := alice.SubmitBatch(ctx, client.BatchOptions{ID: "eval-a", MaxParallel: 2}, items); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	p, err := alice.WaitBatch(wctx, "eval-a", client.WaitOptions{})
+	if err != nil || p.Total != 5 || p.Counts[jobs.StateSucceeded] != 5 {
+		t.Fatalf("batch: %+v %v", p, err)
+	}
+	b, err := admin.GetBatch(ctx, "eval-a")
+	if err != nil || b.Owner != "batch.alice" || b.MaxParallel != 2 || b.Total != 5 {
+		t.Fatalf("batch record %+v %v", b, err)
+	}
+	// mallory's item claiming to belong to alice's batch is refused.
+	spec := jobs.Spec{ID: jobs.BatchItemID("eval-a", 7), Command: "echo injected",
+		Labels: map[string]string{jobs.LabelBatch: "eval-a", jobs.LabelBatchIndex: "7", jobs.LabelBatchTotal: "8"}}
+	if _, err := mallory.Submit(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(admin)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		entries, _ := c.DLQ(ctx)
+		if len(entries) == 1 && strings.Contains(entries[0].Reason, "another submitter's") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the injected item was not refused: %+v", entries)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p, err := alice.BatchStatus(ctx, "eval-a"); err != nil || p.Total != 5 || p.Counts[jobs.StateSucceeded] != 5 {
+		t.Fatalf("alice's batch after the injection: %+v %v", p, err)
 	}
 }

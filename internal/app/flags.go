@@ -69,6 +69,7 @@ func registerDaemonFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.SchedulesFile, "schedules", c.SchedulesFile, "schedules YAML file")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text (default json)")
 	fs.IntVar(&c.Layout.Replicas, "replicas", c.Layout.Replicas, "stream and bucket replicas (1, or 3 on a cluster)")
+	fs.StringVar(&c.Worker.SecretsKeyFile, "secrets-key", c.Worker.SecretsKeyFile, "the workers' secrets key (DATA/auth/secrets.nk): opens secret_env values (worker.secrets_key_file)")
 }
 
 func applyEnv(c *Config) {

@@ -15,6 +15,7 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/scheduler"
+	"github.com/sandrun/sandrun/internal/secrets"
 	"github.com/sandrun/sandrun/internal/worker"
 )
 
@@ -47,6 +48,11 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		defer func() { _ = deps.Backends.Close() }()
 		if deps.Policy, err = cfg.Policy.Engine(); err != nil {
 			return err
+		}
+		if wcfg.SecretsKeyFile != "" {
+			if deps.Secrets, err = secrets.LoadKey(wcfg.SecretsKeyFile); err != nil {
+				return fmt.Errorf("worker.secrets_key_file: %w", err)
+			}
 		}
 		if err := deps.Backends.ValidateAll(ctx); err != nil {
 			return err

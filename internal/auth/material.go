@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/sandrun/sandrun/internal/secrets"
 )
 
 // Material is a deployment's trust root, kept in one directory readable
@@ -47,6 +49,11 @@ var Builtin = []Identity{
 	{Name: "submitter", Role: RoleSubmitter, Origin: "manual"},
 }
 
+// SecretsKeyPath is the workers' secrets key (a curve seed): submitters
+// seal secret_env values to its public half, and only workers given this
+// file can open them. Ensure makes it.
+func (m *Material) SecretsKeyPath() string { return filepath.Join(m.Dir, "secrets.nk") }
+
 // CredsPath is where Ensure keeps the built-in identity name's creds.
 func (m *Material) CredsPath(name string) string { return filepath.Join(m.Dir, name+".creds") }
 
@@ -54,7 +61,11 @@ func (m *Material) CredsPath(name string) string { return filepath.Join(m.Dir, n
 // processes making it at once agree: one's directory wins, atomically.
 func Ensure(dir string) (*Material, error) {
 	if _, err := os.Stat(filepath.Join(dir, "account.jwt")); err == nil {
-		return Load(dir)
+		m, err := Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		return m, m.ensureSecretsKey()
 	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o700); err != nil {
 		return nil, fmt.Errorf("auth dir: %w", err)
@@ -74,7 +85,35 @@ func Ensure(dir string) (*Material, error) {
 			return nil, fmt.Errorf("auth dir %s: %w", dir, err)
 		}
 	}
-	return Load(dir)
+	m, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return m, m.ensureSecretsKey()
+}
+
+// ensureSecretsKey makes the secrets key of material made before it
+// existed (O_EXCL: two processes agree on one).
+func (m *Material) ensureSecretsKey() error {
+	if _, err := os.Stat(m.SecretsKeyPath()); err == nil {
+		return nil
+	}
+	seed, err := secrets.NewKeySeed()
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(m.SecretsKeyPath(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("auth: secrets key: %w", err)
+	}
+	if _, err := f.Write(seed); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func generate(dir string) error {

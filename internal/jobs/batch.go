@@ -20,6 +20,11 @@ import (
 const (
 	LabelBatch      = "sandrun_batch"
 	LabelBatchIndex = "sandrun_batch_index"
+	// LabelBatchTotal and LabelBatchMaxParallel carry the batch's size
+	// and bound on every item: the worker that first claims an item
+	// writes the batch record from them (submitters write no record).
+	LabelBatchTotal       = "sandrun_batch_total"
+	LabelBatchMaxParallel = "sandrun_batch_max_parallel"
 	// MaxBatchIDLen leaves room in a job ID for the item index.
 	MaxBatchIDLen = 100
 )
@@ -28,7 +33,10 @@ var batchIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
 
 // Batch is a batch's record, stored under BatchKey.
 type Batch struct {
-	ID        string            `json:"id"`
+	ID string `json:"id"`
+	// Owner is the ORIGIN.NAME whose items made the batch: items of
+	// another owner are refused.
+	Owner     string            `json:"owner,omitempty"`
 	Total     int               `json:"total"`
 	Queue     string            `json:"queue,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
@@ -101,6 +109,18 @@ func (s *Store) PutBatch(ctx context.Context, b Batch) error {
 		return nil
 	}
 	return err
+}
+
+// BatchOf returns the batch record an item's labels describe, owned by
+// owner, or false for a job that is not a batch item.
+func BatchOf(spec Spec, owner string, now time.Time) (Batch, bool) {
+	id := spec.Labels[LabelBatch]
+	if id == "" {
+		return Batch{}, false
+	}
+	total, _ := strconv.Atoi(spec.Labels[LabelBatchTotal])
+	maxPar, _ := strconv.Atoi(spec.Labels[LabelBatchMaxParallel])
+	return Batch{ID: id, Owner: owner, Total: total, Queue: spec.Queue, CreatedAt: now, MaxParallel: max(maxPar, 0)}, true
 }
 
 // GetBatch reads a batch's record.

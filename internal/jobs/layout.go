@@ -123,6 +123,11 @@ func ParseCancelKey(key string) (owner Owner, id string, ok bool) {
 	return Owner{Origin: Origin(parts[0]), Name: parts[1]}, parts[2], true
 }
 
+// SealKey is the jobstate key holding the workers' public curve key:
+// submitters seal secret_env values to it. Only workers (and admins) may
+// write it.
+const SealKey = "sealkey"
+
 // kvSubject is the stream subject behind key in the jobstate bucket.
 func kvSubject(key string) string { return "$KV." + BucketState + "." + key }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/policy"
+	"github.com/sandrun/sandrun/internal/secrets"
 	"github.com/sandrun/sandrun/internal/worker"
 )
 
@@ -204,7 +206,7 @@ func StartWorkerWith(t testing.TB, st *jobs.Store, cfg worker.Config, reg *backe
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	w, err := worker.New(cfg, worker.Deps{Store: st, Backends: reg, Policy: pol, Metrics: m, Logger: Logger(t)})
+	w, err := worker.New(cfg, worker.Deps{Store: st, Backends: reg, Policy: pol, Metrics: m, Logger: Logger(t), Secrets: SecretsKey(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +221,27 @@ func StartWorkerWith(t testing.TB, st *jobs.Store, cfg worker.Config, reg *backe
 		}
 	}()
 	t.Cleanup(tw.Stop)
+	WaitSealKey(t, st)
 	return tw
+}
+
+// WaitSealKey waits until a worker has published the secrets key that
+// clients seal secret_env values to (at the start of its Run).
+func WaitSealKey(t testing.TB, st *jobs.Store) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := st.State.Get(ctx, jobs.SealKey)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no secrets key published: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Client returns a client over st.
@@ -335,4 +357,36 @@ func Queued(t testing.TB, st *jobs.Store) []jobs.Spec {
 		out = append(out, spec)
 	}
 	return out
+}
+
+var secretsKey struct {
+	sync.Once
+	key *secrets.Key
+	err error
+}
+
+// SecretsKey is the workers' secrets key of every test worker in this
+// process (workers of one deployment must share theirs).
+func SecretsKey(t testing.TB) *secrets.Key {
+	t.Helper()
+	secretsKey.Do(func() {
+		seed, err := secrets.NewKeySeed()
+		if err != nil {
+			secretsKey.err = err
+			return
+		}
+		f, err := os.CreateTemp("", "sandrun-test-secrets-*.nk")
+		if err != nil {
+			secretsKey.err = err
+			return
+		}
+		defer func() { _ = os.Remove(f.Name()) }()
+		_, _ = f.Write(seed)
+		_ = f.Close()
+		secretsKey.key, secretsKey.err = secrets.LoadKey(f.Name())
+	})
+	if secretsKey.err != nil {
+		t.Fatal(secretsKey.err)
+	}
+	return secretsKey.key
 }

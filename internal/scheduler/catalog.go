@@ -80,6 +80,12 @@ func (c *Catalog) Put(ctx context.Context, s Schedule, keepSuspended bool) error
 			s.Suspended = old.Suspended
 		}
 	}
+	// Secret values are kept sealed to the workers, like a job's.
+	job, err := c.client.Seal(ctx, s.Job)
+	if err != nil {
+		return fmt.Errorf("schedules.%s.job: %w", s.Name, err)
+	}
+	s.Job = job
 	data, err := json.Marshal(s)
 	if err != nil {
 		return err

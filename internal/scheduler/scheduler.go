@@ -361,7 +361,11 @@ func (f *firer) handle(ctx context.Context, slot time.Time, kind string) {
 func (f *firer) submit(ctx context.Context, spec jobs.Spec) error {
 	now := f.s.cfg.Now().UTC()
 	spec.SubmittedAt = now
-	err := f.s.store.SubmitPipelined(ctx, spec, f.s.cfg.Owner, spec.ID)
+	spec, err := f.s.client.Seal(ctx, spec)
+	if err != nil {
+		return err
+	}
+	err = f.s.store.SubmitPipelined(ctx, spec, f.s.cfg.Owner, spec.ID)
 	if errors.Is(err, jobs.ErrExists) {
 		// Fired before (by a leader that died before recording the slot):
 		// the dispatch above was deduplicated or is a harmless copy.

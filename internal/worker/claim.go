@@ -80,6 +80,16 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		// A first claim: the record is the worker's to write, with the
 		// owner and origin the message's subject vouches for.
 		spec.Origin = owner.Origin
+		if err := w.ensureBatch(ctx, spec, owner.String()); err != nil {
+			j.releaseQuiet(ctx)
+			if errors.Is(err, errForeignBatch) {
+				w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "labels." + jobs.LabelBatch, Msg: err.Error()})
+				return
+			}
+			log.Warn("claim: batch record", "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
 		run = jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
 		runRev, err = w.store.CreateRun(ctx, run)
 	}
@@ -157,6 +167,9 @@ func decodeMessage(queue, subject string, data []byte) (jobs.Spec, jobs.Owner, e
 	}
 	if spec.Queue != queue {
 		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "queue", Msg: fmt.Sprintf("is %q but the message was published to queue %q", spec.Queue, queue)}
+	}
+	if err := checkSealed(spec); err != nil {
+		return jobs.Spec{}, jobs.Owner{}, err
 	}
 	return spec, owner, nil
 }

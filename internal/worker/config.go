@@ -16,6 +16,7 @@ import (
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/metrics"
 	"github.com/sandrun/sandrun/internal/policy"
+	"github.com/sandrun/sandrun/internal/secrets"
 )
 
 // Config tunes a worker. Zero fields get defaults from WithDefaults.
@@ -57,6 +58,10 @@ type Config struct {
 	LiveOutputMax int64 `yaml:"live_output_max"`
 	// SpoolDir holds output while a job runs. Default: the OS temp dir.
 	SpoolDir string `yaml:"spool_dir"`
+	// SecretsKeyFile is the workers' secrets key (DATA/auth/secrets.nk of
+	// the deployment; the same on every worker): it opens the secret_env
+	// values submitters sealed. Without it, jobs with secrets fail.
+	SecretsKeyFile string `yaml:"secrets_key_file"`
 }
 
 var queueRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
@@ -143,6 +148,9 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Secrets opens the secret_env values submitters sealed to the
+	// workers' key; nil: this worker runs no job with secrets.
+	Secrets *secrets.Key
 }
 
 func (d Deps) validate() error {

@@ -11,6 +11,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/lease"
+	"github.com/sandrun/sandrun/internal/secrets"
 )
 
 // job is one claimed attempt.
@@ -63,9 +64,14 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
 		return
 	}
+	env, secretValues, err := w.openEnv(j.spec)
+	if err != nil {
+		j.failed(ctx, err.Error(), false)
+		return
+	}
 	bspec := backends.Spec{
 		JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Deployment: w.store.Deployment, Command: j.spec.Command,
-		Dir: j.spec.Cwd, Env: j.spec.Env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: j.spec.Session,
+		Dir: j.spec.Cwd, Env: env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: sessionKey(j.run, j.spec.Session),
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)
 	if err != nil {
@@ -98,8 +104,12 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		w.m.SubmitToStart.Observe(j.started.Sub(j.spec.SubmittedAt).Seconds())
 	}
 	w.m.JobsRunning.WithLabelValues(j.spec.Queue).Inc()
-	j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: j.stdout, Stderr: j.stderr})
+	// Secret values never reach the stored or streamed output, even when
+	// the command prints them (echo $TOKEN, set -x).
+	stdout, stderr := secrets.NewMasker(j.stdout, secretValues), secrets.NewMasker(j.stderr, secretValues)
+	j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: stdout, Stderr: stderr})
 	tcancel()
+	_, _ = stdout.Flush(), stderr.Flush()
 	if f, ok := be.(backends.Finisher); ok {
 		j.ran, j.bspec = f, bspec
 	}
@@ -326,3 +336,12 @@ func (j *job) retryWrite(ctx context.Context, what string, write func() error) e
 }
 
 func retryMsgID(id string, attempt int) string { return fmt.Sprintf("%s.a%d.retry", id, attempt) }
+
+// sessionKey scopes a job's session key to its owner: two submitters who
+// pick the same key never share a session (a container, a sandbox).
+func sessionKey(run jobs.Run, key string) string {
+	if key == "" {
+		return ""
+	}
+	return run.OwnerString() + "." + key
+}

@@ -39,7 +39,7 @@ func TestJobLogLinesAreStructured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(sandruntest.FastConfig(), worker.Deps{Store: e.st, Backends: reg, Policy: pol, Metrics: metrics.New(), Logger: log})
+	w, err := worker.New(sandruntest.FastConfig(), worker.Deps{Store: e.st, Backends: reg, Policy: pol, Metrics: metrics.New(), Logger: log, Secrets: sandruntest.SecretsKey(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,7 @@ func TestJobLogLinesAreStructured(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
+	sandruntest.WaitSealKey(t, e.st)
 
 	const secret = "hunter2-do-not-log"
 	for _, spec := range []jobs.Spec{

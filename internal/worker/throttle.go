@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -44,7 +45,7 @@ type batchLimit struct {
 }
 
 // limit returns batch's max_parallel (0: none), from the cache when fresh.
-func (w *Worker) batchLimit(ctx context.Context, batch string) (int, error) {
+func (w *Worker) batchLimit(ctx context.Context, spec jobs.Spec, batch string) (int, error) {
 	c := &w.limits
 	now := w.now()
 	c.mu.Lock()
@@ -55,7 +56,8 @@ func (w *Worker) batchLimit(ctx context.Context, batch string) (int, error) {
 	}
 	b, err := w.store.GetBatch(ctx, batch)
 	if errors.Is(err, jobs.ErrNotFound) {
-		b = jobs.Batch{} // a label without a batch record: no bound
+		// No item claimed yet: the bound its labels carry.
+		b, _ = jobs.BatchOf(spec, "", now)
 	} else if err != nil {
 		return 0, err
 	}
@@ -85,7 +87,7 @@ func (w *Worker) takeBatchSlot(ctx context.Context, spec jobs.Spec) (*batchSlot,
 	if batch == "" {
 		return nil, false, nil
 	}
-	n, err := w.batchLimit(ctx, batch)
+	n, err := w.batchLimit(ctx, spec, batch)
 	if err != nil || n <= 0 {
 		return nil, false, err
 	}
@@ -139,4 +141,42 @@ func throttleDelay(msg jetstream.Msg) time.Duration {
 	}
 	d := min(250*time.Millisecond<<min(n-1, 5), throttleRecheckMax)
 	return d/2 + rand.N(d/2+1)
+}
+
+// errForeignBatch refuses an item whose batch ID is another owner's.
+var errForeignBatch = errors.New("the batch is another submitter's")
+
+// ensureBatch writes the record of the batch spec is an item of, at the
+// item's first claim (once per batch and worker: known batches are
+// remembered), and refuses an item of another owner's batch.
+func (w *Worker) ensureBatch(ctx context.Context, spec jobs.Spec, owner string) error {
+	b, ok := jobs.BatchOf(spec, owner, w.now().UTC())
+	if !ok {
+		return nil
+	}
+	c := &w.batchOwners
+	c.mu.Lock()
+	known, seen := c.m[b.ID]
+	c.mu.Unlock()
+	if !seen {
+		err := w.store.PutBatch(ctx, b)
+		if err != nil && !errors.Is(err, jobs.ErrExists) {
+			return err
+		}
+		rec, gerr := w.store.GetBatch(ctx, b.ID)
+		if gerr != nil {
+			return gerr
+		}
+		known = rec.Owner
+		c.mu.Lock()
+		if c.m == nil || len(c.m) > 10_000 {
+			c.m = map[string]string{}
+		}
+		c.m[b.ID] = known
+		c.mu.Unlock()
+	}
+	if known != "" && known != owner {
+		return fmt.Errorf("%w: %q belongs to %s, this item came from %s", errForeignBatch, b.ID, known, owner)
+	}
+	return nil
 }

@@ -37,6 +37,12 @@ type Worker struct {
 	slots chan struct{}
 
 	limits batchLimits // throttled batches' max_parallel
+	// batchOwners remembers the owner of each batch whose record this
+	// worker wrote or read (ensureBatch).
+	batchOwners struct {
+		mu sync.Mutex
+		m  map[string]string
+	}
 
 	mu      sync.Mutex
 	running map[string]runningJob // job id -> its owner and cancel
@@ -110,6 +116,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 		consumers[q] = c
+	}
+	if err := w.publishSealKey(ctx); err != nil {
+		return err
 	}
 	w.m.Slots.Set(float64(w.cfg.Slots))
 	w.initSeries()

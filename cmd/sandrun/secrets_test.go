@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+	"github.com/sandrun/sandrun/internal/scheduler"
+)
+
+// Secret values travel sealed and never land anywhere in the clear: not
+// in any stream or bucket (job messages, records, results, events, output
+// objects, the DLQ), not on the server's disk, and not in what `logs`,
+// `status` and live events show — even from jobs that print them, fail,
+// or die into the DLQ.
+func TestSecretsNeverStoredOrShownInTheClear(t *testing.T) {
+	t.Parallel()
+	srv, m := sandruntest.SecureServer(t)
+	url := srv.ClientURL()
+	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
+	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
+	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
+	ctx := sandruntest.Ctx(t)
+	c := client.New(admin)
+
+	raw := make([]byte, 12)
+	_, _ = rand.Read(raw)
+	secret := "sk-live-" + hex.EncodeToString(raw)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(args ...string) string {
+		t.Helper()
+		args = append([]string{"submit", "--nats-url", url, "--creds", m.CredsPath("admin"), "--secret-env", "TOKEN=@" + tokenFile}, args...)
+		code, out, errOut := sandrun(t, args...)
+		if code != 0 {
+			t.Fatalf("submit %v: %d %s", args, code, errOut)
+		}
+		return strings.TrimSpace(out)
+	}
+	printer := submit("--", `echo "token=$TOKEN"; echo "$TOKEN" >&2; set -x; : "$TOKEN"`)
+	// Printed a character at a time: the value reaches the worker split
+	// over many writes.
+	trickle := submit("--", `printf '%s\n' "$TOKEN" | fold -w1 | while read -r c; do printf %s "$c"; sleep 0.01; done; echo`)
+	// Past the live-output chunk and the result's head: the value sits in
+	// the object only.
+	big := submit("--", `head -c 100000 /dev/zero | tr '\0' x; echo "$TOKEN"; head -c 100000 /dev/zero | tr '\0' y`)
+	failing := submit("--max-attempts", "1", "--", `echo "$TOKEN"; exit 3`)
+	dead := submit("--max-attempts", "2", "--", `echo "$TOKEN" >&2; exit 4`)
+
+	// A schedule's secrets are stored sealed as well.
+	if err := scheduler.NewCatalog(admin).Put(ctx, scheduler.Schedule{Name: "nightly-secret", Cron: "@daily",
+		Job: jobs.Spec{Command: `curl -H "Authorization: $TOKEN" example.invalid`, Env: map[string]string{"TOKEN": secret}, SecretEnv: []string{"TOKEN"}}}, false); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]jobs.State{printer: jobs.StateSucceeded, trickle: jobs.StateSucceeded, big: jobs.StateSucceeded,
+		failing: jobs.StateFailed, dead: jobs.StateDead}
+	for id, state := range want {
+		if r := sandruntest.WaitResult(t, c, id, 60*time.Second); r.State != state {
+			t.Fatalf("job %s: %s, want %s", id, r.State, state)
+		}
+	}
+
+	// What people see: masked.
+	code, out, errOut := sandrun(t, "logs", "--nats-url", url, "--creds", m.CredsPath("admin"), printer)
+	if code != 0 || out != "token=[REDACTED]\n" || !strings.Contains(errOut, "[REDACTED]") || strings.Contains(out+errOut, secret) {
+		t.Fatalf("logs: %d %q %q", code, out, errOut)
+	}
+	if _, out, _ = sandrun(t, "logs", "--nats-url", url, "--creds", m.CredsPath("admin"), trickle); out != "[REDACTED]\n" {
+		t.Fatalf("logs of the trickled secret: %q", out)
+	}
+	if _, out, _ = sandrun(t, "logs", "--nats-url", url, "--creds", m.CredsPath("admin"), big); !strings.Contains(out, "x[REDACTED]\ny") || len(out) != 200000+len("[REDACTED]\n") {
+		t.Fatalf("logs of the big output: %d bytes, masked value present: %v", len(out), strings.Contains(out, "x[REDACTED]\ny"))
+	}
+	if _, out, _ = sandrun(t, "status", "--nats-url", url, "--creds", m.CredsPath("admin"), "--json", failing); !strings.Contains(out, jobs.Redacted) || strings.Contains(out, secret) {
+		t.Fatalf("status --json: %s", out)
+	}
+	var events bytes.Buffer
+	if _, err := c.Follow(ctx, printer, client.FollowOptions{Stdout: &events, Stderr: &events, Events: func(e jobs.Event) {
+		events.WriteString(e.Message)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(events.String(), secret) || !strings.Contains(events.String(), "[REDACTED]") {
+		t.Fatalf("live events: %q", events.String())
+	}
+
+	// What is stored: every message of every stream — job messages, KV
+	// buckets (records, results, schedules, workers), events, DLQ and the
+	// output objects' chunks — read back through the API.
+	scanned := 0
+	for name := range admin.JS.StreamNames(ctx).Name() {
+		s, err := admin.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+			msg, err := s.GetMsg(ctx, seq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s #%d: %v", name, seq, err)
+			}
+			scanned++
+			hdr := ""
+			for k, v := range msg.Header {
+				hdr += k + strings.Join(v, ",")
+			}
+			if bytes.Contains(msg.Data, []byte(secret)) || strings.Contains(hdr, secret) || strings.Contains(msg.Subject, secret) {
+				t.Errorf("stream %s message %d (%s) holds the secret in the clear", name, seq, msg.Subject)
+			}
+		}
+	}
+	if scanned < 40 {
+		t.Fatalf("scanned %d messages: the search saw too little to mean anything", scanned)
+	}
+	// The DLQ entry exists (its stored copy was among the messages above).
+	entries, err := c.DLQ(ctx)
+	if err != nil || len(entries) != 1 || entries[0].Spec == nil || entries[0].Spec.Env["TOKEN"] == secret {
+		t.Fatalf("dlq: %+v %v", entries, err)
+	}
+
+	// And the server's data directory, file by file.
+	dataDir := filepath.Dir(filepath.Clean(srv.JetStreamConfig().StoreDir))
+	files := 0
+	err = filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("%s holds the secret in the clear", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 10 {
+		t.Fatalf("searched %d files under %s", files, dataDir)
+	}
+}
+
+// A spec whose secret value is not sealed (published around the client)
+// is refused before anything stores it, and its DLQ copy hides the value.
+func TestUnsealedSecretRefused(t *testing.T) {
+	t.Parallel()
+	url, st := setup(t)
+	_ = url
+	c := client.New(st)
+	ctx := sandruntest.Ctx(t)
+	spec := jobs.Spec{ID: "plain-secret", Queue: "default", Command: "true", Env: map[string]string{"T": "plaintext-value"}, SecretEnv: []string{"T"}}.WithDefaults()
+	if err := st.PublishJob(ctx, spec, c.Owner(), spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		entries, _ := c.DLQ(ctx)
+		if len(entries) == 1 {
+			if !strings.Contains(entries[0].Reason, "secret_env.T") || strings.Contains(entries[0].Raw, "plaintext-value") {
+				t.Fatalf("dlq entry %+v", entries[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the unsealed spec was not refused")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := c.Status(ctx, "plain-secret"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("a record was written for the refused spec: %v", err)
+	}
+}

@@ -1,0 +1,75 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/secrets"
+)
+
+// publishSealKey makes the worker's public secrets key the one submitters
+// seal to. Every worker of a deployment must hold the same key: a worker
+// with another refuses to start rather than fail every job with secrets.
+func (w *Worker) publishSealKey(ctx context.Context) error {
+	k := w.deps.Secrets
+	if k == nil {
+		return nil
+	}
+	_, err := w.store.State.Create(ctx, jobs.SealKey, []byte(k.Public()))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		e, gerr := w.store.State.Get(ctx, jobs.SealKey)
+		if gerr != nil {
+			return fmt.Errorf("secrets key: %w", gerr)
+		}
+		if string(e.Value()) != k.Public() {
+			return fmt.Errorf("secrets_key_file: this worker's key (%s) is not the deployment's (%s): give every worker the same key file", k.Public(), e.Value())
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("secrets key: publish: %w", err)
+	}
+	return nil
+}
+
+// checkSealed refuses a spec that carries a secret value in the clear: it
+// would be stored so in the job record. (The dispatch message itself is
+// removed when the job is refused.)
+func checkSealed(spec jobs.Spec) error {
+	for _, k := range spec.SecretEnv {
+		if !secrets.IsSealed(spec.Env[k]) {
+			return &jobs.FieldError{Field: "secret_env." + k, Msg: "is not sealed to the workers' key (submit through the client, which seals it)"}
+		}
+	}
+	return nil
+}
+
+// openEnv returns the job's environment with its secret values opened,
+// and those values, to be masked in its output.
+func (w *Worker) openEnv(spec jobs.Spec) (env map[string]string, values []string, err error) {
+	if len(spec.SecretEnv) == 0 {
+		return spec.Env, nil, nil
+	}
+	if w.deps.Secrets == nil {
+		return nil, nil, fmt.Errorf("secret_env: worker %s has no secrets key (secrets_key_file) to open them", w.cfg.Name)
+	}
+	env = make(map[string]string, len(spec.Env))
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	for _, k := range spec.SecretEnv {
+		plain, err := w.deps.Secrets.Open(spec.Env[k])
+		if err != nil {
+			return nil, nil, fmt.Errorf("secret_env.%s: %w", k, err)
+		}
+		env[k] = plain
+		values = append(values, plain)
+	}
+	slices.Sort(values)
+	return env, slices.Compact(values), nil
+}
