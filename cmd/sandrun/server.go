@@ -31,6 +31,9 @@ func (c cli) server(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.Cluster.NoAdvertise, "no-advertise", false, "do not tell clients the other nodes' URLs (nodes behind a proxy or load balancer)")
 	fs.StringVar(&cfg.HTTPHost, "http-host", "127.0.0.1", "monitoring listen host (the endpoints need no credentials)")
 	fs.StringVar(&authDir, "auth", "", "credentials directory, the same for every node of a cluster (default: DATA/auth, made on first start)")
+	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve clients over TLS with this certificate (PEM); a cluster node also routes over mutual TLS")
+	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's key (PEM)")
+	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "CA that signed every node's certificate (required for a cluster node with TLS)")
 	fs.BoolVar(&noAuth, "no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks and drills only)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -68,6 +68,9 @@ func StartCluster(ctx context.Context, dir string, n int, base EmbeddedConfig) (
 	if base.Auth != nil {
 		opts = append(opts, nats.UserCredentials(base.Auth.CredsPath("admin")))
 	}
+	if base.TLS.CA != "" {
+		opts = append(opts, nats.RootCAs(base.TLS.CA))
+	}
 	if err := WaitJetStream(ctx, ClusterURL(servers), min(n, 3), opts...); err != nil {
 		stop()
 		return nil, err

@@ -52,6 +52,48 @@ type EmbeddedConfig struct {
 	// EncryptionKey, when set, encrypts the JetStream store at rest
 	// (ChaCha20-Poly1305).
 	EncryptionKey string
+	// TLS, when its Cert is set, serves clients over TLS and, on a
+	// cluster node, routes over mutual TLS (every node's certificate
+	// signed by CA).
+	TLS TLSFiles
+}
+
+// TLSFiles are PEM files: a server's certificate and key, and the CA that
+// signed the cluster's certificates.
+type TLSFiles struct {
+	Cert, Key, CA string
+}
+
+func (t TLSFiles) configure(opts *server.Options) error {
+	if t.Cert == "" && t.Key == "" {
+		if t.CA != "" {
+			return errors.New("embedded nats: tls: a CA without a certificate and key")
+		}
+		return nil
+	}
+	if t.Cert == "" || t.Key == "" {
+		return errors.New("embedded nats: tls: the certificate and the key go together")
+	}
+	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.CA})
+	if err != nil {
+		return fmt.Errorf("embedded nats: tls: %w", err)
+	}
+	opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 2
+	opts.TLSCert, opts.TLSKey, opts.TLSCaCert = t.Cert, t.Key, t.CA
+	if opts.Cluster.Name != "" {
+		if t.CA == "" {
+			return errors.New("embedded nats: tls: a cluster node needs the CA (--tls-ca) to verify the other nodes")
+		}
+		rc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.CA, Verify: true})
+		if err != nil {
+			return fmt.Errorf("embedded nats: route tls: %w", err)
+		}
+		// A node is both client and server of its routes: the CA verifies
+		// the peers it dials too (as nats-server's config parser does).
+		rc.RootCAs = rc.ClientCAs
+		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = rc, 2
+	}
+	return nil
 }
 
 // ClusterConfig makes an embedded server one node of a cluster.
@@ -110,6 +152,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
+	}
+	if err := cfg.TLS.configure(opts); err != nil {
+		return nil, err
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "sandrun-embedded"
