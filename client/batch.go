@@ -176,6 +176,9 @@ func (v BatchView) Done() int {
 // watches (one pass over the keys each, not one request per item).
 func (c *Client) Batch(ctx context.Context, id string) (BatchView, error) {
 	b, err := c.store.GetBatch(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return BatchView{}, fmt.Errorf("%w (workers write a batch's record when they claim its first item)", err)
+	}
 	if err != nil {
 		return BatchView{}, err
 	}

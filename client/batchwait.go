@@ -73,6 +73,9 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 		}
 		b, err = c.store.GetBatch(ctx, id)
 	}
+	if errors.Is(err, jobs.ErrNotFound) {
+		return BatchProgress{}, fmt.Errorf("%w (workers write a batch's record when they claim its first item)", err)
+	}
 	if err != nil {
 		return BatchProgress{}, err
 	}

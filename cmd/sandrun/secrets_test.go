@@ -27,11 +27,7 @@ import (
 // or die into the DLQ.
 func TestSecretsNeverStoredOrShownInTheClear(t *testing.T) {
 	t.Parallel()
-	srv, m := sandruntest.SecureServer(t)
-	url := srv.ClientURL()
-	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
-	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
-	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
+	url, m, admin := secureSetup(t)
 	ctx := sandruntest.Ctx(t)
 	c := client.New(admin)
 
@@ -140,7 +136,7 @@ func TestSecretsNeverStoredOrShownInTheClear(t *testing.T) {
 	}
 
 	// And the server's data directory, file by file.
-	dataDir := filepath.Dir(filepath.Clean(srv.JetStreamConfig().StoreDir))
+	dataDir := filepath.Dir(m.Dir) // the server's data directory: auth/, js/, jetstream.key
 	files := 0
 	err = filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -23,6 +23,33 @@ import (
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
+// secureSetup is a deployment as `sandrun dev` makes it — credentials
+// required, store encrypted — with a worker on its worker credentials. It
+// returns the URL, the credentials and a store opened as admin.
+func secureSetup(t *testing.T) (string, *auth.Material, *jobs.Store) {
+	t.Helper()
+	srv, m := sandruntest.SecureServer(t)
+	url := srv.ClientURL()
+	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
+	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
+	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
+	return url, m, admin
+}
+
+// mintFile writes a .creds file for a new identity.
+func mintFile(t *testing.T, m *auth.Material, id auth.Identity) string {
+	t.Helper()
+	creds, err := m.Mint(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), id.Name+".creds")
+	if err := os.WriteFile(f, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // homeWithMarker is a HOME for `rm -rf ~`: dangerous to the policy,
 // harmless here, and its marker tells whether the command ran.
 func homeWithMarker(t *testing.T) (home, marker string) {
@@ -44,19 +71,8 @@ func homeWithMarker(t *testing.T) (home, marker string) {
 // denied; the operator's identity asking for approve runs the command.
 func TestPolicyAuthorityComesFromTheIdentity(t *testing.T) {
 	t.Parallel()
-	srv, m := sandruntest.SecureServer(t)
-	url := srv.ClientURL()
-	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
-	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
-	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
-	creds, err := m.Mint(auth.Identity{Name: "agent-7", Role: auth.RoleSubmitter, Origin: "subagent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := filepath.Join(t.TempDir(), "agent.creds")
-	if err := os.WriteFile(agent, creds, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	url, m, admin := secureSetup(t)
+	agent := mintFile(t, m, auth.Identity{Name: "agent-7", Role: auth.RoleSubmitter, Origin: "subagent"})
 	c := client.New(admin)
 	ctx := sandruntest.Ctx(t)
 
@@ -126,25 +142,14 @@ func TestPolicyAuthorityComesFromTheIdentity(t *testing.T) {
 // and the first job is untouched.
 func TestJobIDOfAnotherOwnerIsRefused(t *testing.T) {
 	t.Parallel()
-	srv, m := sandruntest.SecureServer(t)
-	url := srv.ClientURL()
-	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
-	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
-	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
+	url, m, admin := secureSetup(t)
 	c := client.New(admin)
 	ctx := sandruntest.Ctx(t)
 	if _, err := c.As("manual.bob").Submit(ctx, jobs.Spec{ID: "shared-id", Command: "echo bob"}); err != nil {
 		t.Fatal(err)
 	}
 	first := sandruntest.WaitResult(t, c, "shared-id", 30*time.Second)
-	mallory, err := m.Mint(auth.Identity{Name: "mallory", Role: auth.RoleSubmitter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "m.creds")
-	if err := os.WriteFile(f, mallory, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f := mintFile(t, m, auth.Identity{Name: "mallory", Role: auth.RoleSubmitter})
 	mc, err := client.Connect(ctx, client.Options{URL: url, CredsFile: f})
 	if err != nil {
 		t.Fatal(err)
@@ -330,21 +335,10 @@ func TestEventsOfOneJobOnly(t *testing.T) {
 // workers' to write), and another submitter cannot add items to it.
 func TestBatchOfASubmitter(t *testing.T) {
 	t.Parallel()
-	srv, m := sandruntest.SecureServer(t)
-	url := srv.ClientURL()
-	admin := sandruntest.StoreAs(t, url, m.CredsPath("admin"), jobs.LayoutConfig{})
-	wst := sandruntest.StoreAs(t, url, m.CredsPath("worker"), jobs.LayoutConfig{KeepSchedules: true})
-	sandruntest.StartWorker(t, wst, sandruntest.FastConfig())
+	url, m, admin := secureSetup(t)
 	ctx := sandruntest.Ctx(t)
 	connectAs := func(name string) *client.Client {
-		creds, err := m.Mint(auth.Identity{Name: name, Role: auth.RoleSubmitter, Origin: "batch"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(t.TempDir(), name+".creds")
-		if err := os.WriteFile(f, creds, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		f := mintFile(t, m, auth.Identity{Name: name, Role: auth.RoleSubmitter, Origin: "batch"})
 		c, err := client.Connect(ctx, client.Options{URL: url, CredsFile: f})
 		if err != nil {
 			t.Fatal(err)
