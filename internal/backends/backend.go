@@ -134,6 +134,10 @@ type Capabilities struct {
 	ResumableOutput bool
 	// ResourceUsage: Result carries CPU time and peak RSS.
 	ResourceUsage bool
+	// Shell is the shell that runs `Shell -c Command` (a path or a name);
+	// empty means /bin/sh. The approval policy parses commands in its
+	// dialect.
+	Shell string
 }
 
 // ErrPermanent marks a backend error that retrying cannot fix (bad image,

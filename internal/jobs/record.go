@@ -112,6 +112,8 @@ type PolicyRecord struct {
 	Capped    bool          `json:"capped,omitempty"` // the worker ceiling lowered the requested mode
 	Reason    string        `json:"reason,omitempty"`
 	Matches   []PolicyMatch `json:"matches,omitempty"`
+	// Shell is the dialect the command was read in (sh or bash).
+	Shell string `json:"shell,omitempty"`
 }
 
 // PolicyMatch is one rule that fired, with where in the command.

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -74,6 +75,16 @@ func (s Shell) other() Shell {
 func shellOf(program string) Shell {
 	switch program {
 	case "bash", "rbash", "ksh", "ksh93", "mksh", "zsh", "fish", "csh", "tcsh":
+		return ShellBash
+	}
+	return ShellSh
+}
+
+// ShellOf is the dialect of the shell at path (or named name): bash for
+// bash, sh for everything else a backend runs as `SHELL -c` (sh, dash,
+// ash, busybox), which is the stricter reading.
+func ShellOf(path string) Shell {
+	if filepath.Base(path) == "bash" {
 		return ShellBash
 	}
 	return ShellSh

@@ -87,7 +87,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		j.finish(ctx, r)
 		return
 	}
-	dec := w.judge(j, isolated)
+	dec := w.judge(j, isolated, be.Capabilities().Shell)
 	if !dec.Allow {
 		r := j.result(jobs.StateDenied, dec.Reason)
 		r.Rule = dec.Rule

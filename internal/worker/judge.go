@@ -36,16 +36,23 @@ func (w *Worker) hostAccess(ctx context.Context, be backends.Backend, spec backe
 // judge asks the approval policy about the job's command, and records the
 // decision with the job (result, event, metrics). An isolated workload
 // skips the host-only rules and nothing else.
-func (w *Worker) judge(j *job, isolated bool) policy.Decision {
+func (w *Worker) judge(j *job, isolated bool, shell string) policy.Decision {
 	// The origin is the owner's, as the subject of the job's message
 	// vouched for; the spec's own origin field is never trusted.
 	origin := j.spec.Origin
 	if j.run.Owner.Name != "" {
 		origin = j.run.Owner.Origin
 	}
+	// The backend's shell, when it names one, decides the dialect;
+	// otherwise the policy's own setting (policy.shell, default sh).
+	var dialect policy.Shell
+	if shell != "" {
+		dialect = policy.ShellOf(shell)
+	}
 	dec := w.deps.Policy.Decide(policy.Request{
 		Command:  j.spec.Command,
 		Origin:   string(origin),
+		Shell:    dialect,
 		Mode:     policy.Mode(j.spec.Approval),
 		Isolated: isolated,
 	})
@@ -53,7 +60,7 @@ func (w *Worker) judge(j *job, isolated bool) policy.Decision {
 	if !dec.Allow {
 		decision = "deny"
 	}
-	rec := &jobs.PolicyRecord{Decision: decision, Mode: string(dec.Mode), Dangerous: dec.Dangerous, Capped: dec.Capped, Reason: dec.Reason}
+	rec := &jobs.PolicyRecord{Decision: decision, Mode: string(dec.Mode), Dangerous: dec.Dangerous, Capped: dec.Capped, Reason: dec.Reason, Shell: string(dec.Shell)}
 	for _, m := range dec.Matches {
 		rec.Matches = append(rec.Matches, jobs.PolicyMatch{Rule: m.Rule, Text: m.Text, Pos: m.Pos, Line: m.Line, Col: m.Col, Via: m.Via})
 	}

@@ -105,7 +105,7 @@ func (l *Local) Validate(context.Context) error {
 // Capabilities reports ResourceUsage: Result carries the CPU time and peak
 // RSS of the main process and of the descendants it waited for.
 func (l *Local) Capabilities() backends.Capabilities {
-	return backends.Capabilities{ResourceUsage: true}
+	return backends.Capabilities{ResourceUsage: true, Shell: l.shell}
 }
 
 // environ returns a job's environment as KEY=value lines, sorted by key.
