@@ -10,10 +10,11 @@ import (
 
 // auth makes a deployment's credentials directory and mints identities
 // from it: `sandrun auth init --dir DIR`, `sandrun auth add --dir DIR
-// --name alice --role submitter --origin subagent -o alice.creds`.
+// --name alice --role submitter --origin subagent -o alice.creds`, and
+// prints what an external nats-server must trust: `sandrun auth export`.
 func (c cli) auth(args []string) error {
-	if len(args) == 0 || (args[0] != "init" && args[0] != "add") {
-		return usageErr("want `auth init --dir DIR` or `auth add --dir DIR --name NAME --role ROLE [--origin ORIGIN] [-o FILE]`")
+	if len(args) == 0 || (args[0] != "init" && args[0] != "add" && args[0] != "export") {
+		return usageErr("want `auth init --dir DIR`, `auth add --dir DIR --name NAME --role ROLE [--origin ORIGIN] [-o FILE]` or `auth export --dir DIR`")
 	}
 	fs := flag.NewFlagSet("sandrun auth "+args[0], flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
@@ -36,8 +37,16 @@ func (c cli) auth(args []string) error {
 	if err != nil {
 		return err
 	}
-	if args[0] == "init" {
+	switch args[0] {
+	case "init":
 		fmt.Fprintf(c.stdout, "%s\n", m.Dir)
+		return nil
+	case "export":
+		// KEY=VALUE lines for `nomad var put nomad/jobs/nats ...`: public
+		// JWTs and keys only, nothing secret.
+		for _, kv := range m.Exports() {
+			fmt.Fprintf(c.stdout, "%s=%s\n", kv[0], kv[1])
+		}
 		return nil
 	}
 	id.Role = auth.Role(role)

@@ -36,7 +36,8 @@ Usage:
   sandrun dev [flags]                    embedded NATS + worker + scheduler in one process (--cluster 3: three nodes)
   sandrun server --data DIR [flags]      one embedded NATS node (--cluster-name, --routes: a cluster node)
   sandrun auth add --dir DIR --name N --role R [--origin O] [-o FILE]
-                                         mint credentials for an identity (auth init: make DIR)
+                                         mint credentials for an identity (auth init: make DIR;
+                                         auth export: the JWTs an external nats-server trusts)
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
 

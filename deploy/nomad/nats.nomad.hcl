@@ -81,8 +81,12 @@ job "nats" {
       port "cluster" {
         static = 6222
       }
+      # The monitoring endpoints need no credentials: they are published
+      # only on the clients' "private" host network (client config:
+      # host_network "private" { cidr = "..." }), never on every interface.
       port "monitor" {
-        static = 8222
+        static       = 8222
+        host_network = "private"
       }
       port "exporter" {
         to = 7777
@@ -198,6 +202,14 @@ listen: 0.0.0.0:4222
 client_advertise: "{{ env "NOMAD_ADDR_client" }}"
 http: 0.0.0.0:8222
 
+# Clients over TLS; they authenticate with their user JWT (below).
+tls {
+  cert_file: "{{ env "NOMAD_SECRETS_DIR" }}/tls/server.pem"
+  key_file: "{{ env "NOMAD_SECRETS_DIR" }}/tls/server-key.pem"
+  ca_file: "{{ env "NOMAD_SECRETS_DIR" }}/tls/ca.pem"
+  timeout: 2
+}
+
 # Lame duck: see kill_signal in the job file.
 lame_duck_duration: 30s
 lame_duck_grace_period: 10s
@@ -227,6 +239,14 @@ cluster {
     password: "{{ $route_password }}"
     timeout: 2
   }
+  # Routes over mutual TLS: every server's certificate signed by the CA.
+  tls {
+    cert_file: "{{ env "NOMAD_SECRETS_DIR" }}/tls/server.pem"
+    key_file: "{{ env "NOMAD_SECRETS_DIR" }}/tls/server-key.pem"
+    ca_file: "{{ env "NOMAD_SECRETS_DIR" }}/tls/ca.pem"
+    verify: true
+    timeout: 2
+  }
   # Every registered server, this one included (nats-server ignores a route
   # to itself). Servers also gossip the routes they know.
   routes: [
@@ -237,6 +257,33 @@ cluster {
 }
 {{- end }}
 EOH
+      }
+
+      # The servers' TLS material, from the same variable: a CA, and a
+      # certificate valid for every server's address (clients and routes).
+      template {
+        destination          = "secrets/tls/ca.pem"
+        perms                = "0400"
+        change_mode          = "signal"
+        change_signal        = "SIGHUP"
+        error_on_missing_key = true
+        data                 = "{{ with nomadVar \"nomad/jobs/nats\" }}{{ .tls_ca }}{{ end }}"
+      }
+      template {
+        destination          = "secrets/tls/server.pem"
+        perms                = "0400"
+        change_mode          = "signal"
+        change_signal        = "SIGHUP"
+        error_on_missing_key = true
+        data                 = "{{ with nomadVar \"nomad/jobs/nats\" }}{{ .tls_cert }}{{ end }}"
+      }
+      template {
+        destination          = "secrets/tls/server-key.pem"
+        perms                = "0400"
+        change_mode          = "signal"
+        change_signal        = "SIGHUP"
+        error_on_missing_key = true
+        data                 = "{{ with nomadVar \"nomad/jobs/nats\" }}{{ .tls_key }}{{ end }}"
       }
 
       resources {

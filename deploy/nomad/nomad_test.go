@@ -7,6 +7,7 @@
 package nomad_test
 
 import (
+	"crypto/tls"
 	"net"
 	"net/url"
 	"regexp"
@@ -178,7 +179,12 @@ func TestNATSCluster(t *testing.T) {
 			t.Errorf("nats-server args %q do not name the rendered %s", args, conf.destination)
 		}
 
-		opts, err := server.ProcessConfigFile(renderFile(t, conf, taskFixture(t, f, g, fx)))
+		// The TLS files nats.conf names are rendered for real, so that
+		// the server below loads them.
+		tfx := taskFixture(t, f, g, fx)
+		tfx.env["NOMAD_SECRETS_DIR"] = t.TempDir()
+		renderSecrets(t, f.templates(t, task), tfx, tfx.env["NOMAD_SECRETS_DIR"])
+		opts, err := server.ProcessConfigFile(renderFile(t, conf, tfx))
 		if err != nil {
 			t.Fatalf("nats-server rejects the rendered nats.conf: %v", err)
 		}
@@ -217,6 +223,22 @@ func TestNATSCluster(t *testing.T) {
 		if len(opts.TrustedOperators) != 1 || opts.SystemAccount == "" {
 			t.Error("nats.conf is not in operator (JWT) mode with a system account")
 		}
+		// Clients over TLS; routes over mutual TLS.
+		if tc := opts.TLSConfig; tc == nil || len(tc.Certificates) != 1 {
+			t.Error("nats.conf does not serve clients over TLS")
+		}
+		if rc := opts.Cluster.TLSConfig; rc == nil || rc.ClientAuth != tls.RequireAndVerifyClientCert || rc.RootCAs == nil {
+			t.Error("nats.conf does not route over mutual TLS")
+		}
+		// The monitoring endpoints, which need no credentials, are not
+		// published on every interface.
+		for _, n := range blocks(g.Body, "network") {
+			for _, p := range blocks(n.Body, "port") {
+				if p.Labels[0] == "monitor" && f.str(t, p.Body, "host_network") == "" {
+					t.Error(`port "monitor" is published on every host interface: give it a host_network`)
+				}
+			}
+		}
 
 		// Lame duck: SIGUSR2 starts it, and Nomad must not SIGKILL the
 		// server before it has handed off its leaderships and clients.
@@ -231,9 +253,9 @@ func TestNATSCluster(t *testing.T) {
 		}
 
 		// Before the other servers have registered, the file must still load.
-		alone := fx
+		alone := tfx
 		alone.services = nil
-		if _, err := server.ProcessConfigFile(renderFile(t, conf, taskFixture(t, f, g, alone))); err != nil {
+		if _, err := server.ProcessConfigFile(renderFile(t, conf, alone)); err != nil {
 			t.Errorf("nats.conf without registered routes: %v", err)
 		}
 	}
@@ -429,6 +451,13 @@ func checkSandrunTask(t *testing.T, f *jobFile, g, task *hclsyntax.Block, fx fix
 	creds, ok := findTemplate(ts, strings.TrimPrefix(cfg.NATS.Creds, tfx.env["NOMAD_SECRETS_DIR"]+"/"))
 	if cfg.NATS.Creds == "" || !ok || !strings.HasPrefix(creds.destination, "secrets/") {
 		t.Errorf("%s: nats.creds %q is not rendered by a template into secrets/", where, cfg.NATS.Creds)
+	}
+	// The servers speak TLS: the daemon verifies them with their CA.
+	ca, ok := findTemplate(ts, strings.TrimPrefix(cfg.NATS.TLSCA, tfx.env["NOMAD_SECRETS_DIR"]+"/"))
+	if cfg.NATS.TLSCA == "" || !ok || !strings.HasPrefix(ca.destination, "secrets/") {
+		t.Errorf("%s: nats.tls_ca %q is not rendered by a template into secrets/", where, cfg.NATS.TLSCA)
+	} else if out, err := render(ca, tfx); err != nil || !strings.Contains(out, "BEGIN CERTIFICATE") {
+		t.Errorf("%s: the rendered CA is not a certificate: %v", where, err)
 	}
 	_, mport, err := net.SplitHostPort(cfg.MetricsAddr)
 	if err != nil || mport != strconv.Itoa(metricsPort) {

@@ -11,8 +11,8 @@ import (
 	"text/template"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nkeys"
+
+	"github.com/sandrun/sandrun/internal/auth"
 )
 
 // A stand-in for what Nomad gives a task's templates. Nomad renders
@@ -127,28 +127,21 @@ func renderFile(t *testing.T, tp tmpl, fx fixture) string {
 // of the nats job's services on three hosts.
 func clusterFixture(t *testing.T, nats *jobFile) fixture {
 	t.Helper()
-	operator := mustKey(t, nkeys.CreateOperator)
-	operatorPub := mustPublic(t, operator)
-	_, sys, sysJWT := account(t, operator, "SYS", false)
-	appKey, app, appJWT := account(t, operator, "SANDRUN", true)
-
-	user := mustKey(t, nkeys.CreateUser)
-	uc := jwt.NewUserClaims(mustPublic(t, user))
-	userJWT, err := uc.Encode(appKey)
+	// The credentials as docs/deploy.md makes them: `sandrun auth init`,
+	// `sandrun auth export` for the servers, one identity per daemon.
+	m, err := auth.Ensure(filepath.Join(t.TempDir(), "auth"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := user.Seed()
+	natsVar := map[string]string{}
+	for _, kv := range m.Exports() {
+		natsVar[kv[0]] = kv[1]
+	}
+	workerCreds, err := m.Mint(auth.Identity{Name: "worker", Role: auth.RoleWorker})
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds, err := jwt.FormatUserConfig(userJWT, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc := jwt.NewOperatorClaims(operatorPub)
-	oc.Name = "sandrun"
-	operatorJWT, err := oc.Encode(operator)
+	schedulerCreds, err := m.Mint(auth.Identity{Name: "scheduler", Role: auth.RoleScheduler})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,56 +154,15 @@ func clusterFixture(t *testing.T, nats *jobFile) fixture {
 		client = append(client, nomadService{Name: "nats", Address: addr, Port: ports["client"].static})
 		routes = append(routes, nomadService{Name: "nats-cluster", Address: addr, Port: ports["cluster"].static})
 	}
+	ca, cert, key := testPKI(t)
+	maps.Copy(natsVar, map[string]string{"tls_ca": ca, "tls_cert": cert, "tls_key": key,
+		"route_user": "route", "route_password": "0123456789abcdef0123456789abcdef"})
 	return fixture{
 		vars: map[string]map[string]string{
-			"nomad/jobs/nats": {
-				"operator_jwt":        operatorJWT,
-				"system_account":      sys,
-				"system_account_jwt":  sysJWT,
-				"sandrun_account":     app,
-				"sandrun_account_jwt": appJWT,
-				"route_user":          "route",
-				"route_password":      "0123456789abcdef0123456789abcdef",
-			},
-			"nomad/jobs/sandrun-scheduler": {"creds": string(creds)},
-			"nomad/jobs/sandrun-worker":    {"creds": string(creds)},
+			"nomad/jobs/nats":              natsVar,
+			"nomad/jobs/sandrun-scheduler": {"creds": string(schedulerCreds), "nats_ca": ca},
+			"nomad/jobs/sandrun-worker":    {"creds": string(workerCreds), "nats_ca": ca},
 		},
 		services: map[string][]nomadService{"nats": client, "nats-cluster": routes},
 	}
-}
-
-// account makes an account JWT signed by the operator; jetstream enables
-// JetStream with no limits.
-func account(t *testing.T, operator nkeys.KeyPair, name string, jetstream bool) (kp nkeys.KeyPair, pub, token string) {
-	t.Helper()
-	kp = mustKey(t, nkeys.CreateAccount)
-	pub = mustPublic(t, kp)
-	ac := jwt.NewAccountClaims(pub)
-	ac.Name = name
-	if jetstream {
-		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
-	}
-	token, err := ac.Encode(operator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kp, pub, token
-}
-
-func mustKey(t *testing.T, create func() (nkeys.KeyPair, error)) nkeys.KeyPair {
-	t.Helper()
-	kp, err := create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kp
-}
-
-func mustPublic(t *testing.T, kp nkeys.KeyPair) string {
-	t.Helper()
-	pub, err := kp.PublicKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pub
 }

@@ -87,6 +87,7 @@ job "sandrun-scheduler" {
 nats:
   url: "{{ range $i, $s := $nats }}{{ if $i }},{{ end }}nats://{{ $s.Address }}:{{ $s.Port }}{{ end }}"
   creds: "{{ env "NOMAD_SECRETS_DIR" }}/sandrun.creds"
+  tls_ca: "{{ env "NOMAD_SECRETS_DIR" }}/nats-ca.pem"
 {{- if not $nats }}
 waiting_for_nats_service: true
 {{- end }}
@@ -111,6 +112,14 @@ EOH
         data                 = <<EOH
 {{- with nomadVar "nomad/jobs/sandrun-scheduler" }}{{ .creds }}{{ end }}
 EOH
+      }
+
+      # The CA that signed the NATS servers' certificates.
+      template {
+        destination          = "secrets/nats-ca.pem"
+        change_mode          = "restart"
+        error_on_missing_key = true
+        data                 = "{{ with nomadVar \"nomad/jobs/sandrun-scheduler\" }}{{ .nats_ca }}{{ end }}"
       }
 
       resources {

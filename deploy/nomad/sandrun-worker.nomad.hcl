@@ -189,6 +189,7 @@ job "sandrun-worker" {
 nats:
   url: "{{ range $i, $s := $nats }}{{ if $i }},{{ end }}nats://{{ $s.Address }}:{{ $s.Port }}{{ end }}"
   creds: "{{ env "NOMAD_SECRETS_DIR" }}/sandrun.creds"
+  tls_ca: "{{ env "NOMAD_SECRETS_DIR" }}/nats-ca.pem"
 {{- if not $nats }}
 waiting_for_nats_service: true
 {{- end }}
@@ -225,6 +226,14 @@ EOH
         data                 = <<EOH
 {{- with nomadVar "nomad/jobs/sandrun-worker" }}{{ .creds }}{{ end }}
 EOH
+      }
+
+      # The CA that signed the NATS servers' certificates.
+      template {
+        destination          = "secrets/nats-ca.pem"
+        change_mode          = "restart"
+        error_on_missing_key = true
+        data                 = "{{ with nomadVar \"nomad/jobs/sandrun-worker\" }}{{ .nats_ca }}{{ end }}"
       }
 
       resources {
@@ -298,6 +307,7 @@ EOH
 nats:
   url: "{{ range $i, $s := $nats }}{{ if $i }},{{ end }}nats://{{ $s.Address }}:{{ $s.Port }}{{ end }}"
   creds: "{{ env "NOMAD_SECRETS_DIR" }}/sandrun.creds"
+  tls_ca: "{{ env "NOMAD_SECRETS_DIR" }}/nats-ca.pem"
 {{- if not $nats }}
 waiting_for_nats_service: true
 {{- end }}
@@ -337,6 +347,14 @@ EOH
         data                 = <<EOH
 {{- with nomadVar "nomad/jobs/sandrun-worker" }}{{ .creds }}{{ end }}
 EOH
+      }
+
+      # The CA that signed the NATS servers' certificates.
+      template {
+        destination          = "secrets/nats-ca.pem"
+        change_mode          = "restart"
+        error_on_missing_key = true
+        data                 = "{{ with nomadVar \"nomad/jobs/sandrun-worker\" }}{{ .nats_ca }}{{ end }}"
       }
 
       resources {

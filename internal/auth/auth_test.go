@@ -294,3 +294,18 @@ func TestIdentityOfCreds(t *testing.T) {
 		}
 	}
 }
+
+// The system account's user reaches the server's own API (reports, raft
+// operations); sandrun's identities do not.
+func TestSystemUser(t *testing.T) {
+	t.Parallel()
+	url, m := secure(t)
+	nc, _ := dial(t, url, filepath.Join(m.Dir, "sys.creds"))
+	if _, err := nc.Request("$SYS.REQ.SERVER.PING", nil, 2*time.Second); err != nil {
+		t.Fatalf("system user cannot ping the servers: %v", err)
+	}
+	admin, _ := dial(t, url, m.CredsPath("admin"))
+	if _, err := admin.Request("$SYS.REQ.SERVER.PING", nil, time.Second); err == nil {
+		t.Fatal("the sandrun account reached the system account's API")
+	}
+}

@@ -23,6 +23,8 @@ import (
 //	operator.jwt, account.jwt, system.jwt   what servers trust
 //	admin.creds, worker.creds, scheduler.creds, submitter.creds
 //	                          the built-in identities (NATS .creds files)
+//	sys.creds                 a system account user, for server operations
+//	secrets.nk                the workers' secrets key
 //
 // Every server of a cluster loads the same directory (or a copy of its
 // JWTs); clients need only their own .creds file.
@@ -158,9 +160,28 @@ func generate(dir string) error {
 	}
 	opSeed, _ := op.Seed()
 	accSeed, _ := acc.Seed()
+	// A user of the system account, for server operations (`nats server
+	// report`, `raft peer-remove`): the operator's, never a daemon's.
+	sysUser, err := nkeys.CreateUser()
+	if err != nil {
+		return err
+	}
+	sysUserPub, _ := sysUser.PublicKey()
+	suc := jwt.NewUserClaims(sysUserPub)
+	suc.Name = "sys"
+	sysUserJWT, err := suc.Encode(sys)
+	if err != nil {
+		return fmt.Errorf("system user jwt: %w", err)
+	}
+	sysUserSeed, _ := sysUser.Seed()
+	sysCreds, err := jwt.FormatUserConfig(sysUserJWT, sysUserSeed)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"operator.nk": opSeed, "account.nk": accSeed,
 		"operator.jwt": []byte(opJWT), "account.jwt": []byte(accJWT), "system.jwt": []byte(sysJWT),
+		"sys.creds": sysCreds,
 	}
 	for name, data := range files {
 		if err := writePrivate(filepath.Join(dir, name), data); err != nil {
@@ -233,6 +254,20 @@ func (m *Material) ServerOptions(opts *server.Options) error {
 	opts.AccountResolver = res
 	opts.SystemAccount = m.systemPub
 	return nil
+}
+
+// Exports are what a nats-server outside sandrun needs to trust this
+// material, as the Nomad variable of deploy/nomad/nats.nomad.hcl names
+// them: the operator JWT, and the system and sandrun accounts' public
+// keys and JWTs.
+func (m *Material) Exports() [][2]string {
+	return [][2]string{
+		{"operator_jwt", m.operatorJWT},
+		{"system_account", m.systemPub},
+		{"system_account_jwt", m.systemJWT},
+		{"sandrun_account", m.accountPub},
+		{"sandrun_account_jwt", m.accountJWT},
+	}
 }
 
 // ErrNoAccountKey is returned by Mint on material without account.nk.
