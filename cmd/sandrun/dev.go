@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +20,10 @@ import (
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/scheduler"
 )
+
+// devJobUser runs the commands of `sandrun dev`'s built-in local profile
+// when it runs as root: nobody.
+const devJobUser = "65534:65534"
 
 // dev runs an embedded JetStream server, a worker and the scheduler in
 // one process: everything sandrun needs on one machine.
@@ -45,6 +50,12 @@ func (c cli) dev(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Worker.Slots = *slots
+	if len(cfg.Backends) == 0 && os.Geteuid() == 0 && !*noAuth {
+		// The built-in local profile of a worker running as root: its
+		// commands run as nobody, so that they cannot read the
+		// credentials and the secrets key in the data directory.
+		cfg.Backends = map[string]app.BackendConfig{"local": {Kind: "local", User: devJobUser}}
+	}
 	if *metricsAddr != "" {
 		cfg.MetricsAddr = *metricsAddr
 	}

@@ -36,7 +36,7 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics, log *slog.L
 		)
 		switch bc.Kind {
 		case "local":
-			b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv})
+			b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv, User: bc.User})
 		case "docker":
 			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,

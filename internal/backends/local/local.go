@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -57,6 +58,11 @@ type Config struct {
 	// BaseEnv is added to every job's environment, under the job's own Env:
 	// on a conflict the job wins.
 	BaseEnv map[string]string
+	// User runs job commands as another user: a name, or UID:GID. It
+	// needs a worker running as root, and keeps commands away from what
+	// only the worker's user may read (its credentials, the secrets key).
+	// Empty: the worker's own user.
+	User string
 }
 
 // Local is the local process backend. It is immutable after New and safe
@@ -64,6 +70,7 @@ type Config struct {
 type Local struct {
 	shell   string
 	baseEnv map[string]string
+	cred    *syscall.Credential // nil: the worker's own user
 }
 
 // New fills cfg's defaults into a copy and checks what can be checked
@@ -76,12 +83,16 @@ func New(cfg Config) (*Local, error) {
 	if !filepath.IsAbs(shell) {
 		return nil, fmt.Errorf("local: shell %q: must be an absolute path", shell)
 	}
+	cred, err := credential(cfg.User)
+	if err != nil {
+		return nil, err
+	}
 	for k, v := range cfg.BaseEnv {
 		if err := checkEnv(k, v); err != nil {
 			return nil, fmt.Errorf("local: base_env: %w", err)
 		}
 	}
-	return &Local{shell: filepath.Clean(shell), baseEnv: maps.Clone(cfg.BaseEnv)}, nil
+	return &Local{shell: filepath.Clean(shell), baseEnv: maps.Clone(cfg.BaseEnv), cred: cred}, nil
 }
 
 // Kind returns "local".

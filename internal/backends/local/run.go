@@ -167,7 +167,7 @@ func (l *Local) command(spec backends.Spec) (*exec.Cmd, error) {
 	cmd := exec.Command(l.shell, "-c", spec.Command)
 	cmd.Dir = spec.Dir
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: l.cred}
 	cmd.WaitDelay = outputDrain
 	return cmd, nil
 }
