@@ -41,8 +41,28 @@ func (c cli) policyCheck(args []string) error {
 	host := fs.Bool("host-access", true, "the backend can touch the host (false: an isolated sandbox; host-only rules are skipped)")
 	config := fs.String("config", "", "worker config file whose policy section (ceiling, allowlist) applies")
 	shell := fs.String("shell", "", "the shell that runs the command: sh (/bin/sh -c: dash, busybox ash; also posix) or bash (default: the worker's, sh)")
+	cwd := fs.String("cwd", "", "the job's working directory (relative paths in the command are judged in it)")
+	var envs, secretNames []string
+	fs.Func("env", "K=V the job's environment variable (repeatable)", func(s string) error { envs = append(envs, s); return nil })
+	fs.Func("secret-env", "NAME of a secret variable: judged by name, its value unknown (repeatable)", func(s string) error {
+		secretNames = append(secretNames, s)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var env map[string]string
+	if err := addKV(&env, envs, "--env"); err != nil {
+		return err
+	}
+	for _, k := range secretNames {
+		if k == "" || strings.Contains(k, "=") {
+			return usageErr("--secret-env %q: want a NAME (the value is never given)", redactKV(k))
+		}
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[k] = ""
 	}
 	sh, err := policy.ParseShell(*shell)
 	if err != nil {
@@ -65,7 +85,8 @@ func (c cli) policyCheck(args []string) error {
 			return usageErr("--approval: %v", err)
 		}
 	}
-	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), Isolated: !*host, Shell: sh})
+	dec := eng.Decide(policy.Request{Command: command, Origin: *origin, Mode: policy.Mode(*mode), Isolated: !*host, Shell: sh,
+		Cwd: *cwd, Env: env, SecretEnv: secretNames})
 	verdict := "approve"
 	if !dec.Allow {
 		verdict = "deny"

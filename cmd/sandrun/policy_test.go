@@ -26,6 +26,12 @@ func TestPolicyCheck(t *testing.T) {
 		{[]string{"--shell", "bash", "--", "[[ -f x ]] && ls"}, 0, []string{"approve  mode=deny shell=bash"}},
 		{[]string{"--shell", "bash", "--", "true &>/dev/null rm -rf /usr"}, 0, []string{"approve", "shell=bash"}},
 		{[]string{"--shell", "bash", "--approval", "approve", "--", "rm -rf /"}, 0, []string{"approve", "shell=bash", "rm-root"}},
+		// The whole job: its directory and environment.
+		{[]string{"--cwd", "/", "--", "rm -rf *"}, 3, []string{"deny", "rm-root"}},
+		{[]string{"--cwd", "/tmp/x", "--", "rm -rf *"}, 0, []string{"approve"}},
+		{[]string{"--env", "T=/usr", "--", `rm -rf "$T"`}, 3, []string{"deny", "rm-root", `"$T"`}},
+		{[]string{"--env", "LD_PRELOAD=/tmp/evil.so", "--", "ls"}, 3, []string{"deny", "env-code", "LD_PRELOAD"}},
+		{[]string{"--secret-env", "BASH_ENV", "--", "ls"}, 3, []string{"deny", "env-code", "BASH_ENV"}},
 	}
 	for _, tc := range cases {
 		code, out, errOut := sandrun(t, append([]string{"policy", "check"}, tc.args...)...)
@@ -43,6 +49,15 @@ func TestPolicyCheck(t *testing.T) {
 	}
 	if code, _, errOut := sandrun(t, "policy", "check", "--shell", "zsh", "--", "ls"); code != 2 || !strings.Contains(errOut, "--shell") {
 		t.Errorf("bad shell: %d %q", code, errOut)
+	}
+	if code, out, _ := sandrun(t, "policy", "check", "--env", "LD_PRELOAD=/tmp/evil.so", "--", "ls"); strings.Contains(out, "evil") {
+		t.Errorf("env value shown: %d %q", code, out)
+	}
+	if code, _, errOut := sandrun(t, "policy", "check", "--env", "NOVALUE", "--", "ls"); code != 2 || !strings.Contains(errOut, "--env") {
+		t.Errorf("bad env: %d %q", code, errOut)
+	}
+	if code, _, errOut := sandrun(t, "policy", "check", "--secret-env", "K=v", "--", "ls"); code != 2 || !strings.Contains(errOut, "--secret-env") {
+		t.Errorf("secret value on the command line: %d %q", code, errOut)
 	}
 	if code, out, _ := sandrun(t, "policy", "rules"); code != 0 || !strings.Contains(out, "rm-root") || !strings.Contains(out, "shell-dialect") {
 		t.Errorf("policy rules: %d %q", code, out)

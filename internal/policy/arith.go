@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -55,6 +56,7 @@ func (w *walker) arith(n syntax.Node) {
 
 func (w *walker) arithValue(name string, pos, hops int) {
 	if hops > maxArithHops {
+		w.limit(fmt.Sprintf("arithmetic following more than %d variables naming variables", maxArithHops), span{pos, pos})
 		return
 	}
 	for _, v := range w.env.get(name).vals {

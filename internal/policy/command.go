@@ -14,16 +14,19 @@ type command struct {
 	args  []arg  // its arguments
 	stdin stream // what it reads on standard input
 	cwd   value  // the working directory, when known
+	home  value  // what ~ expands to: homeMarker, and the values HOME may hold
+	links links  // symbolic links the script created earlier (see links.go)
 	tree  bool   // each operand stands for a whole tree (find -exec, xargs fed by find)
 	via   string // command-level nesting: "xargs", "find -exec"
 	priv  string // the privilege wrapper it runs under (sudo, doas), if any
 	sp    span   // the statement it comes from
 }
 
-// paths returns the absolute paths operand a may name: itself when it is
-// absolute or home-relative, else joined to each known working directory.
-// An operand that is not a literal names no known path.
-func (c *command) paths(a arg) []string {
+// namedPaths returns the paths operand a names as written: itself when it
+// is absolute or home-relative, else joined to each known working
+// directory (and itself). An operand that is not a literal names no known
+// path. paths adds what they alias.
+func (c *command) namedPaths(a arg) []string {
 	if !a.lit || a.val == "" {
 		return nil
 	}

@@ -23,8 +23,9 @@ type Config struct {
 	// use DefaultCeiling.
 	Ceiling map[string]Mode
 	// Allowlist names rule IDs (see Rules) that may pass in allowlist mode.
-	// "unparsable", "unresolved-command" and "shell-dialect" cannot be
-	// listed: a command the detector cannot read is never allowlisted.
+	// "unparsable", "unresolved-command", "shell-dialect" and
+	// "too-complex" cannot be listed: a command the detector cannot read
+	// (or read in full, within its bounds) is never allowlisted.
 	Allowlist []string
 	// Shell is the dialect of a Request that names none: "sh" (or
 	// "posix"), what backends run as /bin/sh -c, or "bash". "" means sh.

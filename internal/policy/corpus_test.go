@@ -15,6 +15,42 @@ type corpusEntry struct {
 	shOnly  bool   // deny-sh: denied as sh, allowed as bash
 	rule    string // expected among the matches when deny
 	command string
+	cwd     string            // the job's cwd, from an @job prefix
+	env     map[string]string // the job's env, from an @job prefix
+}
+
+// request is the entry's job as a Request, judged in ModeDeny.
+func (c corpusEntry) request(sh Shell) Request {
+	return Request{Command: c.command, Origin: "manual", Mode: ModeDeny, Shell: sh, Cwd: c.cwd, Env: c.env}
+}
+
+// jobPrefix reads the job settings a command may start with:
+// "@job cwd=DIR NAME=VALUE ... -- COMMAND" (values without blanks).
+func jobPrefix(e *corpusEntry) bool {
+	rest, ok := strings.CutPrefix(e.command, "@job ")
+	if !ok {
+		return true
+	}
+	settings, cmd, ok := strings.Cut(rest, " -- ")
+	if !ok {
+		return false
+	}
+	for _, kv := range strings.Fields(settings) {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			return false
+		case k == "cwd":
+			e.cwd = v
+		default:
+			if e.env == nil {
+				e.env = map[string]string{}
+			}
+			e.env[k] = v
+		}
+	}
+	e.command = cmd
+	return true
 }
 
 // denies reports whether the entry is denied when judged as sh.
@@ -22,7 +58,8 @@ func (c corpusEntry) denies(sh Shell) bool { return c.deny && (!c.shOnly || sh =
 
 // readCorpus parses testdata/corpus.txt: <verdict>\t<rule-or-dash>\t<command>,
 // # comments, \n for a newline and \\n for a literal backslash-n. The
-// verdict is allow, deny, or deny-sh (denied as sh, allowed as bash).
+// verdict is allow, deny, or deny-sh (denied as sh, allowed as bash). A
+// command may start with the job's settings: @job cwd=DIR NAME=VALUE -- .
 func readCorpus(t *testing.T) []corpusEntry {
 	t.Helper()
 	f, err := os.Open("testdata/corpus.txt")
@@ -42,7 +79,11 @@ func readCorpus(t *testing.T) []corpusEntry {
 		if len(fields) != 3 || !deny && fields[0] != "allow" || deny == (fields[1] == "-") {
 			t.Fatalf("corpus.txt:%d: malformed line %q", n, line)
 		}
-		out = append(out, corpusEntry{line: n, deny: deny, shOnly: fields[0] == "deny-sh", rule: fields[1], command: decodeCorpus(fields[2])})
+		e := corpusEntry{line: n, deny: deny, shOnly: fields[0] == "deny-sh", rule: fields[1], command: decodeCorpus(fields[2])}
+		if !jobPrefix(&e) {
+			t.Fatalf("corpus.txt:%d: malformed @job prefix in %q", n, line)
+		}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
@@ -80,7 +121,7 @@ func TestCorpus(t *testing.T) {
 	rulesSeen := map[string]bool{}
 	for _, sh := range []Shell{"", ShellBash} {
 		for _, c := range entries {
-			d := e.Decide(Request{Command: c.command, Origin: "manual", Mode: ModeDeny, Shell: sh})
+			d := e.Decide(c.request(sh))
 			got := make([]string, len(d.Matches))
 			for i, m := range d.Matches {
 				got[i] = m.Rule

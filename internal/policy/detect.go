@@ -20,8 +20,8 @@ type finding struct {
 	via      string // nesting path, "" at top level
 }
 
-// Bounds on detector work. Past them the command is reported unparsable
-// (fail closed) rather than judged partly.
+// Bounds on detector work. Past them the command is refused too-complex
+// (fail closed) rather than judged partly; see budget.go.
 const (
 	maxNesting = 8       // sh -c / eval / heredoc scripts within scripts
 	maxScripts = 1000    // scripts parsed for one command
@@ -42,28 +42,40 @@ func detect(cmd string) []finding { return detectIn(cmd, ShellSh, nil) }
 // command line the detector judges (tests compare them with what real
 // shells run).
 func detectIn(cmd string, sh Shell, seen func([]arg)) (out []finding) {
-	d := &detector{seen: seen}
+	return detectWith(cmd, sh, newEnv(), seen)
+}
+
+// detectWith is detectIn with the shell state the command starts in: the
+// job's working directory and environment (see jobEnv).
+func detectWith(cmd string, sh Shell, start *env, seen func([]arg)) (out []finding) {
+	return detectBudget(cmd, sh, start, seen, defaultBudget())
+}
+
+// detectBudget is detectWith within budget b (see budget.go).
+func detectBudget(cmd string, sh Shell, start *env, seen func([]arg), b budget) (out []finding) {
+	d := &detector{seen: seen, meter: newMeter(b)}
 	defer func() {
 		if r := recover(); r != nil {
-			d.findings = append(d.findings, finding{rule: ruleUnparsable, detail: internalError, text: cmd})
+			d.findings = append(d.findings, recovered(r, cmd))
 			out = d.result()
 		}
 	}()
-	d.script(&frame{src: cmd, shell: sh}, newEnv(), 0, stream{})
+	d.script(&frame{src: cmd, shell: sh}, start, 0, stream{})
 	return d.result()
 }
 
 // detector collects the findings of one command.
 type detector struct {
 	findings []finding
-	scripts  int  // scripts parsed so far
-	parsed   int  // bytes of nested scripts parsed so far
-	calls    int  // function bodies walked again at a call
-	tooDeep  bool // a script nested past maxDepth was reported
+	scripts  int // scripts parsed so far
+	parsed   int // bytes of nested scripts parsed so far
+	calls    int // function bodies walked again at a call
 	// secondary > 0 while a script is walked in the reading of the other
 	// dialect than its shell's: its fail-closed findings are dropped.
 	secondary int
 	seen      func([]arg)
+	meter     meter           // the work done against the budget
+	limits    map[string]bool // bounds reported (too-complex), by detail
 }
 
 func (d *detector) result() []finding {
@@ -127,19 +139,27 @@ func (f *frame) viaOf(via string) string {
 // script parses f.src and walks it with the variables of e; in is the
 // standard input its commands share.
 func (d *detector) script(f *frame, e *env, cond int, in stream) {
+	d.charge(envSize(e), envBytes*envSize(e)) // the copy of e the caller made
 	if f.depth > maxNesting {
-		d.add(f, ruleUnparsable, fmt.Sprintf("scripts nested more than %d levels", maxNesting), "", span{0, len(f.src)})
+		d.limit(f, fmt.Sprintf("scripts nested more than %d levels", maxNesting), span{0, len(f.src)})
 		return
 	}
 	d.scripts++
 	if f.parent != nil {
 		d.parsed += len(f.src)
 	}
-	if d.scripts > maxScripts || d.parsed > maxParsed {
-		d.add(f, ruleUnparsable, "too many nested scripts to judge", "", span{0, len(f.src)})
+	switch {
+	case d.scripts > maxScripts:
+		d.stop(fmt.Sprintf("more than %d nested scripts", maxScripts))
+	case d.parsed > maxParsed:
+		d.stop(fmt.Sprintf("more than %d KiB of nested scripts", maxParsed>>10))
+	}
+	d.charge(1, parseBytes*len(f.src))
+	trees, issue, err := readScript(f.src, f.shell)
+	if errors.Is(err, errTooDeep) {
+		d.limit(f, describeParseError(err), errorLine(f.src, err))
 		return
 	}
-	trees, issue, err := readScript(f.src, f.shell)
 	if err != nil {
 		d.add(f, ruleUnparsable, describeParseError(err), "", errorLine(f.src, err))
 		return
@@ -184,9 +204,11 @@ func (d *detector) add(f *frame, ruleID, detail, via string, sp span) {
 }
 
 func (d *detector) addHost(f *frame, ruleID, detail, via string, sp span, hostOnly bool) {
-	if r, _ := lookupRule(ruleID); d.secondary > 0 && r.fixed {
+	// A bound reached in the other reading still leaves it judged in part.
+	if r, _ := lookupRule(ruleID); d.secondary > 0 && r.fixed && ruleID != ruleTooComplex {
 		return
 	}
+	d.charge(1, findingBytes+len(detail)+len(f.via)+len(via))
 	sp.start = max(0, min(sp.start, len(f.src)))
 	sp.end = max(sp.start, min(sp.end, len(f.src)))
 	via = f.viaOf(via)

@@ -277,8 +277,8 @@ func TestDetectNestingLimit(t *testing.T) {
 	for range maxNesting + 2 {
 		cmd = "sh -c " + shellQuote(cmd)
 	}
-	if got := firedRules(cmd); !slices.Equal(got, []string{ruleUnparsable}) {
-		t.Errorf("deep nesting fired %q, want [unparsable]", got)
+	if got := firedRules(cmd); !slices.Equal(got, []string{ruleTooComplex}) {
+		t.Errorf("deep nesting fired %q, want [too-complex]", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -235,7 +236,7 @@ func kindOf(n syntax.Node) string {
 	case *syntax.File:
 		return "File"
 	case *syntax.Stmt:
-		return fmt.Sprintf("Stmt!%t&%t|&%t&|%t", n.Negated, n.Background, n.Coprocess, n.Disown)
+		return stmtKind(n)
 	case *syntax.BinaryCmd:
 		return "BinaryCmd" + n.Op.String()
 	case *syntax.Redirect:
@@ -270,7 +271,7 @@ func kindOf(n syntax.Node) string {
 		}
 		return k
 	}
-	return fmt.Sprintf("%T", n)
+	return reflect.TypeOf(n).String() // "*syntax.CallExpr", without fmt's cost
 }
 
 // firstDifference returns the offset where two structures first differ.

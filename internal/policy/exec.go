@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 )
 
 // maxInputs bounds how many inputs of xargs, find -exec and parallel the
-// detector substitutes into the command they run.
-const maxInputs = 4
+// detector substitutes into the command they run (xargs without -I
+// appends up to maxInputs*4); past it the command is too-complex.
+const maxInputs = 32
 
 // xargs judges the command xargs runs. Its stdin arguments are known when
 // they come from echo/printf (the words) or find/ls (the listed trees,
@@ -54,6 +56,7 @@ func (w *walker) runWith(words, inputs []arg, replace string, c *command, via st
 	via = joinVia(c.via, via)
 	if replace == "" {
 		if len(inputs) > maxInputs*4 {
+			w.limit(fmt.Sprintf("more than %d inputs appended by xargs", maxInputs*4), c.sp)
 			inputs = inputs[:maxInputs*4]
 		}
 		w.run(append(append([]arg(nil), words...), inputs...), stream{}, c.sp, via, tree)
@@ -65,6 +68,7 @@ func (w *walker) runWith(words, inputs []arg, replace string, c *command, via st
 	}
 	for i, in := range inputs {
 		if i == maxInputs {
+			w.limit(overInputs, c.sp)
 			break
 		}
 		w.run(substitute(words, replace, in), stream{}, c.sp, via, tree)
@@ -124,6 +128,7 @@ func (w *walker) parallel(c *command) {
 	if len(cmd) == 0 {
 		for i, in := range inputs {
 			if i == maxInputs {
+				w.limit(overInputs, c.sp)
 				break
 			}
 			w.runCode(c, langShell, argCode(in), "parallel", c.sp, nil, false)

@@ -11,6 +11,14 @@ import (
 // FuzzDecide checks that Decide returns a coherent Decision for any input,
 // never panics, and never lets through in deny or allowlist mode a command
 // the shell parser cannot parse (fail closed).
+//
+// Run it under a memory limit, so that an input that makes the detector
+// allocate past its budget crashes the run instead of the machine:
+//
+//	ulimit -v 4000000; go test ./internal/policy -run '^$' -fuzz FuzzDecide -fuzztime 10m
+//
+// (GOMEMLIMIT=1GiB only makes the GC work harder; ulimit -v turns an
+// allocation past the limit into a crash the fuzzer records.)
 func FuzzDecide(f *testing.F) {
 	for _, s := range []string{
 		"rm -rf /", "rm -rf ./build", ":(){ :|:& };:", "echo ':(){ :|:& };:'",

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -89,6 +90,7 @@ var inlineCalls = map[lang][]inlineCall{
 // rule's own finding; inline-code is host-only exactly when every finding
 // under it is.
 func (w *walker) inline(l lang, f *frame) {
+	w.d.charge(1, parseBytes*len(f.src))
 	masked, lits := lexCode(l, f.src)
 	for _, lit := range lits {
 		if lit.shell {
@@ -200,7 +202,7 @@ func (w *walker) inlineCode(l lang, f *frame, in []codeLit, sp span, name string
 		}
 		child := f.child(lit.val, name, base, lit.body)
 		if child.depth > maxNesting {
-			w.d.add(f, ruleUnparsable, "code nested too deeply", "", sp)
+			w.d.limit(f, fmt.Sprintf("code nested more than %d levels", maxNesting), sp)
 			return
 		}
 		w.inline(l, child)
@@ -276,8 +278,17 @@ func forkLoop(masked string) bool {
 
 // awkPipes judges awk's pipes: "cmd" | getline runs cmd, and print ... | "cmd"
 // runs cmd with the printed literals on its input (a shell runs them).
+//
+// A printed literal is judged once, at the first shell pipe it may reach,
+// and the search for print is done on prefix counts, so the cost stays
+// linear in the program whatever the number of pipes.
 func (w *walker) awkPipes(f *frame, masked string, lits []codeLit) {
+	prints := occurrences(masked, "print")
+	var pending []codeLit // literals before the last shell pipe not judged yet, in order
+	seen := 0             // lits[:seen] are judged or pending
+	stmt, scanned := 0, 0 // the statement masked[:scanned] ends in begins at stmt
 	for i, lit := range lits {
+		w.d.charge(1, 0)
 		before := strings.TrimRight(masked[:lit.start], " \t")
 		after := strings.TrimLeft(masked[lit.end:], " \t")
 		switch {
@@ -285,13 +296,52 @@ func (w *walker) awkPipes(f *frame, masked string, lits []codeLit) {
 			w.inlineShell(f, []codeLit{lit}, span{lit.start, lit.end}, "getline")
 		case strings.HasSuffix(before, "|") && !strings.HasSuffix(before, "||"):
 			w.inlineShell(f, []codeLit{lit}, span{lit.start, lit.end}, "print |")
-			if shells[strings.Fields(lit.val + " x")[0]] {
-				for _, data := range lits[:i] {
-					if strings.Contains(masked[data.end:lit.start], "print") || strings.Contains(masked[strings.LastIndex(masked[:data.start], ";")+1:data.start], "print") {
-						w.inlineShell(f, []codeLit{data}, span{data.start, lit.end}, "print | sh")
+			if !shells[strings.Fields(lit.val + " x")[0]] {
+				continue
+			}
+			// A pending literal was not printed in its own statement; it
+			// is printed into this pipe when a print lies between them.
+			// Those ranges all end here and nest, so the ones that hold a
+			// print come first.
+			k := 0
+			for ; k < len(pending) && prints.in(pending[k].end, lit.start); k++ {
+				w.inlineShell(f, []codeLit{pending[k]}, span{pending[k].start, lit.end}, "print | sh")
+			}
+			pending = pending[k:]
+			for ; seen < i; seen++ {
+				data := lits[seen]
+				for ; scanned < data.start; scanned++ {
+					if masked[scanned] == ';' {
+						stmt = scanned + 1
 					}
+				}
+				if prints.in(data.end, lit.start) || prints.in(stmt, data.start) {
+					w.inlineShell(f, []codeLit{data}, span{data.start, lit.end}, "print | sh")
+				} else {
+					pending = append(pending, data)
 				}
 			}
 		}
 	}
+}
+
+// counts holds, for each offset i of a text, how many occurrences of a
+// word start before i.
+type counts []int32
+
+func occurrences(text, word string) counts {
+	c := make(counts, len(text)+1)
+	for i := range len(text) {
+		c[i+1] = c[i]
+		if strings.HasPrefix(text[i:], word) {
+			c[i+1]++
+		}
+	}
+	return c
+}
+
+// in reports whether text[from:to] holds the word (of length 5, "print").
+func (c counts) in(from, to int) bool {
+	last := to - len("print") + 1 // occurrences must start before last
+	return last > from && c[last] > c[from]
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -57,15 +59,13 @@ func matchParen(masked string, open int) int {
 	return len(masked)
 }
 
-// litsIn returns the literals inside a region.
+// litsIn returns the literals inside a region. lits are in source order,
+// so the region's are found by binary search: a program with many calls
+// costs no more than its size times their number's logarithm.
 func litsIn(lits []codeLit, sp span) []codeLit {
-	var out []codeLit
-	for _, lit := range lits {
-		if lit.start >= sp.start && lit.start < sp.end {
-			out = append(out, lit)
-		}
-	}
-	return out
+	from := sort.Search(len(lits), func(i int) bool { return lits[i].start >= sp.start })
+	to := from + sort.Search(len(lits)-from, func(i int) bool { return lits[from+i].start >= sp.end })
+	return slices.Clone(lits[from:to])
 }
 
 // litBefore returns the literal a method call is made on, as in

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"encoding/csv"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -28,6 +30,12 @@ func matchDocker(c *command, h *hits) {
 	rest, _ := skipOptions(c.args, optSpec{short: "cHl", long: []string{"context", "host", "log-level", "config", "tlscacert", "tlscert", "tlskey", "url", "connection", "root", "runroot", "storage-driver", "cgroup-manager"}})
 	if len(rest) > 0 && rest[0].val == "container" {
 		rest = rest[1:]
+	}
+	if len(rest) > 1 && rest[0].val == "volume" && rest[1].val == "create" {
+		if dev, ok := volumeHostDevice(rest[2:]); ok {
+			h.add(ruleDockerHost, c.name+" volume create -o device="+quoteDetail(dev))
+		}
+		return
 	}
 	if len(rest) == 0 || rest[0].val != "run" && rest[0].val != "create" && rest[0].val != "exec" {
 		return
@@ -76,7 +84,9 @@ func isDockerBool(name string) bool { return slices.Contains(dockerBoolFlags, na
 func dockerHostFlag(name, val string) (string, bool) {
 	switch name {
 	case "privileged":
-		if val == "" || val == "true" {
+		// A boolean flag reads its value as strconv.ParseBool does (1, t,
+		// TRUE, ...); one docker would refuse counts as true.
+		if on, err := strconv.ParseBool(val); val == "" || on || err != nil {
 			return "--privileged", true
 		}
 	case "pid", "ipc", "userns", "uts", "cgroupns":
@@ -105,18 +115,59 @@ func dockerHostFlag(name, val string) (string, bool) {
 			return "-v " + quoteDetail(src), true
 		}
 	case "mount":
-		bind, src := false, ""
-		for _, kv := range strings.Split(val, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "type":
-				bind = v == "bind"
-			case "source", "src":
-				src = v
+		if src, ok := mountHostSource(val); ok {
+			return "--mount source=" + quoteDetail(src), true
+		}
+	}
+	return "", false
+}
+
+// mountHostSource reads a --mount value the way docker does: a CSV record
+// (a field may be quoted: "source=/"), keys case-insensitive, type volume
+// by default. It returns the host path the mount reaches: the source of a
+// bind mount, or the device of a volume the local driver mounts from the
+// host (volume-opt=device=/,volume-opt=o=bind, or a block device).
+func mountHostSource(val string) (string, bool) {
+	fields, err := csv.NewReader(strings.NewReader(val)).Read()
+	if err != nil {
+		fields = strings.Split(val, ",") // docker refuses it; judge the plain reading
+	}
+	typ, src, device := "volume", "", ""
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, "=")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "type":
+			typ = strings.ToLower(strings.TrimSpace(v))
+		case "source", "src":
+			src = v
+		case "volume-opt":
+			if ok, ov, _ := strings.Cut(v, "="); strings.TrimSpace(ok) == "device" {
+				device = ov
 			}
 		}
-		if bind && hostMount(src) {
-			return "--mount source=" + quoteDetail(src), true
+	}
+	switch {
+	case typ == "bind" && hostMount(src):
+		return src, true
+	case typ == "volume" && (hostMount(device) || isBlockDevice(device)):
+		return device, true
+	}
+	return "", false
+}
+
+// volumeHostDevice judges docker volume create with the local driver's
+// device option: a named volume bound to a host directory or a block
+// device (-o type=none -o o=bind -o device=/) gives every container that
+// mounts it that path.
+func volumeHostDevice(args []arg) (string, bool) {
+	_, opts := operands(args, optSpec{short: "do", long: []string{"driver", "opt", "label", "scope", "sharing",
+		"availability", "group", "required-bytes", "limit-bytes", "secret", "topology-preferred", "topology-required", "type"}})
+	for _, o := range opts {
+		if o.name != "o" && o.name != "opt" || !o.value.lit {
+			continue
+		}
+		if k, v, _ := strings.Cut(o.value.val, "="); k == "device" && (hostMount(v) || isBlockDevice(v)) {
+			return v, true
 		}
 	}
 	return "", false

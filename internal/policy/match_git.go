@@ -1,11 +1,32 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 )
 
 // gitGlobalSpec lists git's global options that take a separate value.
 var gitGlobalSpec = optSpec{short: "Cc", long: []string{"git-dir", "work-tree", "namespace", "exec-path", "config-env", "super-prefix", "list-cmds", "attr-source"}}
+
+// Long options of the git subcommands matchGit reads. git takes any
+// unambiguous prefix of a long option (--force-w is --force-with-lease);
+// see longMeanings.
+var (
+	gitPushLong = []string{"verbose", "quiet", "repo", "all", "branches", "mirror", "delete", "tags", "dry-run",
+		"porcelain", "force", "force-with-lease", "no-force-with-lease", "force-if-includes", "no-force-if-includes",
+		"recurse-submodules", "no-recurse-submodules", "thin", "no-thin", "receive-pack", "exec", "set-upstream",
+		"progress", "prune", "no-verify", "verify", "follow-tags", "no-follow-tags", "signed", "no-signed",
+		"atomic", "no-atomic", "push-option", "ipv4", "ipv6"}
+	gitResetLong = []string{"quiet", "no-quiet", "refresh", "no-refresh", "mixed", "soft", "hard", "merge", "keep",
+		"recurse-submodules", "no-recurse-submodules", "patch", "intent-to-add", "pathspec-from-file", "pathspec-file-nul"}
+	gitCleanLong = []string{"quiet", "dry-run", "interactive", "force", "exclude"}
+)
+
+// optName is the name of a long option written NAME=VALUE.
+func optName(long string) string {
+	name, _, _ := strings.Cut(long, "=")
+	return name
+}
 
 // matchGit judges git operations that destroy work or shared history.
 //
@@ -26,7 +47,10 @@ func matchGit(c *command, h *hits) {
 		}
 	case "reset":
 		for _, a := range args {
-			if a.lit && a.val == "--hard" {
+			if !a.lit || a.val == "--" {
+				break
+			}
+			if long, ok := strings.CutPrefix(a.val, "--"); ok && slices.Contains(longMeanings(optName(long), gitResetLong), "hard") {
 				h.add(ruleGitDestructive, "git reset --hard")
 				return
 			}
@@ -35,8 +59,8 @@ func matchGit(c *command, h *hits) {
 		_, opts := operands(args, optSpec{short: "e", long: []string{"exclude"}})
 		force, dry := false, false
 		for _, o := range opts {
-			force = force || o.name == "f" || o.name == "force"
-			dry = dry || o.name == "n" || o.name == "dry-run" || o.name == "i" || o.name == "interactive"
+			force = force || optionIs(o, "f", "force", gitCleanLong)
+			dry = dry || optionIs(o, "n", "dry-run", gitCleanLong) || optionIs(o, "i", "interactive", gitCleanLong)
 		}
 		// -e takes a value, but "-fdx" must still count its x and f.
 		for _, a := range args {
@@ -56,14 +80,16 @@ func destructivePush(args []arg) (string, bool) {
 	ops, opts := operands(args, optSpec{short: "o", long: []string{"repo", "receive-pack", "exec", "push-option", "signed"}})
 	for _, o := range opts {
 		switch {
-		case o.name == "f" || o.name == "force":
+		case optionIs(o, "f", "force", gitPushLong):
 			return "--force", true
-		case strings.HasPrefix(o.name, "force-with-lease"):
+		case optionIs(o, "", "force-with-lease", gitPushLong):
 			return "--force-with-lease", true
-		case o.name == "d" || o.name == "delete":
+		case optionIs(o, "d", "delete", gitPushLong):
 			return "--delete", true
-		case o.name == "mirror" || o.name == "prune":
-			return "--" + o.name, true
+		case optionIs(o, "", "mirror", gitPushLong):
+			return "--mirror", true
+		case optionIs(o, "", "prune", gitPushLong):
+			return "--prune", true
 		}
 	}
 	if len(ops) > 1 {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,11 +31,26 @@ loop:
 		}
 	}
 	for _, a := range args[min(i, len(args)):] {
-		if a.lit && (a.val == "-1" || a.val == "1") {
-			h.add(ruleKillAll, "kill "+a.val)
+		if pid, ok := killPid(a); ok && (pid == -1 || pid == 1) {
+			detail := "kill " + strconv.Itoa(pid)
+			if a.val != strconv.Itoa(pid) {
+				detail += " (written " + quoteDetail(a.val) + ")"
+			}
+			h.add(ruleKillAll, detail)
 			return
 		}
 	}
+}
+
+// killPid reads a kill operand as kill reads a pid: a decimal number with
+// an optional sign, leading zeros and surrounding blanks allowed (-01 is
+// -1, every process; 001 is init).
+func killPid(a arg) (int, bool) {
+	if !a.lit {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(a.val))
+	return n, err == nil
 }
 
 // matchAll are pkill/killall patterns that match every process.

@@ -18,6 +18,7 @@ type optSpec struct {
 type option struct {
 	name  string
 	value arg
+	long  bool // given as --name
 }
 
 // skipOptions parses getopt-style options at the front of args and returns
@@ -36,7 +37,7 @@ func skipOptions(args []arg, spec optSpec) (rest []arg, opts []option) {
 		}
 		if long, ok := strings.CutPrefix(a.val, "--"); ok {
 			name, value, hasValue := strings.Cut(long, "=")
-			o := option{name: name, value: arg{val: value, lit: true, pos: a.pos, end: a.end, exact: -1}}
+			o := option{name: name, value: arg{val: value, lit: true, pos: a.pos, end: a.end, exact: -1}, long: true}
 			if !hasValue && slices.Contains(spec.long, name) && i < len(args) {
 				o.value = args[i]
 				i++

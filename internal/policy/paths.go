@@ -17,8 +17,9 @@ var systemDirs = []string{
 	"/usr/share", "/usr/include", "/usr/src", "/var/lib", "/var/log", "/var/spool", "/var/cache", "/var/mail",
 }
 
-// cleanAbs cleans an absolute path; home forms (~, ~user, $HOME) become
-// "~" so they compare equal.
+// cleanAbs cleans an absolute path (see canonicalPath: //, /./, .. and
+// /proc/self/root resolved); home forms (~, ~user, $HOME) become "~" so
+// they compare equal.
 func cleanAbs(p string) (string, bool) {
 	switch {
 	case strings.HasPrefix(p, homeMarker):
@@ -37,7 +38,7 @@ func cleanAbs(p string) (string, bool) {
 		}
 		return "~" + rest, true
 	}
-	return path.Clean(p), true
+	return canonicalPath(p), true
 }
 
 // isSystemDir reports whether a cleaned path is a system directory or a

@@ -13,7 +13,9 @@
 //     (Request.Shell: sh, the default, for /bin/sh -c, or bash), and
 //     judges every command that would run, as that shell would see it:
 //     quotes and escapes removed, variables assigned earlier
-//     in the script substituted, wrappers (sudo, env, timeout, xargs,
+//     in the script or set by the job (Request.Env) substituted, paths
+//     canonicalised and joined to the job's directory (Request.Cwd)
+//     and through links the command creates (see job.go), wrappers (sudo, env, timeout, xargs,
 //     find -exec) stripped, and nested code walked: $(...), sh -c, eval,
 //     heredocs and pipes into shells, interpreters (python -c) and SQL
 //     clients, scripts the command writes and then runs. It reads the
@@ -28,8 +30,10 @@
 //     allowlisted. A command that does not parse ("unparsable") or runs
 //     something built from values the detector cannot resolve
 //     ("unresolved-command") or reads differently in the two dialects
-//     ("shell-dialect") is dangerous, and no allowlist can admit it (fail
-//     closed).
+//     ("shell-dialect"), and a job whose environment makes something run
+//     code ("env-code"), or that is past a bound or the work budget of the
+//     detector ("too-complex", see budget.go), is dangerous, and no
+//     allowlist can admit it (fail closed).
 //
 // The detector is an internal piece; only Decide and Rules expose it.
 package policy
@@ -92,13 +96,26 @@ type Request struct {
 	// bash -c. "" means the engine's default (Config.Shell, else sh). An
 	// unknown shell is judged as sh and fails closed (shell-dialect).
 	Shell Shell
+	// Cwd is the directory Command starts in: relative paths in it (rm -rf
+	// *, rm -rf .) are judged joined to it. "" or a relative directory
+	// means not known.
+	Cwd string
+	// Env is the environment the job sets. A variable that makes a shell,
+	// an interpreter or the loader run code is refused (env-code); the
+	// others are the values Command's variables start with ($T is what
+	// Env["T"] holds, until the command assigns T).
+	Env map[string]string
+	// SecretEnv names keys of Env whose values are sealed: their names are
+	// judged, their values are unknown (never opened for the policy).
+	SecretEnv []string
 }
 
 // Match is one rule hit in a command, recorded with the job.
 type Match struct {
 	Rule string `json:"rule"`
 	// Text is the matched command text as written; for a nested script
-	// (sh -c, eval, python -c) it is the inner text.
+	// (sh -c, eval, python -c) it is the inner text; for env-code it is
+	// the name of the job's variable (Pos 0).
 	Text string `json:"text"`
 	// Pos is the byte offset in Request.Command where Text begins, or where
 	// the outer word containing it begins when a nested script cannot be
@@ -156,7 +173,7 @@ func (e *Engine) Decide(req Request) Decision {
 		sh = ShellSh
 	}
 	d.Shell = sh
-	all := detectIn(req.Command, sh, nil)
+	all := append(envFindings(req.Env, req.SecretEnv), detectWith(req.Command, sh, jobEnv(req), nil)...)
 	if !known {
 		all = append([]finding{{rule: ruleShellDialect, text: req.Command,
 			detail: fmt.Sprintf("unknown shell %s: the detector reads sh and bash only", quoteDetail(string(req.Shell)))}}, all...)
@@ -205,10 +222,19 @@ func applicable(findings []finding, hostAccess bool) []finding {
 // position in cmd.
 func matches(cmd string, findings []finding) []Match {
 	out := make([]Match, len(findings))
+	var newlines []int // offsets of the newlines in cmd: one pass, however many findings
+	for i := range len(cmd) {
+		if cmd[i] == '\n' {
+			newlines = append(newlines, i)
+		}
+	}
 	for i, f := range findings {
 		pos := min(max(f.pos, 0), len(cmd))
-		line := strings.Count(cmd[:pos], "\n") + 1
-		col := pos - strings.LastIndexByte(cmd[:pos], '\n')
+		n, _ := slices.BinarySearch(newlines, pos) // newlines before pos
+		line, col := n+1, pos+1
+		if n > 0 {
+			col = pos - newlines[n-1]
+		}
 		out[i] = Match{Rule: f.rule, Text: f.text, Pos: pos, Line: line, Col: col, HostOnly: f.hostOnly, Via: f.via}
 	}
 	return out

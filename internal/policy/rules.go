@@ -25,6 +25,8 @@ const (
 	ruleUnparsable     = "unparsable"
 	ruleUnresolved     = "unresolved-command"
 	ruleShellDialect   = "shell-dialect"
+	ruleEnvCode        = "env-code"
+	ruleTooComplex     = "too-complex"
 )
 
 // RuleInfo describes one detector rule, for docs and `sandrun doctor`.
@@ -97,7 +99,7 @@ var rules = []rule{
 		desc: "a container that can reach its host: docker/podman/nerdctl run|create|exec with --privileged, a bind mount of /, " +
 			"a system or home directory or the Docker socket (-v, --volume, --mount), --pid=host, --ipc=host, --userns=host, " +
 			"--cap-add ALL|SYS_ADMIN|SYS_MODULE|SYS_PTRACE|SYS_RAWIO|DAC_READ_SEARCH, --device on a block device, " +
-			"or an unconfined security profile (host networking is not flagged)"},
+			"an unconfined security profile, or docker volume create -o device= on such a path or a block device (host networking is not flagged)"},
 	{id: rulePrivilege, hostOnly: true,
 		desc: "gaining privileges: sudo, sudoedit, su, doas, pkexec, run0 (the command they run is judged as well)"},
 	{id: ruleFirewallFlush, hostOnly: true,
@@ -117,7 +119,7 @@ var rules = []rule{
 			"(shutil.rmtree('/'), fs.rmSync('/', {recursive: true}), FileUtils.rm_rf('/')); host-only exactly when what it runs is. " +
 			"A shell call whose command is built at run time is unresolved-command"},
 	{id: ruleUnparsable, fixed: true,
-		desc: "the command (or a nested sh -c, eval or heredoc script) does not parse as shell, or is too deeply nested; " +
+		desc: "the command (or a nested sh -c, eval or heredoc script) does not parse as shell; " +
 			"fail closed: refused in deny and allowlist modes and cannot be allowlisted"},
 	{id: ruleUnresolved, fixed: true,
 		desc: "the program to run, or a script handed to a shell or interpreter, is built from something the detector cannot resolve " +
@@ -128,6 +130,19 @@ var rules = []rule{
 			"it does not parse in the shell that runs it (`&>`, `<<<`, `<(...)`, arrays, `${x:0:1}` under sh), or under sh it parses in both " +
 			"with a different structure (`[[ ]]`, `(( ))`, `$'...'`, `declare`, `let`, `coproc`, `x+=1`), which is where a payload hides " +
 			"from one reading; fail closed: cannot be allowlisted. Judge a bash job with shell bash"},
+	{id: ruleEnvCode, fixed: true,
+		desc: "the job's environment sets a variable that makes a shell, an interpreter or the loader run code the command does not show " +
+			"(BASH_ENV, ENV, BASH_FUNC_*, SHELLOPTS, PS4, PROMPT_COMMAND, IFS, LD_*, PYTHONPATH, PERL5OPT, NODE_OPTIONS, GIT_SSH_COMMAND, " +
+			"GIT_CONFIG_*, PAGER and EDITOR unless plain, and more), a PATH with anything but the standard system directories, " +
+			"or a value that is a bash function definition; fail closed: cannot be allowlisted"},
+	{id: ruleTooComplex, fixed: true,
+		desc: "the command is past a bound of the detector, which would otherwise stop looking: brace expansion producing more than " +
+			"64 words, a variable with more than 8 values or a value over 64 KiB, more than 9 expansions of a word or 16 argument lists of " +
+			"a command, more than 32 inputs of xargs -I, find -exec or parallel (128 appended by xargs), more than 256 function calls, " +
+			"arithmetic following more than 4 variables naming variables, " +
+			"$(...) outputs nested more than 32 levels, statements more than 200, scripts more than 8, brackets more than 1000, " +
+			"more than 1000 nested scripts or 1 MiB of them, or a decision that takes more than 2^20 steps, 128 MiB or 250ms; " +
+			"fail closed: cannot be allowlisted"},
 }
 
 // Rules lists every rule the detector knows, in a stable order. The caller

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -8,8 +9,9 @@ import (
 )
 
 // maxCalls bounds how many times function bodies are walked again at a call
-// (with the caller's arguments as $1, $2, ...).
-const maxCalls = 16
+// (with the caller's arguments as $1, $2, ...); past it the command is
+// too-complex.
+const maxCalls = 256
 
 // hit is one rule firing on the command a matcher looks at.
 type hit struct{ rule, detail string }
@@ -36,9 +38,11 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) str
 		w.d.add(w.f, ruleDecodedExec, "program name comes from a decoded payload", via, sp)
 	}
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
+	c.home, c.links = w.env.get("HOME"), w.env.links
 	w.sideEffects(&c)
 	w.recordCommandWrites(&c)
 	w.judge(&c)
+	w.recordLink(&c) // after judging: ln acts on the link itself
 	return produce(&c)
 }
 
@@ -80,7 +84,7 @@ func (w *walker) redirects(s *syntax.Stmt, in stream, sp span) stream {
 		if !ok {
 			continue
 		}
-		c := command{cwd: w.env.cwd}
+		c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
 		var h hits
 		for _, a := range w.value(r.Word) {
 			for _, t := range c.targets(a) {
@@ -143,13 +147,18 @@ type funcDef struct {
 // call's arguments as positional parameters.
 func (w *walker) callFunc(c *command) {
 	def, ok := w.env.funcs[c.name]
-	if !ok || slices.Contains(w.stack, c.name) || w.d.calls >= maxCalls {
+	key := callKey(c)
+	if !ok || slices.Contains(w.stack, key) {
+		return // a recursive call with the same arguments: judged already
+	}
+	if w.d.calls >= maxCalls {
+		w.limit(fmt.Sprintf("more than %d function calls", maxCalls), c.sp)
 		return
 	}
 	w.d.calls++
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.setArgs(positional(c.name, c.args))
-	fw := &walker{d: w.d, f: def.f, tree: def.tree, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), c.name)}
+	fw := &walker{d: w.d, f: def.f, tree: def.tree, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), key)}
 	fw.stmt(def.decl.Body, c.stdin)
 	w.env.args, w.env.argsKnown = args, argsKnown
 }

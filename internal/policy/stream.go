@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -62,8 +63,12 @@ func (s stream) code() code {
 func (w *walker) output(list []*syntax.Stmt) stream {
 	if w.out++; w.out > maxOutDepth {
 		w.out--
+		if len(list) > 0 {
+			w.limit(fmt.Sprintf("$(...) outputs nested more than %d levels", maxOutDepth), stmtSpan(list[0]))
+		}
 		return generated()
 	}
+	w.d.charge(1, 0)
 	defer func() { w.out-- }()
 	if len(list) != 1 {
 		out := stream{present: true, known: len(list) == 0, start: -1, base: -1}

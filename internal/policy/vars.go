@@ -1,15 +1,16 @@
 package policy
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 )
 
 // Bounds on what the detector tracks about variables. Past them a value
-// becomes unknown, which fails closed where it matters (a command name).
+// becomes partly unknown and the command too-complex.
 const (
-	maxValues   = 8    // distinct values one variable may hold
-	maxValueLen = 4096 // bytes of one value
+	maxValues   = 8        // distinct values one variable may hold
+	maxValueLen = 64 << 10 // bytes of one value
 )
 
 // value is what the detector knows a variable may hold: any of vals, and
@@ -18,6 +19,7 @@ const (
 type value struct {
 	vals    []string
 	unknown bool
+	over    string // the limit bounded cut vals at, "" if none
 }
 
 func known(vals ...string) value { return value{vals: vals} }
@@ -36,14 +38,18 @@ func union(a, b value) value {
 }
 
 // bounded turns a value that grew past the limits into a partly unknown one.
+// It says in over which limit it reached; the walker reports that as
+// too-complex (walker.checkValue).
 func (v value) bounded() value {
 	if len(v.vals) > maxValues {
 		v.vals, v.unknown = v.vals[:maxValues], true
+		v.over = overValues
 	}
 	for i := 0; i < len(v.vals); i++ {
 		if len(v.vals[i]) > maxValueLen {
 			v.vals = slices.Delete(slices.Clone(v.vals), i, i+1)
 			v.unknown = true
+			v.over = overValueLen
 			i--
 		}
 	}
@@ -62,9 +68,11 @@ type env struct {
 	argsKnown bool
 	funcs     map[string]funcDef // functions defined so far
 	files     map[string]written // files the script wrote, by fileKey
+	links     links              // symbolic links the command created: file system state, shared by every clone
+	over      string             // a limit an assignment reached (value.over), until the walker reports it
 }
 
-func newEnv() *env { return &env{cwd: unknownValue} }
+func newEnv() *env { return &env{cwd: unknownValue, links: links{}} }
 
 // clone returns an independent copy, for a script run by another shell
 // process (sh -c) or a function call.
@@ -126,6 +134,7 @@ func (e *env) set(name string, v value, cond bool) {
 		e.vars = make(map[string]value)
 	}
 	e.vars[name] = v.bounded()
+	e.over = cmp.Or(e.vars[name].over, e.over)
 }
 
 // setCwd records a cd, like set.
@@ -134,6 +143,7 @@ func (e *env) setCwd(v value, cond bool) {
 		v = union(e.cwd, v)
 	}
 	e.cwd = v.bounded()
+	e.over = cmp.Or(e.cwd.over, e.over)
 }
 
 // setArgs sets the positional parameters $0, $1, ... of a nested script or

@@ -21,8 +21,9 @@ type walker struct {
 	out   int      // $(...) outputs being computed, nested
 }
 
-// Bounds on nesting within one script. Deeper statements fail closed
-// (unparsable); deeper $(...) outputs count as unknown.
+// Bounds on nesting within one script. Deeper statements are not walked
+// and deeper $(...) outputs count as unknown; either makes the command
+// too-complex.
 const (
 	maxDepth    = 200
 	maxOutDepth = 32
@@ -51,15 +52,13 @@ func stmtSpan(s *syntax.Stmt) span {
 // stmt walks one statement reading in as its standard input and returns
 // what it writes to its standard output, as far as the detector can tell.
 func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
+	w.d.charge(1, 0)
 	if w.depth++; w.depth > maxDepth {
 		w.depth--
-		if !w.d.tooDeep {
-			w.d.tooDeep = true
-			w.d.add(w.f, ruleUnparsable, fmt.Sprintf("statements nested more than %d levels", maxDepth), "", stmtSpan(s))
-		}
+		w.limit(fmt.Sprintf("statements nested more than %d levels", maxDepth), stmtSpan(s))
 		return generated()
 	}
-	defer func() { w.depth-- }()
+	defer w.leave(s)
 	if s.Background || s.Coprocess {
 		w.cond++
 		defer func() { w.cond-- }()
@@ -169,6 +168,9 @@ func (w *walker) forClause(c *syntax.ForClause) {
 		if len(loop.Items) == 0 { // for x; do: the positional parameters
 			v = unknownValue
 		}
+		if len(v.vals) > maxValues {
+			w.limit(fmt.Sprintf("a for loop over more than %d values", maxValues), span{int(c.Pos().Offset()), int(c.End().Offset())})
+		}
 		w.env.set(loop.Name.Value, v.bounded(), true)
 	default:
 		w.subst(loop)
@@ -217,6 +219,7 @@ func (w *walker) subst(node syntax.Node) {
 		return
 	}
 	syntax.Walk(node, func(n syntax.Node) bool {
+		w.d.charge(1, 0)
 		if arithContext(n) {
 			w.arith(n)
 		}
@@ -290,8 +293,10 @@ func (w *walker) argLists(words []*syntax.Word) [][]arg {
 		for _, l := range lists {
 			for _, alt := range alts {
 				if len(next) == maxCombos {
+					w.limit(fmt.Sprintf("a command with more than %d alternative argument lists", maxCombos), wordSpan(word))
 					break
 				}
+				w.d.charge(1, argBytes*(len(l)+len(alt)))
 				next = append(next, append(append([]arg(nil), l...), alt...))
 			}
 		}

@@ -12,11 +12,12 @@ import (
 // literal text) can never be mistaken for it.
 const homeMarker = "\x00HOME"
 
-// Bounds on expansion work per word and per command.
+// Bounds on expansion work per word and per command. Past them the command
+// is too-complex.
 const (
-	maxAlts   = 8  // alternative expansions of one word
-	maxCombos = 16 // alternative argument lists of one command
-	maxFields = 64 // words brace expansion may produce from one word
+	maxAlts   = maxValues + 1 // alternative expansions of one word: every value of a variable, and unknown
+	maxCombos = 16            // alternative argument lists of one command
+	maxFields = 64            // words brace expansion may produce from one word
 )
 
 // taint says where the unknown part of a word comes from.
@@ -57,12 +58,14 @@ type partial struct {
 	chosen   map[string]string // the value picked for each variable expanded so far
 	known    int               // cur[known:] is known text after the last unknown part
 	expanded bool              // a variable or substitution contributed to cur
+	d        *detector         // charged for the text cur grows by
 }
 
-func newPartial() *partial { return &partial{lit: true} }
+func newPartial(d *detector) *partial { return &partial{lit: true, d: d} }
 
 func (p *partial) clone() *partial {
-	c := &partial{fields: append([]arg(nil), p.fields...), lit: p.lit, taint: p.taint, has: p.has, known: p.known, expanded: p.expanded}
+	p.d.charge(1, p.cur.Len()+argBytes*len(p.fields))
+	c := &partial{fields: append([]arg(nil), p.fields...), lit: p.lit, taint: p.taint, has: p.has, known: p.known, expanded: p.expanded, d: p.d}
 	c.cur.WriteString(p.cur.String())
 	if p.chosen != nil {
 		c.chosen = make(map[string]string, len(p.chosen)+1)
@@ -76,6 +79,7 @@ func (p *partial) clone() *partial {
 // add appends s to the current field; when split, the IFS characters in s
 // separate fields, as for an unquoted expansion.
 func (p *partial) add(s string, split bool, ifs string) {
+	p.d.charge(0, len(s))
 	if !split || ifs == "" {
 		p.cur.WriteString(s)
 		p.has = true
@@ -96,6 +100,7 @@ func (p *partial) finish() {
 	if !p.has && p.cur.Len() == 0 {
 		return
 	}
+	p.d.charge(1, argBytes)
 	a := arg{val: p.cur.String(), lit: p.lit, taint: p.taint, expanded: p.expanded}
 	if !p.lit {
 		a.tail = a.val[p.known:]
@@ -115,6 +120,7 @@ type expander struct {
 	split bool   // unquoted expansions split into fields (false in assignments)
 	ifs   string // the field separators
 	alts  []*partial
+	sp    span // the word, where a limit reached is reported
 }
 
 // fields expands a command word: brace expansion, parameter expansion with
@@ -124,7 +130,7 @@ type expander struct {
 // braces has both readings, the literal one first.
 func (w *walker) fields(word *syntax.Word) [][]arg {
 	words := []*syntax.Word{word}
-	if split := *word; syntax.SplitBraces(&split) { // a copy: the AST keeps its positions
+	if split := *word; syntax.SplitBraces(&split) && w.braces(word, &split) { // a copy: the AST keeps its positions
 		words = words[:0]
 		for bw, err := range expand.BracesSeq(nil, &split) {
 			if err != nil || len(words) == maxFields {
@@ -134,6 +140,9 @@ func (w *walker) fields(word *syntax.Word) [][]arg {
 		}
 		if w.tree == ShellSh {
 			all := append(w.expandWords(word, []*syntax.Word{word}), w.expandWords(word, words)...)
+			if len(all) > maxAlts {
+				w.limit(overAlts, wordSpan(word))
+			}
 			return all[:min(len(all), maxAlts)]
 		}
 	}
@@ -144,14 +153,17 @@ func (w *walker) fields(word *syntax.Word) [][]arg {
 func (w *walker) expandWords(word *syntax.Word, words []*syntax.Word) [][]arg {
 	out := [][]arg{nil}
 	for _, bw := range words {
-		x := &expander{w: w, split: true, ifs: w.env.ifs(), alts: []*partial{newPartial()}}
+		x := &expander{w: w, split: true, ifs: w.env.ifs(), alts: []*partial{newPartial(w.d)}, sp: wordSpan(word)}
 		x.parts(bw.Parts, false)
 		var next [][]arg
 		for _, prefix := range out {
 			for _, p := range x.alts {
 				p.finish()
 				if len(next) < maxAlts {
+					w.d.charge(1, argBytes*(len(prefix)+len(p.fields)))
 					next = append(next, append(append([]arg(nil), prefix...), p.fields...))
+				} else {
+					w.limit(overAlts, x.sp)
 				}
 			}
 		}
@@ -173,7 +185,7 @@ func (w *walker) expandWords(word *syntax.Word, words []*syntax.Word) [][]arg {
 // value expands a word that is not split into fields (an assignment value,
 // a redirection target, a here-string) into its alternative values.
 func (w *walker) value(word *syntax.Word) []arg {
-	x := &expander{w: w, alts: []*partial{newPartial()}}
+	x := &expander{w: w, alts: []*partial{newPartial(w.d)}, sp: wordSpan(word)}
 	x.parts(word.Parts, false)
 	out := make([]arg, 0, len(x.alts))
 	exact := exactOffset(word)
@@ -288,6 +300,9 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 	v := x.w.env.get(name)
 	if p.Exp != nil {
 		v = x.paramOp(v, p.Exp)
+		if v.over != "" {
+			x.w.limit(v.over, x.sp)
+		}
 		name = "" // the value depends on more than the variable
 	}
 	x.branchVar(name, v, !quoted)
@@ -331,11 +346,7 @@ func (x *expander) branchVar(name string, v value, split bool) {
 		next = append(next, x.alts...)
 		x.alts = saved
 	}
-	if len(next) > maxAlts {
-		next = next[:maxAlts]
-		next[maxAlts-1].unknown(taintUnknown)
-	}
-	x.alts = next
+	x.alts = x.cut(next)
 }
 
 func boolInt(b bool) int {
@@ -426,9 +437,5 @@ func (x *expander) branch(v value, split bool, t taint) {
 			next = append(next, c)
 		}
 	}
-	if len(next) > maxAlts {
-		next = next[:maxAlts]
-		next[maxAlts-1].unknown(taintUnknown)
-	}
-	x.alts = next
+	x.alts = x.cut(next)
 }

@@ -49,12 +49,18 @@ func (w *Worker) judge(j *job, isolated bool, shell string) policy.Decision {
 	if shell != "" {
 		dialect = policy.ShellOf(shell)
 	}
+	// The whole job is judged: its directory and environment as the
+	// spec gives them. Secret values stay sealed: the policy judges their
+	// names and treats their values as unknown.
 	dec := w.deps.Policy.Decide(policy.Request{
-		Command:  j.spec.Command,
-		Origin:   string(origin),
-		Shell:    dialect,
-		Mode:     policy.Mode(j.spec.Approval),
-		Isolated: isolated,
+		Command:   j.spec.Command,
+		Origin:    string(origin),
+		Shell:     dialect,
+		Mode:      policy.Mode(j.spec.Approval),
+		Isolated:  isolated,
+		Cwd:       j.spec.Cwd,
+		Env:       j.spec.Env,
+		SecretEnv: j.spec.SecretEnv,
 	})
 	decision := "approve"
 	if !dec.Allow {
