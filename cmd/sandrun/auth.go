@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/sandrun/sandrun/internal/auth"
 )
@@ -50,21 +49,16 @@ func (c cli) auth(args []string) error {
 		return nil
 	}
 	id.Role = auth.Role(role)
+	if out != "" {
+		if err := m.MintFile(id, out); err != nil {
+			return fmt.Errorf("auth add: -o: %w", err)
+		}
+		return nil
+	}
 	creds, err := m.Mint(id)
 	if err != nil {
 		return err
 	}
-	if out == "" {
-		_, err = c.stdout.Write(creds)
-		return err
-	}
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("auth add: -o: %w", err)
-	}
-	if _, err := f.Write(creds); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	_, err = c.stdout.Write(creds)
+	return err
 }

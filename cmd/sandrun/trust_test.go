@@ -39,12 +39,8 @@ func secureSetup(t *testing.T) (string, *auth.Material, *jobs.Store) {
 // mintFile writes a .creds file for a new identity.
 func mintFile(t *testing.T, m *auth.Material, id auth.Identity) string {
 	t.Helper()
-	creds, err := m.Mint(id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := filepath.Join(t.TempDir(), id.Name+".creds")
-	if err := os.WriteFile(f, creds, 0o600); err != nil {
+	if err := m.MintFile(id, f); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -393,5 +389,52 @@ func TestBatchOfASubmitter(t *testing.T) {
 	}
 	if p, err := alice.BatchStatus(ctx, "eval-a"); err != nil || p.Total != 5 || p.Counts[jobs.StateSucceeded] != 5 {
 		t.Fatalf("alice's batch after the injection: %+v %v", p, err)
+	}
+}
+
+// `sandrun auth` makes the credentials, mints identities and prints what
+// an external nats-server must trust.
+func TestAuthCommands(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "auth")
+	if code, out, errOut := sandrun(t, "auth", "init", "--dir", dir); code != 0 || strings.TrimSpace(out) != dir {
+		t.Fatalf("init: %d %q %q", code, out, errOut)
+	}
+	f := filepath.Join(t.TempDir(), "a.creds")
+	if code, _, errOut := sandrun(t, "auth", "add", "--dir", dir, "--name", "ci-agent", "--origin", "subagent", "-o", f); code != 0 {
+		t.Fatalf("add: %d %q", code, errOut)
+	}
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := auth.IdentityOf(data); err != nil || id.Owner() != "subagent.ci-agent" || id.Role != auth.RoleSubmitter {
+		t.Fatalf("minted %+v %v", id, err)
+	}
+	if fi, _ := os.Stat(f); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("creds file mode %v", fi.Mode().Perm())
+	}
+	if code, _, errOut := sandrun(t, "auth", "add", "--dir", dir, "--name", "x", "--role", "root"); code == 0 || !strings.Contains(errOut, "identity role") {
+		t.Fatalf("bad role: %d %q", code, errOut)
+	}
+	code, out, _ := sandrun(t, "auth", "export", "--dir", dir)
+	keys := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		keys[k] = v != ""
+	}
+	for _, k := range []string{"operator_jwt", "system_account", "system_account_jwt", "sandrun_account", "sandrun_account_jwt"} {
+		if !keys[k] {
+			t.Errorf("export: %s missing in %q", k, out)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("export: %d", code)
+	}
+	for _, seedFile := range []string{"operator.nk", "account.nk", "secrets.nk"} {
+		seed, err := os.ReadFile(filepath.Join(dir, seedFile))
+		if err != nil || len(seed) < 20 || strings.Contains(out, strings.TrimSpace(string(seed))) {
+			t.Fatalf("export printed %s (or it is missing: %v)", seedFile, err)
+		}
 	}
 }

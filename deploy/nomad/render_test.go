@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/sandrun/sandrun/internal/auth"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // A stand-in for what Nomad gives a task's templates. Nomad renders
@@ -154,8 +155,10 @@ func clusterFixture(t *testing.T, nats *jobFile) fixture {
 		client = append(client, nomadService{Name: "nats", Address: addr, Port: ports["client"].static})
 		routes = append(routes, nomadService{Name: "nats-cluster", Address: addr, Port: ports["cluster"].static})
 	}
-	ca, cert, key := testPKI(t)
-	maps.Copy(natsVar, map[string]string{"tls_ca": ca, "tls_cert": cert, "tls_key": key,
+	// The servers' TLS material: a CA and a certificate for their addresses.
+	pki := testenv.NewPKI(t, hostIP, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	ca := pki.CAPEM
+	maps.Copy(natsVar, map[string]string{"tls_ca": ca, "tls_cert": pki.CertPEM, "tls_key": pki.KeyPEM,
 		"route_user": "route", "route_password": "0123456789abcdef0123456789abcdef"})
 	return fixture{
 		vars: map[string]map[string]string{

@@ -86,13 +86,12 @@ func dial(t *testing.T, url, creds string, opts ...nats.Option) (*nats.Conn, jet
 
 func mint(t *testing.T, m *auth.Material, id auth.Identity) string {
 	t.Helper()
-	creds, err := m.Mint(id)
-	if err != nil {
+	f := filepath.Join(t.TempDir(), id.Name+".creds")
+	if err := m.MintFile(id, f); err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(t.TempDir(), id.Name+".creds")
-	if err := os.WriteFile(f, creds, 0o600); err != nil {
-		t.Fatal(err)
+	if err := m.MintFile(id, f); err == nil {
+		t.Fatal("MintFile overwrote an existing file")
 	}
 	return f
 }

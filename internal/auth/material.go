@@ -303,6 +303,24 @@ func (m *Material) Mint(id Identity) ([]byte, error) {
 	return jwt.FormatUserConfig(token, seed)
 }
 
+// MintFile mints id's credentials into a new file at path, readable by
+// its owner only; an existing file is never overwritten.
+func (m *Material) MintFile(id Identity, path string) error {
+	creds, err := m.Mint(id)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	if _, err := f.Write(creds); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("auth: %w", err)
+	}
+	return f.Close()
+}
+
 const (
 	tagRole   = "sandrun-role:"
 	tagOrigin = "sandrun-origin:"

@@ -2,15 +2,6 @@ package natsutil_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,49 +11,15 @@ import (
 
 	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/testenv"
 )
-
-// testPKI writes a CA and a certificate for 127.0.0.1 signed by it.
-func testPKI(t *testing.T) natsutil.TLSFiles {
-	t.Helper()
-	dir := t.TempDir()
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sandrun test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "sandrun node"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return natsutil.TLSFiles{CA: write("ca.pem", "CERTIFICATE", caDER), Cert: write("node.pem", "CERTIFICATE", leafDER),
-		Key: write("node-key.pem", "EC PRIVATE KEY", keyDER)}
-}
 
 // Cluster mode as an operator runs it: three nodes sharing one credentials
 // directory, clients over TLS, routes over mutual TLS, R3 assets placed.
 func TestClusterWithTLSAndCredentials(t *testing.T) {
 	t.Parallel()
-	pki := testPKI(t)
+	p := testenv.NewPKI(t, "127.0.0.1")
+	pki := natsutil.TLSFiles{CA: p.CA, Cert: p.Cert, Key: p.Key}
 	m, err := auth.Ensure(filepath.Join(t.TempDir(), "auth"))
 	if err != nil {
 		t.Fatal(err)
