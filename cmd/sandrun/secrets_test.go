@@ -172,19 +172,8 @@ func TestUnsealedSecretRefused(t *testing.T) {
 	if err := st.PublishJob(ctx, spec, c.Owner(), spec.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		entries, _ := c.DLQ(ctx)
-		if len(entries) == 1 {
-			if !strings.Contains(entries[0].Reason, "secret_env.T") || strings.Contains(entries[0].Raw, "plaintext-value") {
-				t.Fatalf("dlq entry %+v", entries[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the unsealed spec was not refused")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if e := waitDLQ(t, c, "secret_env.T"); strings.Contains(e.Raw, "plaintext-value") {
+		t.Fatalf("dlq entry %+v", e)
 	}
 	if _, err := c.Status(ctx, "plain-secret"); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("a record was written for the refused spec: %v", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,6 +45,27 @@ func mintFile(t *testing.T, m *auth.Material, id auth.Identity) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// waitDLQ waits for a DLQ entry whose reason contains want.
+func waitDLQ(t *testing.T, c *client.Client, want string) jobs.DLQEntry {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		entries, err := c.DLQ(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.Contains(e.Reason, want) {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no DLQ entry saying %q: %+v", want, entries)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // homeWithMarker is a HOME for `rm -rf ~`: dangerous to the policy,
@@ -118,6 +140,26 @@ func TestPolicyAuthorityComesFromTheIdentity(t *testing.T) {
 		t.Fatal("the agent published under the admin's name")
 	}
 
+	// A message schedule on its own subject whose target is another
+	// identity's subject: the server publishes it there without checking
+	// the agent's permissions; the worker refuses it.
+	home, marker = homeWithMarker(t)
+	body, _ = json.Marshal(jobs.Spec{ID: "scheduled-1", Queue: "default", Command: "rm -rf ~", Approval: "approve",
+		Env: map[string]string{"HOME": home}})
+	// (The schedule sits on a queue no worker serves, or a worker would
+	// claim the schedule message itself, as the agent's own job.)
+	if _, err := js.Publish(ctx, jobs.JobSubject("idle", "subagent.agent-7"), body,
+		jetstream.WithScheduleAt(time.Now().Add(time.Second)), jetstream.WithScheduleTarget(jobs.JobSubject("default", "manual.admin"))); err != nil {
+		t.Fatal(err)
+	}
+	waitDLQ(t, c, "may not publish jobs as manual.admin")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("a job scheduled onto the admin's subject ran")
+	}
+	if _, err := c.Status(ctx, "scheduled-1"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("the forged job has a record: %v", err)
+	}
+
 	// The operator's identity (manual, ceiling approve) runs it.
 	home, _ = homeWithMarker(t)
 	code, out, errOut = sandrun(t, "submit", "--nats-url", url, "--creds", m.CredsPath("admin"), "--approval", "approve",
@@ -157,24 +199,7 @@ func TestJobIDOfAnotherOwnerIsRefused(t *testing.T) {
 		Timeout: jobs.Duration(time.Minute), MaxAttempts: 1, Origin: jobs.OriginManual}, mc.Owner(), "other-msg-id"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		entries, err := c.DLQ(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, e := range entries {
-			found = found || strings.Contains(e.Reason, "another submitter")
-		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the foreign copy was not refused: dlq %+v", entries)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitDLQ(t, c, "another submitter")
 	st, err := c.Status(ctx, "shared-id")
 	if err != nil || st.Result == nil || st.Result.Stdout.Head != first.Stdout.Head || st.Run.Owner.Name != "bob" || st.Run.Attempt != 1 {
 		t.Fatalf("bob's job changed: %+v %v", st, err)
@@ -375,18 +400,7 @@ func TestBatchOfASubmitter(t *testing.T) {
 	if _, err := mallory.Submit(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	c := client.New(admin)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		entries, _ := c.DLQ(ctx)
-		if len(entries) == 1 && strings.Contains(entries[0].Reason, "another submitter's") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the injected item was not refused: %+v", entries)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitDLQ(t, client.New(admin), "another submitter's")
 	if p, err := alice.BatchStatus(ctx, "eval-a"); err != nil || p.Total != 5 || p.Counts[jobs.StateSucceeded] != 5 {
 		t.Fatalf("alice's batch after the injection: %+v %v", p, err)
 	}

@@ -79,6 +79,12 @@ func ParseOwner(s string) (Owner, bool) {
 // DelaySubject holds the schedule (@at) of a job's delayed retry.
 func DelaySubject(id string) string { return subjectJobs + "delay." + id }
 
+// IsDelaySubject reports whether subject is a delayed retry's schedule.
+func IsDelaySubject(subject string) bool {
+	id, ok := strings.CutPrefix(subject, subjectJobs+"delay.")
+	return ok && id != ""
+}
+
 // EventSubject is where events of kind for job id are published.
 func EventSubject(id, kind string) string { return subjectEvents + id + "." + kind }
 

@@ -24,7 +24,7 @@ const maxRawInDLQ = 4 << 10
 // releaseSlot gives the job's concurrency slot back; it is called once the
 // command has ended, before the commit.
 func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, releaseSlot func()) {
-	spec, owner, err := decodeMessage(queue, msg.Subject(), msg.Data())
+	spec, owner, err := decodeMessage(queue, msg.Subject(), msg.Headers().Get(jetstream.SchedulerHeader), msg.Data())
 	if err != nil {
 		w.rejectInvalid(ctx, queue, msg, err)
 		return
@@ -153,10 +153,13 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 // decodeMessage turns a dispatch message into a spec and its owner (from
 // the subject, which only that owner may publish to), or says why it is
 // not a job.
-func decodeMessage(queue, subject string, data []byte) (jobs.Spec, jobs.Owner, error) {
+func decodeMessage(queue, subject, scheduler string, data []byte) (jobs.Spec, jobs.Owner, error) {
 	q, owner, ok := jobs.ParseJobSubject(subject)
 	if !ok || q != queue {
 		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "subject", Msg: fmt.Sprintf("%q is not %s", subject, jobs.JobSubject(queue, "ORIGIN.NAME"))}
+	}
+	if err := checkScheduler(scheduler, owner); err != nil {
+		return jobs.Spec{}, jobs.Owner{}, err
 	}
 	spec, err := jobs.DecodeJSON(data)
 	if err != nil {
@@ -172,6 +175,24 @@ func decodeMessage(queue, subject string, data []byte) (jobs.Spec, jobs.Owner, e
 		return jobs.Spec{}, jobs.Owner{}, err
 	}
 	return spec, owner, nil
+}
+
+// checkScheduler refuses a message the server published for a message
+// schedule (Nats-Scheduler names the schedule's subject) unless whoever
+// could publish the schedule could publish the job itself. The server
+// publishes a schedule's message to its target subject without checking
+// the publisher's permissions there, so a submitter could otherwise
+// schedule a job onto another identity's subject and run under its
+// origin. Delayed retries come from sandrun.jobs.delay.ID, which only
+// workers may publish, to the subject of the job's own owner.
+func checkScheduler(scheduler string, owner jobs.Owner) error {
+	if scheduler == "" || jobs.IsDelaySubject(scheduler) {
+		return nil
+	}
+	if _, from, ok := jobs.ParseJobSubject(scheduler); ok && from == owner {
+		return nil
+	}
+	return &jobs.FieldError{Field: "subject", Msg: fmt.Sprintf("scheduled by %q, which may not publish jobs as %s", scheduler, owner)}
 }
 
 // rejectInvalid moves a message that is not a valid job to the DLQ, with
