@@ -31,9 +31,17 @@ type sealKey struct {
 const maxSealCache = 1024
 
 // Seal returns spec with every secret_env value sealed to the workers'
-// key: only a worker can read it, and it is never stored in the clear.
-// Values already sealed are kept.
+// key and bound to the client's owner: only a worker can read it, only
+// for a job of that owner, and it is never stored in the clear. Values
+// already sealed are kept.
 func (c *Client) Seal(ctx context.Context, spec jobs.Spec) (jobs.Spec, error) {
+	return c.SealFor(ctx, spec, c.owner)
+}
+
+// SealFor is Seal with the values bound to owner: ORIGIN.NAME, or
+// ORIGIN.* for any identity of that origin (a schedule's secrets open for
+// whichever scheduler fires it).
+func (c *Client) SealFor(ctx context.Context, spec jobs.Spec, owner string) (jobs.Spec, error) {
 	if len(spec.SecretEnv) == 0 {
 		return spec, nil
 	}
@@ -47,7 +55,7 @@ func (c *Client) Seal(ctx context.Context, spec jobs.Spec) (jobs.Spec, error) {
 		if !ok || secrets.IsSealed(v) {
 			continue
 		}
-		if spec.Env[k], err = c.sealValue(v, pub); err != nil {
+		if spec.Env[k], err = c.sealValue(owner, v, pub); err != nil {
 			return jobs.Spec{}, fmt.Errorf("secret_env.%s: %w", k, err)
 		}
 	}
@@ -71,19 +79,20 @@ func (c *Client) workersKey(ctx context.Context) (string, error) {
 	return c.seal.pub, nil
 }
 
-func (c *Client) sealValue(v, pub string) (string, error) {
+func (c *Client) sealValue(owner, v, pub string) (string, error) {
 	c.seal.mu.Lock()
 	defer c.seal.mu.Unlock()
-	if s, ok := c.seal.sealed[v]; ok {
+	key := owner + "\x00" + v
+	if s, ok := c.seal.sealed[key]; ok {
 		return s, nil
 	}
-	s, err := secrets.Seal(v, pub)
+	s, err := secrets.Seal(owner, v, pub)
 	if err != nil {
 		return "", err
 	}
 	if c.seal.sealed == nil || len(c.seal.sealed) >= maxSealCache {
 		c.seal.sealed = make(map[string]string)
 	}
-	c.seal.sealed[v] = s
+	c.seal.sealed[key] = s
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/scheduler"
@@ -177,5 +178,43 @@ func TestUnsealedSecretRefused(t *testing.T) {
 	}
 	if _, err := c.Status(ctx, "plain-secret"); !errors.Is(err, jobs.ErrNotFound) {
 		t.Fatalf("a record was written for the refused spec: %v", err)
+	}
+}
+
+// A sealed value is bound to its owner: another submitter who copies it
+// from a job record (submitters may read records) into a job of its own
+// gets nothing — the job fails before it runs, and the value is not in
+// its output.
+func TestSealedSecretReplayedByAnotherOwner(t *testing.T) {
+	t.Parallel()
+	url, m, admin := secureSetup(t)
+	ctx := sandruntest.Ctx(t)
+	c := client.New(admin)
+	const secret = "alice-only-token-7f3a"
+	alice := c.As("manual.alice")
+	spec, err := alice.Submit(ctx, jobs.Spec{Command: "true", Env: map[string]string{"TOKEN": secret}, SecretEnv: []string{"TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.WaitResult(t, c, spec.ID, 30*time.Second)
+	run, _, err := admin.GetRun(ctx, spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := run.Spec.Env["TOKEN"]
+
+	mallory, err := client.Connect(ctx, client.Options{URL: url, CredsFile: mintFile(t, m, auth.Identity{Name: "mallory", Role: auth.RoleSubmitter})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mallory.Close()
+	stolen, err := mallory.Submit(ctx, jobs.Spec{Command: `echo "$TOKEN" | base64`, MaxAttempts: 1,
+		Env: map[string]string{"TOKEN": sealed}, SecretEnv: []string{"TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sandruntest.WaitResult(t, c, stolen.ID, 30*time.Second)
+	if r.State != jobs.StateFailed || !strings.Contains(r.Error, "sealed for another submitter") || r.Stdout.Size != 0 {
+		t.Fatalf("replayed secret: %s %q, output %d bytes", r.State, r.Error, r.Stdout.Size)
 	}
 }

@@ -61,6 +61,10 @@ func (id Identity) Validate() error {
 	if id.Role == RoleScheduler && id.Origin != "cron" {
 		return fmt.Errorf("identity origin: a scheduler submits cron jobs, got %q", id.Origin)
 	}
+	if id.Role == RoleSubmitter && id.Origin == "cron" {
+		// Cron is the schedulers' origin: schedules' secrets open for it.
+		return fmt.Errorf("identity origin: cron belongs to schedulers; a submitter is manual, batch or subagent")
+	}
 	return nil
 }
 

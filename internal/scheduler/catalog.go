@@ -80,8 +80,9 @@ func (c *Catalog) Put(ctx context.Context, s Schedule, keepSuspended bool) error
 			s.Suspended = old.Suspended
 		}
 	}
-	// Secret values are kept sealed to the workers, like a job's.
-	job, err := c.client.Seal(ctx, s.Job)
+	// Secret values are kept sealed to the workers, like a job's, and
+	// open for cron jobs only (any scheduler identity may fire them).
+	job, err := c.client.SealFor(ctx, s.Job, string(jobs.OriginCron)+".*")
 	if err != nil {
 		return fmt.Errorf("schedules.%s.job: %w", s.Name, err)
 	}

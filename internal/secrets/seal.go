@@ -24,10 +24,12 @@ func IsSealed(v string) bool { return strings.HasPrefix(v, prefix) }
 // ErrNotSealed is returned by Open for a value that is not sealed.
 var ErrNotSealed = errors.New("value is not sealed to the workers' key")
 
-// Seal seals value to recipient, the workers' public curve key (X…),
-// with a fresh sender key, so that only the holder of the workers'
-// private key can read it.
-func Seal(value, recipient string) (string, error) {
+// Seal seals value, bound to owner (ORIGIN.NAME, or ORIGIN.* for any
+// identity of that origin), to recipient, the workers' public curve key
+// (X…), with a fresh sender key: only the holder of the workers' private
+// key can read it, and it opens only for a job of that owner, so a sealed
+// value copied from someone else's job is worthless.
+func Seal(owner, value, recipient string) (string, error) {
 	if !nkeys.IsValidPublicCurveKey(recipient) {
 		return "", fmt.Errorf("secrets: %q is not a public curve key", recipient)
 	}
@@ -39,7 +41,7 @@ func Seal(value, recipient string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	box, err := sender.Seal([]byte(value), recipient)
+	box, err := sender.Seal([]byte(owner+"\x00"+value), recipient)
 	if err != nil {
 		return "", fmt.Errorf("secrets: seal: %w", err)
 	}
@@ -88,25 +90,43 @@ func NewKeySeed() ([]byte, error) {
 // Public is the key submitters seal to.
 func (k *Key) Public() string { return k.pub }
 
-// Open returns the value sealed in v.
-func (k *Key) Open(v string) (string, error) {
+// ErrOtherOwner is returned by Open for a value sealed for another owner.
+var ErrOtherOwner = errors.New("sealed for another submitter")
+
+// Open returns the value sealed in v for a job of owner (ORIGIN.NAME).
+func (k *Key) Open(v, owner string) (string, error) {
 	k.mu.Lock()
 	plain, ok := k.opened[v]
 	k.mu.Unlock()
-	if ok {
-		return plain, nil
+	if !ok {
+		var err error
+		if plain, err = k.open(v); err != nil {
+			return "", err
+		}
+		k.mu.Lock()
+		if k.opened == nil || len(k.opened) >= maxOpened {
+			k.opened = make(map[string]string)
+		}
+		k.opened[v] = plain
+		k.mu.Unlock()
 	}
-	plain, err := k.open(v)
-	if err != nil {
-		return "", err
+	bound, value, ok := strings.Cut(plain, "\x00")
+	if !ok {
+		return "", errors.New("secrets: malformed sealed value (no owner)")
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.opened == nil || len(k.opened) >= maxOpened {
-		k.opened = make(map[string]string)
+	if !boundTo(bound, owner) {
+		return "", fmt.Errorf("%w (%s), not %s", ErrOtherOwner, bound, owner)
 	}
-	k.opened[v] = plain
-	return plain, nil
+	return value, nil
+}
+
+// boundTo reports whether a value bound to bound opens for owner.
+func boundTo(bound, owner string) bool {
+	if origin, ok := strings.CutSuffix(bound, ".*"); ok {
+		o, _, _ := strings.Cut(owner, ".")
+		return o == origin
+	}
+	return bound == owner
 }
 
 func (k *Key) open(v string) (string, error) {

@@ -21,32 +21,43 @@ func TestSealOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := Seal("hunter2-token", k.Public())
+	sealed, err := Seal("manual.alice", "hunter2-token", k.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !IsSealed(sealed) || strings.Contains(sealed, "hunter2") {
 		t.Fatalf("sealed %q", sealed)
 	}
-	again, _ := Seal("hunter2-token", k.Public())
+	again, _ := Seal("manual.alice", "hunter2-token", k.Public())
 	if again == sealed {
 		t.Fatal("the same value sealed twice gave the same text")
 	}
-	if got, err := k.Open(sealed); err != nil || got != "hunter2-token" {
+	if got, err := k.Open(sealed, "manual.alice"); err != nil || got != "hunter2-token" {
 		t.Fatalf("open: %q %v", got, err)
 	}
-	if _, err := k.Open("plain"); !errors.Is(err, ErrNotSealed) {
+	// Bound to its owner: a copy in another owner's job does not open.
+	if got, err := k.Open(sealed, "manual.mallory"); !errors.Is(err, ErrOtherOwner) || got != "" {
+		t.Fatalf("open for another owner: %q %v", got, err)
+	}
+	cron, _ := Seal("cron.*", "nightly-token", k.Public())
+	if got, err := k.Open(cron, "cron.scheduler-b"); err != nil || got != "nightly-token" {
+		t.Fatalf("a cron.* value for a scheduler: %q %v", got, err)
+	}
+	if _, err := k.Open(cron, "manual.cron"); !errors.Is(err, ErrOtherOwner) {
+		t.Fatalf("a cron.* value for a manual job: %v", err)
+	}
+	if _, err := k.Open("plain", "manual.alice"); !errors.Is(err, ErrNotSealed) {
 		t.Fatalf("open plain: %v", err)
 	}
 	seed2, _ := NewKeySeed()
 	f2 := t.TempDir() + "/k2"
 	_ = writeFile(f2, seed2)
 	other, _ := LoadKey(f2)
-	if _, err := other.Open(sealed); err == nil {
+	if _, err := other.Open(sealed, "manual.alice"); err == nil {
 		t.Fatal("another key opened the value")
 	}
 	tampered := sealed[:len(sealed)-2] + "AA"
-	if _, err := k.Open(tampered); err == nil {
+	if _, err := k.Open(tampered, "manual.alice"); err == nil {
 		t.Fatal("a tampered value opened")
 	}
 	if strings.Contains(k.String(), string(seed)) {

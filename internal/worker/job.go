@@ -64,7 +64,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
 		return
 	}
-	env, secretValues, err := w.openEnv(j.spec)
+	env, secretValues, err := w.openEnv(j.spec, j.run.OwnerString())
 	if err != nil {
 		j.failed(ctx, err.Error(), false)
 		return

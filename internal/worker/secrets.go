@@ -50,8 +50,9 @@ func checkSealed(spec jobs.Spec) error {
 }
 
 // openEnv returns the job's environment with its secret values opened,
-// and those values, to be masked in its output.
-func (w *Worker) openEnv(spec jobs.Spec) (env map[string]string, values []string, err error) {
+// and those values, to be masked in its output. A value sealed for
+// another owner (copied from someone else's job) does not open.
+func (w *Worker) openEnv(spec jobs.Spec, owner string) (env map[string]string, values []string, err error) {
 	if len(spec.SecretEnv) == 0 {
 		return spec.Env, nil, nil
 	}
@@ -63,7 +64,7 @@ func (w *Worker) openEnv(spec jobs.Spec) (env map[string]string, values []string
 		env[k] = v
 	}
 	for _, k := range spec.SecretEnv {
-		plain, err := w.deps.Secrets.Open(spec.Env[k])
+		plain, err := w.deps.Secrets.Open(spec.Env[k], owner)
 		if err != nil {
 			return nil, nil, fmt.Errorf("secret_env.%s: %w", k, err)
 		}
