@@ -29,9 +29,9 @@ import (
 
 // Budget of one decision.
 const (
-	budgetSteps   = 1 << 20                // steps of counted work
-	budgetBytes   = 128 << 20              // bytes of source parsed and text built
-	budgetTimeout = 250 * time.Millisecond // wall-clock time
+	budgetSteps   = 1 << 19               // steps of counted work
+	budgetBytes   = 40 << 20              // bytes of source parsed and text built
+	budgetTimeout = 90 * time.Millisecond // wall-clock time
 	// clockEvery is how many steps pass between two reads of the clock.
 	clockEvery = 1 << 10
 	// parseBytes is what parsing one byte of script costs, in budget
@@ -97,6 +97,15 @@ func (d *detector) charge(steps, bytes int) {
 		if m.limit.now().After(m.deadline) {
 			panic(overBudget{fmt.Sprintf("judging it takes longer than %v", m.limit.timeout)})
 		}
+	}
+}
+
+// clock stops the detector past the deadline, for work that is not
+// counted in steps (parsing, comparing the dialects' trees).
+func (d *detector) clock() {
+	d.charge(0, 0)
+	if m := &d.meter; m.limit.now().After(m.deadline) {
+		panic(overBudget{fmt.Sprintf("judging it takes longer than %v", m.limit.timeout)})
 	}
 }
 
@@ -265,12 +274,19 @@ func callKey(c *command) string {
 // substitute into the command they run.
 var overInputs = fmt.Sprintf("more than %d inputs of xargs, find -exec or parallel", maxInputs)
 
-// stmtKind is kindOf for a statement, the most frequent node: strconv
-// instead of fmt.
+// stmtKind is kindOf for a statement, the most frequent node: one of 16
+// strings made once, so a script's statements allocate nothing.
 func stmtKind(n *syntax.Stmt) string {
-	return "Stmt!" + strconv.FormatBool(n.Negated) + "&" + strconv.FormatBool(n.Background) +
-		"|&" + strconv.FormatBool(n.Coprocess) + "&|" + strconv.FormatBool(n.Disown)
+	return stmtKinds[boolInt(n.Negated)<<3|boolInt(n.Background)<<2|boolInt(n.Coprocess)<<1|boolInt(n.Disown)]
 }
+
+var stmtKinds = func() (out [16]string) {
+	for i := range out {
+		out[i] = "Stmt!" + strconv.FormatBool(i&8 != 0) + "&" + strconv.FormatBool(i&4 != 0) +
+			"|&" + strconv.FormatBool(i&2 != 0) + "&|" + strconv.FormatBool(i&1 != 0)
+	}
+	return out
+}()
 
 // sizeOf shows a number of bytes in MiB or KiB.
 func sizeOf(n int) string {

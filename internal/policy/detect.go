@@ -25,7 +25,7 @@ type finding struct {
 const (
 	maxNesting = 8       // sh -c / eval / heredoc scripts within scripts
 	maxScripts = 1000    // scripts parsed for one command
-	maxParsed  = 1 << 20 // bytes of nested scripts parsed for one command
+	maxParsed  = 1 << 19 // bytes of nested scripts parsed for one command
 )
 
 // internalError is the detail of the finding a detector panic turns into.
@@ -155,7 +155,7 @@ func (d *detector) script(f *frame, e *env, cond int, in stream) {
 		d.stop(fmt.Sprintf("more than %d KiB of nested scripts", maxParsed>>10))
 	}
 	d.charge(1, parseBytes*len(f.src))
-	trees, issue, err := readScript(f.src, f.shell)
+	trees, issue, err := readScript(f.src, f.shell, d.clock)
 	if errors.Is(err, errTooDeep) {
 		d.limit(f, describeParseError(err), errorLine(f.src, err))
 		return

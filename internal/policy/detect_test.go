@@ -130,7 +130,8 @@ func TestDetectRmRoot(t *testing.T) {
 		{"rm -rf '$HOME'", ""},
 		{"rm -rf ~user", ruleRmRoot},
 		{"rm -rf \"$DIR\"", ""},
-		{"rm -rf \"$DIR/\"", ""},
+		{"rm -rf \"$DIR/\"", ruleRmRoot}, // DIR unset: rm -rf /, which busybox rm does
+		{"rm -rf \"${DIR:?}/\"", ""},
 		{"echo rm -rf /", ""},
 		{"echo 'rm -rf /'", ""},
 		{"printf '%s\\n' 'rm -rf /'", ""},
@@ -153,11 +154,13 @@ func TestDetectMkfs(t *testing.T) {
 		{"mkfs.ext4 /dev/sdb1", ruleMkfs},
 		{"mkfs.xfs -f /dev/nvme0n1", ruleMkfs},
 		{"mke2fs /dev/sdb", ruleMkfs},
-		{"/sbin/mkfs.vfat out.img", ruleMkfs},
+		{"/sbin/mkfs.vfat /dev/mmcblk0p1", ruleMkfs},
+		{"/sbin/mkfs.vfat out.img", ""},
 		{"sudo mkfs.btrfs /dev/vdb", ruleMkfs},
 		{`m"kfs".ext4 /dev/sda1`, ruleMkfs},
 		{"sh -c 'mkfs.ext4 /dev/sda'", ruleMkfs},
-		{"busybox mkfs.ext2 x", ruleMkfs},
+		{"busybox mkfs.ext2 /dev/sdb", ruleMkfs},
+		{"busybox mkfs.ext2 x", ""}, // an image file
 
 		{"grep mkfs file", ""},
 		{"echo mkfs.ext4 /dev/sda", ""},

@@ -58,10 +58,12 @@ type dialectIssue struct {
 // the trees to walk, the first being src's own reading when it parses, and
 // the disagreement to report, if any. When src parses in neither dialect
 // it returns the parse error of its own.
-func readScript(src string, sh Shell) ([]tree, *dialectIssue, error) {
+func readScript(src string, sh Shell, clock func()) ([]tree, *dialectIssue, error) {
 	alt := sh.other()
 	own, ownErr := parseAs(src, sh.lang())
+	clock()
 	other, otherErr := parseAs(src, alt.lang())
+	clock()
 	switch {
 	case ownErr != nil && otherErr != nil:
 		return nil, nil, ownErr
@@ -76,7 +78,7 @@ func readScript(src string, sh Shell) ([]tree, *dialectIssue, error) {
 		}
 		return []tree{{own, sh}}, nil, nil
 	}
-	ownTokens, otherTokens := structure(own), structure(other)
+	ownTokens, otherTokens := structure(own, clock), structure(other, clock)
 	at, same := firstDifference(ownTokens, otherTokens)
 	if same {
 		if sh == ShellSh {
@@ -143,9 +145,39 @@ type token struct {
 // bash parses as declarations and POSIX as plain commands) and `time CMD`
 // (a keyword in bash, a program in POSIX sh) are listed as POSIX parses
 // them, so that they do not count as a disagreement.
-func structure(f *syntax.File) []token {
+// clock is called every clockEvery nodes (the walk stops past the deadline).
+func structure(f *syntax.File, clock func()) []token {
 	var out []token
+	nodes := 0
 	var visit func(syntax.Node) bool
+	// binary lists a tree of binary commands (a | b | c, a && b || c)
+	// with a stack of its own instead of recursion: a 128 KiB chain nests
+	// tens of thousands deep, and walking it recursively spent most of a
+	// decision growing and scanning the goroutine's stack. A statement
+	// whose command is itself binary is listed with its redirections, then
+	// its command, in the same order for both dialects.
+	binary := func(root *syntax.BinaryCmd) {
+		out = append(out, token{kindOf(root), offset(root)})
+		stack := []*syntax.Stmt{root.Y, root.X}
+		for len(stack) > 0 {
+			st := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if nodes++; nodes%clockEvery == 0 {
+				clock()
+			}
+			b, ok := st.Cmd.(*syntax.BinaryCmd)
+			if !ok || len(st.Comments) > 0 {
+				syntax.Walk(st, visit)
+				continue
+			}
+			out = append(out, token{kindOf(st), offset(st)})
+			for _, r := range st.Redirs {
+				syntax.Walk(r, visit)
+			}
+			out = append(out, token{kindOf(b), offset(b)})
+			stack = append(stack, b.Y, b.X)
+		}
+	}
 	visit = func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case nil, *syntax.Lit, *syntax.Comment:
@@ -182,6 +214,13 @@ func structure(f *syntax.File) []token {
 				}
 				return false
 			}
+		}
+		if b, ok := n.(*syntax.BinaryCmd); ok {
+			binary(b)
+			return false
+		}
+		if nodes++; nodes%clockEvery == 0 {
+			clock()
 		}
 		out = append(out, token{kindOf(n), offset(n)})
 		return true
@@ -231,6 +270,12 @@ func plainCall(s *syntax.Stmt) (*syntax.CallExpr, bool) {
 }
 
 // kindOf names a node with the flags that change what it runs.
+// binaryKinds are kindOf's strings for the binary operators, made once.
+var binaryKinds = map[syntax.BinCmdOperator]string{
+	syntax.AndStmt: "BinaryCmd" + syntax.AndStmt.String(), syntax.OrStmt: "BinaryCmd" + syntax.OrStmt.String(),
+	syntax.Pipe: "BinaryCmd" + syntax.Pipe.String(), syntax.PipeAll: "BinaryCmd" + syntax.PipeAll.String(),
+}
+
 func kindOf(n syntax.Node) string {
 	switch n := n.(type) {
 	case *syntax.File:
@@ -238,6 +283,9 @@ func kindOf(n syntax.Node) string {
 	case *syntax.Stmt:
 		return stmtKind(n)
 	case *syntax.BinaryCmd:
+		if k, ok := binaryKinds[n.Op]; ok {
+			return k
+		}
 		return "BinaryCmd" + n.Op.String()
 	case *syntax.Redirect:
 		k := "Redirect" + n.Op.String()

@@ -12,8 +12,8 @@ const maxInputs = 32
 
 // xargs judges the command xargs runs. Its stdin arguments are known when
 // they come from echo/printf (the words) or find/ls (the listed trees,
-// judged as whole trees); otherwise the command is judged with its fixed
-// arguments only.
+// judged as whole trees); otherwise the command is judged with one
+// argument the detector cannot resolve.
 func (w *walker) xargs(c *command) {
 	rest, opts := skipOptions(c.args, optSpec{short: "adEILnPs", long: []string{
 		"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}})
@@ -32,19 +32,34 @@ func (w *walker) xargs(c *command) {
 	if len(rest) == 0 {
 		return // echo
 	}
-	inputs, tree := stdinWords(c.stdin)
+	inputs, tree := stdinWords(c.stdin, replace != "")
 	w.runWith(rest, inputs, replace, c, "xargs", tree)
 }
 
-// stdinWords returns the arguments a stream supplies to xargs or parallel.
-func stdinWords(in stream) (words []arg, tree bool) {
+// stdinWords returns the arguments a stream supplies to xargs or parallel:
+// its words, or its lines (xargs -I, parallel), and one unknown argument
+// for content the detector cannot know (rm -rf fed by cat list fails
+// closed).
+func stdinWords(in stream, lines bool) (words []arg, tree bool) {
 	if len(in.paths) > 0 {
 		return in.paths, true
 	}
 	if !in.known {
-		return nil, false
+		if !in.present {
+			return nil, false
+		}
+		return []arg{{taint: in.taint | taintUnknown, pos: in.anchor, end: in.anchor, exact: -1}}, false
 	}
-	for _, f := range strings.Fields(in.text) {
+	items := strings.Fields(in.text)
+	if lines {
+		items = items[:0]
+		for l := range strings.Lines(in.text) {
+			if l = strings.TrimSpace(l); l != "" {
+				items = append(items, l)
+			}
+		}
+	}
+	for _, f := range items {
 		words = append(words, arg{val: f, lit: true, pos: in.anchor, end: in.anchor, exact: -1})
 	}
 	return words, false
@@ -82,8 +97,11 @@ func substitute(words []arg, replace string, in arg) []arg {
 		out[i] = a
 		if a.lit && strings.Contains(a.val, replace) {
 			out[i].val = strings.ReplaceAll(a.val, replace, in.val)
-			out[i].lit = in.lit
+			out[i].lit, out[i].taint = in.lit, a.taint|in.taint
 			out[i].exact = -1
+			if !in.lit { // the known end is what follows the last input
+				out[i].tail = a.val[strings.LastIndex(a.val, replace)+len(replace):]
+			}
 		}
 	}
 	return out
@@ -123,7 +141,7 @@ func (w *walker) parallel(c *command) {
 	}
 	tree := false
 	if len(inputs) == 0 {
-		inputs, tree = stdinWords(c.stdin)
+		inputs, tree = stdinWords(c.stdin, true)
 	}
 	if len(cmd) == 0 {
 		for i, in := range inputs {

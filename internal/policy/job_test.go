@@ -57,7 +57,9 @@ func TestJobCwd(t *testing.T) {
 		{name: "home dir", cmd: "rm -rf *", cwd: "/home/alice", want: ruleRmRoot},
 		{name: "cd up", cmd: "cd .. && rm -rf *", cwd: "/usr", want: ruleRmRoot},
 		{name: "pwd", cmd: `rm -rf "$PWD"`, cwd: "/var", want: ruleRmRoot},
-		{name: "find delete", cmd: "find . -name x -delete", cwd: "/", want: ruleRmRoot},
+		{name: "find delete", cmd: "find . -delete", cwd: "/", want: ruleRmRoot},
+		{name: "find delete by name", cmd: "find . -name x -delete", cwd: "/", want: ruleWriteSystem},
+		{name: "find delete by name in a project", cmd: "find . -name x -delete", cwd: "/srv/app"},
 		{name: "redirect", cmd: "echo x > passwd", cwd: "/etc", want: ruleWriteSystem},
 		{name: "chmod", cmd: "chmod -R 777 .", cwd: "/", want: ruleChmodSystem},
 		{name: "nested sh", cmd: "sh -c 'rm -rf *'", cwd: "/", want: ruleRmRoot},
@@ -93,7 +95,9 @@ func TestJobEnvValues(t *testing.T) {
 		{name: "home var cache", cmd: `rm -rf "$HOME/cache"`, env: map[string]string{"HOME": "/tmp/h"}},
 		{name: "scratch", cmd: `rm -rf "$T"`, env: map[string]string{"T": "/tmp/scratch"}},
 		{name: "reassigned", cmd: `T=/tmp/x; rm -rf "$T"`, env: map[string]string{"T": "/"}},
-		{name: "secret value", cmd: `rm -rf "$TOKEN"`, env: map[string]string{"TOKEN": "sealed"}, secret: []string{"TOKEN"}},
+		// The submitter chose the sealed value: it may be /usr.
+		{name: "secret value", cmd: `rm -rf "$TOKEN"`, env: map[string]string{"TOKEN": "sealed"}, secret: []string{"TOKEN"}, want: ruleRmRoot},
+		{name: "secret value below a fixed name", cmd: `rm -rf "$TOKEN/build"`, env: map[string]string{"TOKEN": "sealed"}, secret: []string{"TOKEN"}},
 		{name: "pwd ignored", cmd: `rm -rf "$PWD"`, cwd: "/tmp/w", env: map[string]string{"PWD": "/"}},
 		{name: "plain vars", cmd: `echo "$A" && make -j"$JOBS"`, env: map[string]string{"A": "x", "JOBS": "4", "PATH": "/usr/bin:/bin"}},
 	})
@@ -167,8 +171,8 @@ func TestJobEnvTable(t *testing.T) {
 	}
 }
 
-// TestJobBenignDecisions checks that the cases the issue names keep their
-// decisions.
+// TestJobBenignDecisions checks the decisions on the everyday commands the
+// issue names.
 func TestJobBenignDecisions(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
@@ -180,8 +184,10 @@ func TestJobBenignDecisions(t *testing.T) {
 		{Request{Command: "rm -rf build", Cwd: "/tmp/work"}, true, ""},
 		{Request{Command: "rm -rf ~/cache", Env: map[string]string{"HOME": "/tmp/h"}}, true, ""},
 		{Request{Command: "git push --force-with-lease", Mode: ModeApprove}, true, ruleGitDestructive},
-		{Request{Command: "find ~ -name '*.tmp' -delete"}, false, ruleRmRoot},
-		{Request{Command: "kill -HUP 1"}, false, ruleKillAll},
+		{Request{Command: "find ~ -name '*.tmp' -delete"}, true, ""},
+		{Request{Command: "find ~ -delete"}, false, ruleRmRoot},
+		{Request{Command: "kill -HUP 1"}, true, ""},
+		{Request{Command: "kill -TERM 1"}, false, ruleKillAll},
 	}
 	for _, tc := range tests {
 		tc.req.Origin = "manual"

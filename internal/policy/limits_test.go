@@ -72,11 +72,11 @@ func limitCases() []limitCase {
 	}
 	braces := func(n int) string { return "rm -rf /usr/x" + strings.Repeat("{a,b}", n) }
 	xargsIn := func(n int, replace bool) string {
-		last, cmd := "/usr", "xargs rm -rf"
-		if replace {
-			last, cmd = "usr", "xargs -I{} rm -rf /{}"
+		last, cmd, echo := "/usr", "xargs rm -rf", "echo "
+		if replace { // xargs -I reads lines
+			last, cmd, echo = "usr", "xargs -I{} rm -rf /{}", `printf '%s\n' `
 		}
-		return "echo " + words(n, func(i int) string {
+		return echo + words(n, func(i int) string {
 			if i == n-1 {
 				return last
 			}

@@ -1,6 +1,9 @@
 package policy
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // matchMkfs judges programs that create or erase file systems and
 // partition tables. Their listing and printing modes do not fire.
@@ -22,7 +25,7 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "sgdisk":
-		if onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "P", "pretend", "h", "help", "V", "version") {
+		if onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "P", "pretend", "h", "help", "V", "version", "b", "backup") {
 			return
 		}
 	case "parted":
@@ -41,7 +44,40 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	}
+	if c.imagesOnly(ops, opts) {
+		return
+	}
 	h.add(ruleMkfs, c.name)
+}
+
+// imagesOnly reports whether every operand and option value names a file
+// that cannot be a device: a known path outside /dev and /proc, relative
+// only to a working directory the submitter did not choose or the
+// detector knows. mkfs.ext4 -F ./disk.img formats an image file.
+func (c *command) imagesOnly(ops []arg, opts []option) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	words := slices.Clone(ops)
+	for _, o := range opts {
+		if o.value.val != "" || o.value.pos != 0 { // given a value
+			words = append(words, o.value)
+		}
+	}
+	for _, w := range words {
+		if !w.lit {
+			return false
+		}
+		if !isAbsolute(w.val) && c.cwd.unknown && !c.cwd.env {
+			return false // cd "$X" first: it may be /dev
+		}
+		for _, p := range c.opened(w) {
+			if cp, ok := cleanAbs(p); ok && (cp == "/dev" || cp == "/proc" || strings.HasPrefix(cp, "/dev/") || strings.HasPrefix(cp, "/proc/")) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // onlyOpts reports whether every option is one of names (and there is one).
@@ -65,4 +101,17 @@ func onlyWords(words []arg, names ...string) bool {
 		}
 	}
 	return true
+}
+
+// opened returns the paths a program that opens operand a may reach: the
+// paths it names and, where one is a symbolic link the script made, what
+// the link points at (ln -s /dev/sda disk.img; mkfs disk.img).
+func (c *command) opened(a arg) []string {
+	out := c.paths(a)
+	for i := 0; i < len(out) && i < maxLinkHops*maxValues; i++ {
+		for _, t := range c.links[linkKey(out[i])] {
+			out = appendNew(out, t)
+		}
+	}
+	return out
 }

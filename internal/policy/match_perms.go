@@ -1,5 +1,7 @@
 package policy
 
+import "strings"
+
 // matchChmod judges chmod, chown, chgrp and setfacl on /, /* or a system
 // directory (home directories of users are left out: chown -R me ~ is a
 // routine fix).
@@ -14,7 +16,14 @@ func matchChmod(c *command, h *hits) {
 	}
 	recursive := c.tree || hasOpt(opts, "R", "recursive")
 	for _, o := range ops {
+		if recursive && c.unresolvedRoot(o) {
+			h.add(ruleChmodSystem, c.name+" -R on "+unresolvedShow(o))
+		}
 		for _, t := range c.targets(o) {
+			if c.name != "setfacl" && isAccountFile(t.path) {
+				h.add(ruleChmodSystem, c.name+" on "+t.show)
+				continue
+			}
 			if protectedRoot(t.path, false) {
 				detail := c.name + " on "
 				if recursive {
@@ -30,4 +39,12 @@ func matchChmod(c *command, h *hits) {
 // su, doas with no command); wrapped commands are flagged by judge.
 func matchPrivilege(c *command, h *hits) {
 	h.add(rulePrivilege, c.name)
+}
+
+// isAccountFile reports whether p is a file that holds the accounts, their
+// passwords or sudo rules: changing its mode or owner (chmod 777
+// /etc/passwd) lets any user rewrite them or read the hashes.
+func isAccountFile(p string) bool {
+	c, ok := cleanAbs(p)
+	return ok && (c == "/etc/passwd" || c == "/etc/group" || isCredentialFile(c) && strings.HasPrefix(c, "/etc/"))
 }

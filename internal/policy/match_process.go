@@ -6,40 +6,74 @@ import (
 	"strings"
 )
 
-// matchKill judges kill: pid -1 (every process) or 1 (init) with any signal.
-// The first -WORD is the signal; after it, -1 is a pid.
+// matchKill judges kill: pid -1 (every process) or 1 (init) with a
+// signal that stops or ends them. The first -WORD is the signal; after it,
+// -1 is a pid. init receives only the signals it handles, so kill -HUP 1
+// (reload) is routine; every other process gets a signal's default
+// action, so kill -HUP -1 ends them.
 func matchKill(c *command, h *hits) {
 	args := c.args
+	sig := arg{val: "TERM", lit: true}
 	i := 0
 loop:
 	for i < len(args) {
 		v := args[i].val
 		switch {
 		case !args[i].lit:
+			sig = args[i]
 			break loop
 		case v == "--":
 			i++
 			break loop
-		case v == "-s" || v == "-n":
+		case v == "-s" || v == "-n" || v == "--signal":
+			if i+1 < len(args) {
+				sig = args[i+1]
+			}
 			i += 2
 		case v == "-l" || v == "-L" || v == "--list" || v == "--table":
 			return
 		case strings.HasPrefix(v, "-") && len(v) > 1 && i == 0:
+			sig = arg{val: v[1:], lit: true}
+			if strings.HasPrefix(v, "-s") {
+				sig.val = v[2:] // -sKILL
+			}
 			i++
 		default:
 			break loop
 		}
 	}
 	for _, a := range args[min(i, len(args)):] {
-		if pid, ok := killPid(a); ok && (pid == -1 || pid == 1) {
-			detail := "kill " + strconv.Itoa(pid)
-			if a.val != strconv.Itoa(pid) {
-				detail += " (written " + quoteDetail(a.val) + ")"
-			}
-			h.add(ruleKillAll, detail)
-			return
+		pid, ok := killPid(a)
+		if !ok || pid != -1 && pid != 1 || harmlessSignal(sig, pid) {
+			continue
 		}
+		detail := "kill " + strconv.Itoa(pid)
+		if a.val != strconv.Itoa(pid) {
+			detail += " (written " + quoteDetail(a.val) + ")"
+		}
+		h.add(ruleKillAll, detail)
+		return
 	}
+}
+
+// harmlessSignal reports whether sending sig to pid (1 or -1) leaves the
+// processes running: a signal whose default action is to ignore or
+// continue, or, for init, one it handles to reload or reopen its logs.
+func harmlessSignal(sig arg, pid int) bool {
+	if !sig.lit {
+		return false
+	}
+	name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(sig.val)), "SIG")
+	if n, err := strconv.Atoi(name); err == nil {
+		name = map[int]string{0: "0", 1: "HUP", 10: "USR1", 12: "USR2", 17: "CHLD", 18: "CONT", 23: "URG", 28: "WINCH"}[n]
+	}
+	switch name {
+	case "0", "CONT", "WINCH", "CHLD", "CLD", "URG":
+		return true
+	case "HUP", "USR1", "USR2":
+		return pid == 1
+	}
+	return false
 }
 
 // killPid reads a kill operand as kill reads a pid: a decimal number with

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"path"
+	"slices"
 	"strings"
 )
 
@@ -33,6 +35,9 @@ func matchRm(c *command, h *hits) {
 	}
 	recursive = recursive || c.tree
 	for _, o := range ops {
+		if recursive && c.unresolvedRoot(o) {
+			h.add(ruleRmRoot, c.name+" -r on "+unresolvedShow(o))
+		}
 		for _, t := range c.targets(o) {
 			deleteHits(c.name, t, recursive, h)
 		}
@@ -59,6 +64,9 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 func matchShred(c *command, h *hits) {
 	ops, _ := operands(c.args, optSpec{short: "ns", long: []string{"iterations", "size", "random-source", "remove"}})
 	for _, o := range ops {
+		if c.unresolvedDevice(o) {
+			h.add(ruleDDDevice, "shred of "+unresolvedShow(o))
+		}
 		for _, t := range c.targets(o) {
 			if isBlockDevice(t.path) {
 				h.add(ruleDDDevice, "shred of device "+t.show)
@@ -69,20 +77,71 @@ func matchShred(c *command, h *hits) {
 	}
 }
 
-// matchFindDelete judges find ROOT ... -delete.
+// matchFindDelete judges find ROOT ... -delete. Without a test that
+// narrows what it deletes by name, it deletes whole trees, as rm -r does.
+// Narrowed by name (find ~ -name '*.tmp' -delete), it deletes files inside
+// the roots: that is refused in a system directory (write-system) and for
+// a name that matches a history file, and approved elsewhere, home
+// included.
 func matchFindDelete(c *command, h *hits) {
 	roots, expr := findParts(c.args)
-	for _, e := range expr {
-		if !e.lit || e.val != "-delete" {
-			continue
-		}
-		for _, r := range roots {
+	if !slices.ContainsFunc(expr, func(e arg) bool { return e.lit && e.val == "-delete" }) {
+		return
+	}
+	names, narrowed := findNames(expr)
+	for _, r := range roots {
+		if !narrowed {
+			if c.unresolvedRoot(r) {
+				h.add(ruleRmRoot, "find -delete on "+unresolvedShow(r))
+			}
 			for _, t := range c.targets(r) {
 				deleteHits("find -delete", t, true, h)
 			}
+			continue
 		}
-		return
+		for _, t := range c.targets(r) {
+			if protectedRoot(t.path, false) {
+				h.add(ruleWriteSystem, "find -delete of files under "+t.show)
+			}
+		}
 	}
+	for _, n := range names {
+		for _, hf := range historyFiles {
+			if ok, _ := path.Match(n, hf); ok {
+				h.add(ruleHistoryWipe, "find -delete of history files "+quoteDetail(n))
+				return
+			}
+		}
+	}
+}
+
+// findNameTests are find's tests that select entries by name or path.
+var findNameTests = []string{"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex"}
+
+// findNames returns the patterns of find's name tests, and whether they
+// narrow what the expression selects: every pattern is a known literal
+// that is not a match-everything one, and the expression has no operator
+// (-o, !, -not, ",") that could select what the tests do not.
+func findNames(expr []arg) (names []string, narrowed bool) {
+	narrowed = true
+	for i := 0; i < len(expr); i++ {
+		e := expr[i]
+		if !e.lit {
+			continue
+		}
+		switch {
+		case e.val == "-o" || e.val == "-or" || e.val == "!" || e.val == "-not" || e.val == ",":
+			narrowed = false
+		case slices.Contains(findNameTests, e.val):
+			if i+1 >= len(expr) || !expr[i+1].lit || strings.Trim(expr[i+1].val, "*.?/") == "" || expr[i+1].val == ".*" {
+				narrowed = false
+				continue
+			}
+			names = append(names, expr[i+1].val)
+			i++
+		}
+	}
+	return names, narrowed && len(names) > 0
 }
 
 // matchRsync judges rsync --delete onto a protected root (it empties it).
@@ -94,6 +153,9 @@ func matchRsync(c *command, h *hits) {
 	}
 	if !deletes || len(ops) < 2 {
 		return
+	}
+	if dest := ops[len(ops)-1]; c.unresolvedRoot(dest) {
+		h.add(ruleRmRoot, "rsync --delete onto "+unresolvedShow(dest))
 	}
 	for _, t := range c.targets(ops[len(ops)-1]) {
 		if protectedRoot(t.path, true) {

@@ -113,7 +113,16 @@ func matchDD(c *command, h *hits) {
 	}
 	for _, a := range c.args {
 		dst, ok := strings.CutPrefix(a.val, "of=")
-		if !ok || !a.lit {
+		if !ok && !a.lit && !strings.Contains(a.val, "=") {
+			ok = true // "$ARGS": its key is not known, so it may be of=
+		}
+		if !ok {
+			continue
+		}
+		if !a.lit {
+			if c.unresolvedDevice(a) {
+				h.add(ruleDDDevice, "dd of="+unresolvedShow(a))
+			}
 			continue
 		}
 		for _, t := range c.targets(arg{val: dst, lit: true}) {

@@ -178,3 +178,114 @@ var historyFiles = []string{
 func isHistoryFile(p string) bool {
 	return slices.Contains(historyFiles, path.Base(strings.ReplaceAll(p, homeMarker, "~")))
 }
+
+// systemBases are the last components of the protected roots: an operand
+// whose known end is /NAME for one of them may name that root.
+var systemBases = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range systemDirs {
+		if d != "/" {
+			m[path.Base(d)] = true
+		}
+	}
+	return m
+}()
+
+// unresolvedTail returns the last path component an operand that is not
+// fully known is sure to end in, or "" when that component holds an
+// unknown part itself ("$d", "/tmp/$x", "$X/", "$X/."). Whatever the
+// unknown parts hold ("..", "/usr/", nothing), the path the operand names
+// ends in that fixed name.
+func unresolvedTail(a arg) string {
+	t := strings.TrimRight(a.tail, "/")
+	i := strings.LastIndexByte(t, '/')
+	if i < 0 {
+		return ""
+	}
+	base := t[i+1:]
+	if base == "." || base == ".." {
+		return ""
+	}
+	return base
+}
+
+// unresolvedRoot reports whether an operand the detector cannot resolve
+// may name a protected root. The submitter may choose what a command
+// substitution, a read or a sealed secret holds: such an operand may name
+// a protected root unless it ends in a fixed name of none ("$BUILD/out",
+// "$(mktemp -d)/x"); whatever the unknown parts hold ("..", "/usr/",
+// nothing), the path ends in that name. A home directory /home/NAME whose
+// NAME is that fixed name is the one case this misses (docs/policy.md). A
+// variable of the worker's own environment is the operator's value or
+// empty: the operand may name a protected root when its empty reading
+// does ("$DIR/"* is /*).
+func (c *command) unresolvedRoot(a arg) bool {
+	switch {
+	case a.lit || a.taint&taintProc != 0:
+		return false
+	case a.taint&taintUnknown == 0:
+		return c.emptyReading(a, func(t target) bool { return protectedRoot(t.path, true) })
+	}
+	base := unresolvedTail(a)
+	switch {
+	case base == "" || strings.Trim(base, "*") == "":
+		return true
+	case strings.HasPrefix(base, "lib"):
+		return true
+	case systemBases[base]:
+		return true
+	}
+	if strings.ContainsAny(base, "*?[") {
+		for name := range systemBases {
+			if ok, _ := path.Match(base, name); ok {
+				return true
+			}
+		}
+		if ok, _ := path.Match(base, "lib"); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyReading reports whether the operand, with the worker environment's
+// variables in it empty, names a target for which bad holds. Variables the
+// environment must have set (${DIR:?}) are the operator's: trusted.
+func (c *command) emptyReading(a arg, bad func(target) bool) bool {
+	if a.taint&taintEnv == 0 {
+		return false
+	}
+	for _, t := range c.targets(arg{val: a.val, lit: true}) {
+		if bad(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// unresolvedDevice reports whether an operand the detector cannot resolve
+// may name a disk: its fixed last component is missing or is the name of a
+// block device ("$DISK", "/dev/$x", "$X/sda"), or, for the worker
+// environment's variables, its empty reading is one.
+func (c *command) unresolvedDevice(a arg) bool {
+	switch {
+	case a.lit || a.taint&taintProc != 0:
+		return false
+	case a.taint&taintUnknown == 0:
+		return c.emptyReading(a, func(t target) bool { return isBlockDevice(t.path) })
+	}
+	base := unresolvedTail(a)
+	if base == "" {
+		return true
+	}
+	return !strings.Contains(base, ".") && isBlockDevice("/dev/"+base) // disk.img is a file
+}
+
+// unresolvedShow is how a detail shows an operand the detector cannot
+// resolve: the word as written, never a value.
+func unresolvedShow(a arg) string {
+	if a.src == "" {
+		return "an input it cannot resolve"
+	}
+	return quoteDetail(a.src) + ", which it cannot resolve"
+}

@@ -140,7 +140,9 @@ func TestDetectOptionSpelling(t *testing.T) {
 		{"kill -TERM 01", ruleKillAll},
 		{"kill -9 +1", ruleKillAll},
 		{"kill -9 ' 1'", ruleKillAll},
-		{"kill -HUP 1", ruleKillAll},
+		{"kill -HUP 1", ""}, // init reloads
+		{"kill -HUP -1", ruleKillAll},
+		{"kill -SIGQUIT 1", ruleKillAll},
 		{"kill -9 -010", ""},
 		{"kill -9 10", ""},
 		{"kill -01", ""},

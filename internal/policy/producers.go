@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"slices"
 	"strings"
 )
@@ -40,9 +41,18 @@ func produce(c *command) stream {
 		return out
 	case "ls":
 		ops, _ := operands(c.args, optSpec{short: "IwT", long: []string{"ignore", "width", "tabsize", "hide", "sort", "format", "time", "color", "quoting-style", "indicator-style", "block-size"}})
+		if len(ops) == 0 {
+			ops = []arg{{val: "*", lit: true, pos: c.sp.start, end: c.sp.start, exact: -1}} // the working directory's entries
+		}
 		out := generated()
 		out.paths = ops
 		return out
+	case "pwd":
+		if !c.cwd.unknown && len(c.cwd.vals) == 1 {
+			return stream{present: true, known: true, text: c.cwd.vals[0] + "\n", start: -1, base: -1, anchor: c.sp.start}
+		}
+	case "mktemp":
+		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
 	}
 	if downloaders[c.name] {
 		out := generated()
@@ -158,4 +168,21 @@ func findParts(args []arg) (roots, expr []arg) {
 		roots = []arg{{val: ".", lit: true, exact: -1}}
 	}
 	return roots, expr
+}
+
+// mktempPath stands for the path mktemp prints: a fresh file or directory
+// that did not exist, so never a protected root or a system file, in the
+// directory its -p or template names (/tmp by default).
+func mktempPath(c *command) string {
+	ops, opts := operands(c.args, optSpec{short: "p", long: []string{"tmpdir", "suffix"}})
+	dir := "/tmp"
+	for _, o := range opts {
+		if (o.name == "p" || o.name == "tmpdir") && o.value.lit && o.value.val != "" {
+			dir = o.value.val
+		}
+	}
+	if len(ops) > 0 && ops[0].lit && strings.Contains(ops[0].val, "/") {
+		dir = path.Dir(ops[0].val)
+	}
+	return joinPath(dir, "tmp.mktemp")
 }

@@ -39,10 +39,18 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) str
 	}
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
 	c.home, c.links = w.env.get("HOME"), w.env.links
+	if alias, ok := w.programAlias(&c, name); ok {
+		if alias == "" {
+			w.unresolved(name, sp, via)
+			return generated()
+		}
+		c.name = alias
+	}
 	w.sideEffects(&c)
 	w.recordCommandWrites(&c)
 	w.judge(&c)
 	w.recordLink(&c) // after judging: ln acts on the link itself
+	w.recordProgramCopy(&c)
 	return produce(&c)
 }
 
@@ -60,7 +68,7 @@ func (w *walker) unresolved(name arg, sp span, via string) {
 // judge runs the matchers on c and walks what it runs.
 func (w *walker) judge(c *command) {
 	var h hits
-	if c.priv != "" {
+	if c.priv != "" && !readOnlyCommand(c) {
 		h.add(rulePrivilege, c.priv)
 	}
 	for _, m := range matchersFor(c) {

@@ -19,6 +19,7 @@ const (
 type value struct {
 	vals    []string
 	unknown bool
+	env     bool   // the unknown value is only the worker's environment's, or unset (see taintEnv)
 	over    string // the limit bounded cut vals at, "" if none
 }
 
@@ -29,6 +30,7 @@ var unknownValue = value{unknown: true}
 // union returns the values either a or b may hold.
 func union(a, b value) value {
 	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown}
+	out.env = out.unknown && (a.env || !a.unknown) && (b.env || !b.unknown)
 	for _, v := range b.vals {
 		if !slices.Contains(out.vals, v) {
 			out.vals = append(out.vals, v)
@@ -42,13 +44,13 @@ func union(a, b value) value {
 // too-complex (walker.checkValue).
 func (v value) bounded() value {
 	if len(v.vals) > maxValues {
-		v.vals, v.unknown = v.vals[:maxValues], true
+		v.vals, v.unknown, v.env = v.vals[:maxValues], true, false
 		v.over = overValues
 	}
 	for i := 0; i < len(v.vals); i++ {
 		if len(v.vals[i]) > maxValueLen {
 			v.vals = slices.Delete(slices.Clone(v.vals), i, i+1)
-			v.unknown = true
+			v.unknown, v.env = true, false
 			v.over = overValueLen
 			i--
 		}
@@ -69,10 +71,13 @@ type env struct {
 	funcs     map[string]funcDef // functions defined so far
 	files     map[string]written // files the script wrote, by fileKey
 	links     links              // symbolic links the command created: file system state, shared by every clone
+	progs     progs              // programs the command copied under another name: shared like links
 	over      string             // a limit an assignment reached (value.over), until the walker reports it
 }
 
-func newEnv() *env { return &env{cwd: unknownValue, links: links{}} }
+// newEnv is the environment a job starts in: the worker's own working
+// directory and variables, which the operator chose.
+func newEnv() *env { return &env{cwd: value{unknown: true, env: true}, links: links{}, progs: progs{}} }
 
 // clone returns an independent copy, for a script run by another shell
 // process (sh -c) or a function call.
@@ -120,8 +125,13 @@ func (e *env) get(name string) value {
 		return known(homeMarker)
 	case "PWD":
 		return e.cwd
+	case "$", "!", "#", "?", "PPID", "LINENO", "RANDOM", "SRANDOM", "UID", "EUID", "SECONDS", "BASHPID", "EPOCHSECONDS":
+		// Numbers, or empty where the shell does not set them (dash has
+		// no RANDOM): /tmp/build-$$ names a build directory, /$RANDOM
+		// may name the root.
+		return known("", "4242")
 	}
-	return unknownValue
+	return value{unknown: true, env: true}
 }
 
 // set records an assignment; cond says it may not happen (or may happen in

@@ -28,6 +28,13 @@ const (
 	taintDownload                   // output of a program that downloads (curl, wget)
 	taintDecoded                    // output of a decoder (base64 -d, xxd -r)
 	taintProc                       // a <(...) path: the word names a stream of generated content
+	// taintEnv is a variable the script never assigns and the job does not
+	// set: the worker's environment, written by its operator, or unset.
+	// The submitter cannot choose it, but it may be empty ("$DIR/"* is /*).
+	taintEnv
+	// taintEnvSet is such a variable that cannot be empty there
+	// (${DIR:?}, ${DIR:-build}): the operator's value, trusted.
+	taintEnvSet
 )
 
 // arg is one word of a command after expansion and quote removal.
@@ -298,14 +305,24 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 		return
 	}
 	v := x.w.env.get(name)
+	t := taintUnknown
+	if v.env {
+		t = taintEnv
+	}
 	if p.Exp != nil {
 		v = x.paramOp(v, p.Exp)
 		if v.over != "" {
 			x.w.limit(v.over, x.sp)
 		}
+		switch {
+		case !v.env:
+			t = taintUnknown
+		case p.Exp.Op == syntax.ErrorUnsetOrNull || p.Exp.Op == syntax.DefaultUnsetOrNull || p.Exp.Op == syntax.AssignUnsetOrNull:
+			t = taintEnvSet // the empty case aborts or takes the default
+		}
 		name = "" // the value depends on more than the variable
 	}
-	x.branchVar(name, v, !quoted)
+	x.branchVar(name, v, !quoted, t)
 }
 
 // unknownChoice marks a variable whose unknown value a partial picked.
@@ -313,16 +330,16 @@ const unknownChoice = "\x00unknown"
 
 // branchVar is branch for a variable: a variable expanded twice in one
 // word has the same value both times, so each alternative keeps its pick.
-func (x *expander) branchVar(name string, v value, split bool) {
+func (x *expander) branchVar(name string, v value, split bool, t taint) {
 	if name == "" || len(v.vals)+boolInt(v.unknown) < 2 {
-		x.branch(v, split, taintUnknown)
+		x.branch(v, split, t)
 		return
 	}
 	var next []*partial
 	for _, a := range x.alts {
 		if s, ok := a.chosen[name]; ok {
 			if s == unknownChoice {
-				a.unknown(taintUnknown)
+				a.unknown(t)
 			} else {
 				a.add(s, split, x.ifs)
 			}
@@ -331,7 +348,7 @@ func (x *expander) branchVar(name string, v value, split bool) {
 		}
 		saved := x.alts
 		x.alts = []*partial{a}
-		x.branch(v, split, taintUnknown)
+		x.branch(v, split, t)
 		for i, c := range x.alts {
 			if c.chosen == nil {
 				c.chosen = make(map[string]string)
@@ -373,7 +390,7 @@ func (x *expander) paramOp(v value, exp *syntax.Expansion) value {
 	}
 	switch exp.Op {
 	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
-		set := value{unknown: v.unknown}
+		set := value{unknown: v.unknown, env: v.env}
 		for _, s := range v.vals {
 			if s != "" {
 				set.vals = append(set.vals, s)

@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+)
+
+// readOnly are programs that only read and report: under sudo they look at
+// what the job's user may not (logs, another user's files, the firewall's
+// rules) and change nothing. The function, when there is one, says whether
+// the arguments keep the program in its reading modes.
+var readOnly = map[string]func(c *command) bool{
+	"ls": nil, "cat": nil, "head": nil, "tail": nil, "grep": nil, "egrep": nil, "fgrep": nil, "zgrep": nil,
+	"zcat": nil, "rg": nil, "wc": nil, "stat": nil, "file": nil, "du": nil, "df": nil, "id": nil,
+	"whoami": nil, "groups": nil, "ps": nil, "pgrep": nil, "uptime": nil, "free": nil, "lsblk": nil,
+	"blkid": nil, "findmnt": nil, "ss": nil, "netstat": nil, "lsof": nil, "lspci": nil, "lsusb": nil,
+	"lsmod": nil, "dmidecode": nil, "md5sum": nil, "sha1sum": nil, "sha256sum": nil, "sha512sum": nil,
+	"readlink": nil, "realpath": nil, "getfacl": nil, "tree": nil, "lastlog": nil, "last": nil, "w": nil,
+	"who": nil, "getent": nil, "printenv": nil,
+	"find":       findReadOnly,
+	"journalctl": journalctlReadOnly,
+	"systemctl":  systemctlReadOnly,
+	"dmesg": func(c *command) bool {
+		return noneOf(c, "c", "C", "D", "E", "n", "clear", "read-clear", "console-off", "console-on", "console-level")
+	},
+	"iptables": iptablesReadOnly, "ip6tables": iptablesReadOnly, "iptables-save": nil, "ip6tables-save": nil,
+	"nft": func(c *command) bool { return len(c.args) > 0 && firstWord(c) == "list" },
+	"ip":  ipReadOnly,
+	// the partition tools in their listing modes (fdisk -l, parted -l, wipefs --no-act)
+	"fdisk": diskListing, "sfdisk": diskListing, "sgdisk": diskListing, "gdisk": diskListing,
+	"parted": diskListing, "wipefs": diskListing,
+}
+
+// diskListing: a partition tool that matchMkfs finds in a listing mode.
+func diskListing(c *command) bool {
+	var h hits
+	matchMkfs(c, &h)
+	return len(h) == 0
+}
+
+// readOnlyCommand reports whether c only reads: a program of readOnly in a
+// reading mode, on no credential file.
+func readOnlyCommand(c *command) bool {
+	f, ok := readOnly[c.name]
+	if !ok || f != nil && !f(c) {
+		return false
+	}
+	for _, a := range c.args {
+		if !a.lit {
+			return false // "$F" may name /etc/shadow
+		}
+		for _, p := range c.paths(a) {
+			if isCredentialFile(p) || recursiveReader[c.name] && holdsCredentials(p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// credentialFiles hold password hashes, sudo rules or private keys: reading
+// them as root exposes them.
+var credentialFiles = []string{"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/security/opasswd"}
+
+func isCredentialFile(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	for _, f := range credentialFiles {
+		if c == f || strings.HasPrefix(c, f+"/") {
+			return true
+		}
+	}
+	rel, ok := homeRelative(c)
+	return ok && (strings.HasPrefix(rel, ".ssh/") || strings.HasPrefix(rel, ".gnupg/") || strings.HasPrefix(rel, ".aws/") || path.Base(rel) == ".netrc")
+}
+
+// recursiveReader are the readOnly programs that print the content of the
+// files in a directory they are given (grep -r; rg always). They are not
+// read-only on a directory that holds credential files.
+var recursiveReader = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "zgrep": true, "rg": true}
+
+// holdsCredentials reports whether directory p may hold a credential file:
+// it is an ancestor of one, or a home directory or what holds them.
+func holdsCredentials(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	if c == "/" || c == "~" || c == "/home" || c == "/Users" || c == "/root" || isSystemDir(c, true) && strings.HasPrefix(c, "/home/") {
+		return true
+	}
+	for _, f := range credentialFiles {
+		if strings.HasPrefix(f, c+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// noneOf reports whether c has none of the options.
+func noneOf(c *command, names ...string) bool {
+	_, opts := operands(c.args, optSpec{})
+	return !hasOpt(opts, names...)
+}
+
+// firstWord is c's first operand, or "".
+func firstWord(c *command) string {
+	ops, _ := operands(c.args, optSpec{})
+	if len(ops) == 0 || !ops[0].lit {
+		return ""
+	}
+	return ops[0].val
+}
+
+// findReadOnly: find without actions that delete, run or write files.
+func findReadOnly(c *command) bool {
+	_, expr := findParts(c.args)
+	return !slices.ContainsFunc(expr, func(e arg) bool {
+		return !e.lit || slices.Contains([]string{"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}, e.val)
+	})
+}
+
+// journalctlReadOnly: journalctl without the options that rotate, vacuum,
+// flush or set up the journal.
+func journalctlReadOnly(c *command) bool {
+	for _, a := range c.args {
+		for _, bad := range []string{"--vacuum", "--rotate", "--flush", "--sync", "--relinquish-var", "--smart-relinquish-var", "--setup-keys", "--update-catalog", "--new-id128"} {
+			if strings.HasPrefix(a.val, bad) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// systemctlReadOnly: systemctl verbs that show state.
+func systemctlReadOnly(c *command) bool {
+	ops, _ := operands(c.args, systemctlSpec)
+	if len(ops) == 0 {
+		return true // list-units
+	}
+	return ops[0].lit && (slices.Contains([]string{"status", "show", "cat", "help", "get-default", "is-system-running"}, ops[0].val) ||
+		strings.HasPrefix(ops[0].val, "list-") || strings.HasPrefix(ops[0].val, "is-"))
+}
+
+// iptablesReadOnly: iptables listing its rules (-L, -S, with -n, -v, -x,
+// -t TABLE, --line-numbers) and nothing else.
+func iptablesReadOnly(c *command) bool {
+	lists := false
+	for i := 0; i < len(c.args); i++ {
+		v := c.args[i].val
+		switch {
+		case v == "-t" || v == "--table":
+			i++
+		case v == "--line-numbers" || v == "--numeric" || v == "--verbose" || v == "--exact":
+		case v == "--list" || v == "--list-rules":
+			lists = true
+		case strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Trim(v[1:], "LSnvx") == "":
+			lists = lists || strings.ContainsAny(v, "LS")
+		case !strings.HasPrefix(v, "-") && lists:
+			// the chain listed
+		default:
+			return false
+		}
+	}
+	return lists
+}
+
+// ipReadOnly: ip OBJECT [show|list|get], e.g. ip addr, ip route show.
+func ipReadOnly(c *command) bool {
+	ops, _ := operands(c.args, optSpec{})
+	if len(ops) == 0 {
+		return false
+	}
+	return len(ops) == 1 || ops[1].lit && slices.Contains([]string{"show", "list", "ls", "lst", "get"}, ops[1].val)
+}
