@@ -55,7 +55,7 @@ type budget struct {
 
 // defaultBudget is the budget of every Decide.
 func defaultBudget() budget {
-	return budget{steps: budgetSteps, bytes: budgetBytes, timeout: budgetTimeout, now: time.Now}
+	return budget{steps: budgetSteps, bytes: budgetBytes, timeout: budgetTimeout * raceSlowdown, now: time.Now}
 }
 
 // meter counts the work done against a budget. Its counters never exceed

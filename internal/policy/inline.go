@@ -92,6 +92,7 @@ var inlineCalls = map[lang][]inlineCall{
 func (w *walker) inline(l lang, f *frame) {
 	w.d.charge(1, parseBytes*len(f.src))
 	masked, lits := lexCode(l, f.src)
+	lits = interpolate(l, f.src, lits)
 	for _, lit := range lits {
 		if lit.shell {
 			w.inlineShell(f, []codeLit{lit}, span{lit.start, lit.end}, "backticks")
@@ -136,6 +137,7 @@ func (w *walker) inline(l lang, f *frame) {
 			}
 		}
 	}
+	w.indirect(l, f, masked, lits)
 	if l == langAwk {
 		w.awkPipes(f, masked, lits)
 	}

@@ -150,3 +150,29 @@ func TestEverydayCommands(t *testing.T) {
 		{`sudo bash`, rulePrivilege},
 	})
 }
+
+// TestInlineInterpolation: a value interpolated into interpreter code's
+// command string is the code's, not the shell's: unknown and chosen by the
+// code's author.
+func TestInlineInterpolation(t *testing.T) {
+	t.Parallel()
+	runDetectCases(t, []detectCase{
+		{`perl -e 'system("rm -rf $d")'`, ruleRmRoot},
+		{`perl -e 'system("rm -rf @dirs")'`, ruleRmRoot},
+		{"perl -e '`rm -rf $d`'", ruleRmRoot},
+		{`perl -e 'system(qq{rm -rf $d})'`, ruleRmRoot},
+		{`ruby -e 'system("rm -rf #{d}")'`, ruleRmRoot},
+		{`ruby -e 'system("rm -rf #@d")'`, ruleRmRoot},
+		{`php -r 'system("rm -rf {$d}");'`, ruleRmRoot},
+		{`php -r 'system("rm -rf $d");'`, ruleRmRoot},
+		{"node -e 'require(\"child_process\").execSync(`rm -rf ${d}`)'", ruleRmRoot},
+		{`perl -e 'system("$cmd")'`, ruleUnresolved},
+		{`perl -e 'system("echo $d")'`, ""},
+		{`perl -e 'system(q{rm -rf $d})'`, ""}, // q{} does not interpolate: the shell's $d, unset
+		{`ruby -e 'system("ls #{d}")'`, ""},
+		{`ruby -e 'system(%q(rm -rf #{d}))'`, ""},
+		{"node -e 'require(\"child_process\").execSync(`ls ${d}`)'", ""},
+		{`php -r 'system('"'"'rm -rf $d'"'"');'`, ""},
+		{`perl -e 'print "hello $ENV{USER}\n"'`, ""},
+	})
+}

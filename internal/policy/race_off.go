@@ -1,0 +1,6 @@
+//go:build !race
+
+package policy
+
+// raceSlowdown: see race_on.go.
+const raceSlowdown = 1
