@@ -113,6 +113,30 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		_ = msg.Ack()
 		return
 	}
+	if run.State == jobs.StateRunning {
+		// The attempt's holder is gone: we hold its lease. If it
+		// committed its result before it died, that result stands — a
+		// stray copy of the message (a lost ack, a re-dispatch) must not
+		// run the job again and commit a second one.
+		switch res, err := w.store.GetResult(ctx, spec.ID); {
+		case err == nil:
+			if err := w.finalize(ctx, l, res, &run); err != nil {
+				log.Warn("claim: finalize the committed result", "err", err)
+				j.releaseQuiet(ctx)
+				_ = msg.NakWithDelay(time.Second)
+				return
+			}
+			log.Info("claim: the job's result was committed already; finalized it", "state", res.State)
+			j.releaseQuiet(ctx)
+			_ = msg.Ack()
+			return
+		case !errors.Is(err, jobs.ErrNotFound):
+			log.Warn("claim: read result", "err", err)
+			j.releaseQuiet(ctx)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+	}
 	j.spec = run.Spec
 	canceled := run.CancelRequested || w.cancelRequested(owner.String(), spec.ID)
 	run.Attempt++

@@ -193,6 +193,8 @@ func (j *job) result(state jobs.State, errMsg string) jobs.Result {
 // finish uploads the output and commits a terminal result, fenced on the
 // lease: only the current holder's result is ever recorded.
 func (j *job) finish(ctx context.Context, r jobs.Result) {
+	ctx, cancel := afterRun(ctx)
+	defer cancel()
 	w := j.w
 	if j.stdout != nil {
 		r.Stdout = j.stdout.upload(ctx)
@@ -221,6 +223,17 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	j.releaseQuiet(ctx)
 }
 
+// writeAfterRun bounds the writes that record an attempt's outcome.
+const writeAfterRun = 30 * time.Second
+
+// afterRun is the context of the writes that record an outcome already
+// reached: a drain that times out meanwhile cancels the job's context, and
+// must not throw a finished command's result away (it would end dead, or
+// run again). The drain waits for these writes.
+func afterRun(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), writeAfterRun)
+}
+
 // finished tells the backend that ran the attempt that its outcome is
 // recorded, so that it may clean up.
 func (j *job) finished(ctx context.Context, succeeded bool) {
@@ -237,6 +250,8 @@ func (j *job) finished(ctx context.Context, succeeded bool) {
 // retry records the failed attempt and schedules the next one after its
 // backoff with a server-side delayed publish.
 func (j *job) retry(ctx context.Context, msg string) {
+	ctx, cancel := afterRun(ctx)
+	defer cancel()
 	w := j.w
 	delay := j.spec.Retry.Delay(j.attempt+1, rand.Float64())
 	run := j.run

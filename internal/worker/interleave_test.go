@@ -1,0 +1,76 @@
+package worker_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/lease"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+// TestStrayCopyAfterCommitDoesNotRunAgain is interleaving 1 of the issue:
+// a worker commits its result and dies before recording the terminal
+// state; before the reaper finalizes, a stray copy of the dispatch message
+// is claimed. The claim finds the job running under an expired lease and
+// must finalize the committed result, not count attempt 2 and commit a
+// second result over it.
+func TestStrayCopyAfterCommitDoesNotRunAgain(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	spec := jobs.Spec{ID: "stray-copy", Command: "touch " + marker, MaxAttempts: 1}.WithDefaults()
+	spec.Origin = jobs.OriginManual
+	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
+
+	// The dead worker's writes: the record (running, attempt 1) and its
+	// committed result, fenced on its lease, which then goes away.
+	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateRunning, Attempt: 1, Worker: "dead", UpdatedAt: time.Now().UTC()}
+	if _, err := e.st.CreateRun(e.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lease.Acquire(e.ctx, e.st.JS, e.st.State, jobs.LeaseKey(spec.ID), 3*time.Second, []byte(`{"worker":"dead"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := jobs.Result{JobID: spec.ID, Queue: spec.Queue, Backend: spec.Backend, State: jobs.StateSucceeded, Attempt: 1, Worker: "dead", FinishedAt: time.Now().UTC()}
+	if err := l.Fenced(func(rev uint64) error { return e.st.CommitResult(e.ctx, res, rev) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := e.st.State.Get(e.ctx, jobs.ResultKey(spec.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A stray copy, and a worker without a reaper: only the claim can act.
+	if err := e.st.PublishJob(e.ctx, spec, jobs.AnonymousOwner, "stray-copy.copy"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandruntest.FastConfig()
+	cfg.NoReaper = true
+	sandruntest.StartWorker(t, e.st, cfg)
+
+	st := e.waitState(t, spec.ID, 20*time.Second, func(s client.Status) bool { return s.Run.State.Terminal() })
+	if st.Run.State != jobs.StateSucceeded || st.Result == nil || st.Result.State != jobs.StateSucceeded {
+		t.Fatalf("record %s, result %+v: want the committed success to stand", st.Run.State, st.Result)
+	}
+	now, err := e.st.State.Get(e.ctx, jobs.ResultKey(spec.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Revision() != committed.Revision() {
+		t.Errorf("the result was written again (revision %d, committed at %d)", now.Revision(), committed.Revision())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the job ran again")
+	}
+	if st.Run.Attempt != 1 {
+		t.Errorf("attempt %d, want 1", st.Run.Attempt)
+	}
+}
