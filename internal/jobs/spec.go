@@ -3,12 +3,14 @@
 package jobs
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"regexp"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandrun/sandrun/internal/backends"
 )
@@ -131,6 +133,9 @@ var (
 	envRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// ValidID reports whether id is a job ID Validate accepts.
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
 // WithDefaults returns a copy of s with empty fields filled. The ID is not
 // assigned here (see NewID); maps and slices are copied.
 func (s Spec) WithDefaults() Spec {
@@ -234,7 +239,54 @@ func (s Spec) Validate() error {
 			return fieldErr("retry.jitter", "must be 0..1, got %g", b.Jitter)
 		}
 	}
+	if err := s.validText(); err != nil {
+		return err
+	}
+	return s.validSize()
+}
+
+// validText refuses text that is not UTF-8: JSON would carry it as U+FFFD,
+// and a different command than the one written would run.
+func (s Spec) validText() error {
+	switch {
+	case !utf8.ValidString(s.Command):
+		return fieldErr("command", "is not valid UTF-8")
+	case !utf8.ValidString(s.Cwd):
+		return fieldErr("cwd", "is not valid UTF-8")
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if !utf8.ValidString(s.Env[k]) {
+			return fieldErr("env."+k, "is not valid UTF-8")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+		if !utf8.ValidString(s.Labels[k]) {
+			return fieldErr("labels."+k, "is not valid UTF-8")
+		}
+	}
 	return nil
+}
+
+// validSize refuses a spec whose encoding is over MaxSpecBytes (a worker
+// would refuse its message), naming the field that weighs most.
+func (s Spec) validSize() error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fieldErr("spec", "does not encode: %v", err)
+	}
+	if len(data) <= MaxSpecBytes {
+		return nil
+	}
+	field, most := "command", len(s.Command)
+	weigh := func(name string, v any) {
+		if b, err := json.Marshal(v); err == nil && len(b) > most {
+			field, most = name, len(b)
+		}
+	}
+	weigh("env", s.Env)
+	weigh("labels", s.Labels)
+	weigh("container", s.Container)
+	return fieldErr(field, "makes the encoded spec %d bytes, limit %d", len(data), MaxSpecBytes)
 }
 
 // LogValue implements slog.LogValuer: a spec logged as a value shows its

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -144,4 +145,39 @@ func FuzzDecodeJSON(f *testing.F) {
 			t.Fatalf("accepted an invalid spec: %v", err)
 		}
 	})
+}
+
+// TestValidateRefusesWhatAWorkerWouldRefuse: a spec whose encoding is over
+// the wire limit, or whose text is not UTF-8, is refused by Validate (the
+// client writes nothing), with the field named.
+func TestValidateRefusesWhatAWorkerWouldRefuse(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 100<<10)
+	tests := []struct {
+		name  string
+		spec  Spec
+		field string
+	}{
+		{"env over the wire limit", Spec{Command: "true", Env: map[string]string{"A": big, "B": big, "C": big}}, "env"},
+		{"labels over the wire limit", Spec{Command: "true", Labels: map[string]string{"a": big, "b": big, "c": big}}, "labels"},
+		{"command not UTF-8", Spec{Command: "echo \xff"}, "command"},
+		{"env value not UTF-8", Spec{Command: "true", Env: map[string]string{"X": "a\xc3"}}, "env.X"},
+		{"cwd not UTF-8", Spec{Command: "true", Cwd: "/tmp/\xfe"}, "cwd"},
+		{"label not UTF-8", Spec{Command: "true", Labels: map[string]string{"k": "\xff"}}, "labels.k"},
+	}
+	for _, tc := range tests {
+		err := tc.spec.WithDefaults().Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: got %v, want an error naming %q", tc.name, err, tc.field)
+		}
+	}
+	ok := Spec{Command: "true", Env: map[string]string{"A": big}}.WithDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a 100 KiB env value within the limit: %v", err)
+	}
+	data, _ := json.Marshal(ok)
+	if _, err := DecodeJSON(data); err != nil {
+		t.Errorf("what Validate accepts, the worker's decoder must accept: %v", err)
+	}
 }

@@ -959,10 +959,10 @@ func phpClosure(a string) bool {
 // phpVarCall judges $f(...): the function $f holds, else fails closed.
 func (x *indirect) phpVarCall(t codeTok, name string) {
 	sp := span{t.start - 1, x.close(t.next)}
-	switch pp := x.prevByte(t.start - 1); {
-	case pp == '$':
+	switch x.prevByte(t.start - 1) {
+	case '$':
 		x.fail("variable variable call", sp)
-	case pp == '>' || pp == ':':
+	case '>', ':':
 		x.fail("method call with a computed name", sp)
 	default:
 		v := x.vars[name]

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,7 +250,56 @@ func (w *Worker) rejectInvalid(ctx context.Context, queue string, msg jetstream.
 		return
 	}
 	w.log.Warn("invalid message moved to the DLQ", "dlq_id", id, "size", len(data), "reason", cause)
+	w.endRefused(ctx, queue, msg, cause)
 	_ = msg.DoubleAck(ctx)
+}
+
+// endRefused ends the job a refused message names, when it has no record
+// yet, with a failed result that says why: its submitter's `--wait`
+// returns instead of waiting forever on a job no worker will run (a spec
+// a newer client wrote, one over the wire limit). Only the subject's own
+// owner's ID is ended, and never for a message a schedule put on that
+// subject: the owner did not publish it, and a record would squat the ID.
+func (w *Worker) endRefused(ctx context.Context, queue string, msg jetstream.Msg, cause error) {
+	q, owner, ok := jobs.ParseJobSubject(msg.Subject())
+	if !ok || q != queue || msg.Headers().Get(jetstream.SchedulerHeader) != "" {
+		return
+	}
+	var named struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(msg.Data(), &named) != nil || !jobs.ValidID(named.ID) {
+		return
+	}
+	id := named.ID
+	log := w.log.With("job", id, "owner", owner.String())
+	l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.LeaseKey(id), w.cfg.LeaseTTL, []byte(`{"refused":"`+w.cfg.Name+`"}`))
+	if err != nil {
+		return // someone works on that ID: it has a record, or will
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = l.Release(rctx)
+	}()
+	now := w.now().UTC()
+	spec := jobs.Spec{ID: id, Queue: queue, Origin: owner.Origin}
+	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: now}
+	if _, err := w.store.CreateRun(ctx, run); err != nil {
+		if !errors.Is(err, jobs.ErrExists) {
+			log.Warn("refused message: record", "err", err)
+		}
+		return // an existing record is its job's, valid or not: left alone
+	}
+	r := jobs.Result{JobID: id, Queue: queue, State: jobs.StateFailed, ExitCode: -1, Worker: w.cfg.Name,
+		Error: "refused by worker " + w.cfg.Name + ", not a valid job: " + cause.Error(), FinishedAt: now}
+	if err := l.Fenced(func(rev uint64) error { return w.store.CommitResult(ctx, r, rev) }); err != nil {
+		log.Warn("refused message: result", "err", err)
+		return
+	}
+	if err := w.finalize(ctx, l, r, &run); err != nil {
+		log.Warn("refused message: record the end", "err", err)
+	}
 }
 
 func toValidUTF8(b []byte) string {
@@ -263,16 +313,19 @@ func toValidUTF8(b []byte) string {
 // JSON object with an env map: an invalid spec may still carry secrets,
 // and which of them are secret cannot be trusted from an invalid spec.
 func redactRawEnv(data []byte) []byte {
-	if len(data) > jobs.MaxSpecBytes {
-		return data
-	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(data, &obj) != nil {
-		return data
+		return dropEnv(data)
 	}
 	var env map[string]json.RawMessage
-	if raw, ok := obj["env"]; !ok || json.Unmarshal(raw, &env) != nil {
+	raw, ok := obj["env"]
+	if !ok {
 		return data
+	}
+	if json.Unmarshal(raw, &env) != nil {
+		delete(obj, "env")
+		out, _ := json.Marshal(obj)
+		return out
 	}
 	for k := range env {
 		env[k] = json.RawMessage(`"` + jobs.Redacted + `"`)
@@ -283,4 +336,17 @@ func redactRawEnv(data []byte) []byte {
 		return data
 	}
 	return out
+}
+
+// dropEnv returns the bytes of a message that does not parse up to where
+// an env part may begin: what follows may hold secret values, and which
+// of them are secret cannot be read from it.
+func dropEnv(data []byte) []byte {
+	if i := bytes.Index(data, []byte(`"env"`)); i >= 0 {
+		return append(data[:i:i], "…[env dropped: the message does not parse]"...)
+	}
+	if i := bytes.Index(data, []byte(`env`)); i >= 0 { // escaped quotes or keys
+		return append(data[:i:i], "…[env dropped: the message does not parse]"...)
+	}
+	return data
 }

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,49 @@ func TestStrayCopyAfterCommitDoesNotRunAgain(t *testing.T) {
 	}
 	if st.Run.Attempt != 1 {
 		t.Errorf("attempt %d, want 1", st.Run.Attempt)
+	}
+}
+
+// TestRefusedMessageEndsItsJob is interleaving 4 of the issue: a message a
+// worker refuses (over the wire limit, or a field a newer client added)
+// used to leave its submitter waiting on a job that never ran, and the
+// DLQ kept an oversize message's secret value. The job now ends failed,
+// saying why, and the DLQ copy holds no env value.
+func TestRefusedMessageEndsItsJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	sandruntest.StartWorker(t, e.st, sandruntest.FastConfig())
+	pad := strings.Repeat("x", 300<<10)
+	bodies := map[string]string{
+		"refused-big":    `{"id":"refused-big","queue":"default","command":"true","env":{"TOKEN":"hunter2","PAD":"` + pad + `"},"secret_env":["TOKEN"]}`,
+		"refused-newer":  `{"id":"refused-newer","queue":"default","command":"true","priority":7}`,
+		"refused-broken": `{"id":"refused-broken","queue":"default","env":{"TOKEN":"hunter2"},"command":`,
+	}
+	for id, body := range bodies {
+		if _, err := e.st.JS.Publish(e.ctx, jobs.JobSubject("default", jobs.AnonymousOwner), []byte(body)); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	for _, id := range []string{"refused-big", "refused-newer"} {
+		r := sandruntest.WaitResult(t, e.c, id, 30*time.Second)
+		if r.State != jobs.StateFailed || !strings.Contains(r.Error, "not a valid job") {
+			t.Errorf("%s: %s %q, want failed, saying why", id, r.State, r.Error)
+		}
+		st, err := e.c.Status(e.ctx, id)
+		if err != nil || st.Run.State != jobs.StateFailed {
+			t.Errorf("%s: record %v (%v), want failed", id, st.Run.State, err)
+		}
+	}
+	entries, err := e.c.DLQ(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(bodies) {
+		t.Errorf("%d DLQ entries, want %d", len(entries), len(bodies))
+	}
+	for _, d := range entries {
+		if strings.Contains(d.Raw, "hunter2") {
+			t.Errorf("DLQ entry %s holds the secret value: %.200s", d.JobID, d.Raw)
+		}
 	}
 }
