@@ -153,16 +153,21 @@ func (c *Client) requeueHeld(ctx context.Context, id string, msgID func(rev uint
 	if err != nil {
 		return err
 	}
+	// Publish first: while we hold the lease a claim of the message
+	// waits, then finds the job queued; had we died before the record
+	// changed, the claim drops the message and the job stays ended (run
+	// it again), never queued without a message.
+	if err := c.store.PublishJob(ctx, run.Spec, run.OwnerString(), msgID(rev)); err != nil {
+		return err
+	}
 	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
 		return fmt.Errorf("%s: clear result: %w", id, err)
 	}
 	run.State, run.Attempt, run.CancelRequested = jobs.StateQueued, 0, false
 	run.UpdatedAt = c.now().UTC()
 	run.LastError = lastErr
-	if _, err := c.store.UpdateRun(ctx, run, rev); err != nil {
-		return err
-	}
-	return c.store.PublishJob(ctx, run.Spec, run.OwnerString(), msgID(rev))
+	_, err = c.store.UpdateRun(ctx, run, rev)
+	return err
 }
 
 // acquireLease takes job id's lease, waiting up to wait for a holder that

@@ -21,7 +21,7 @@ type Metrics struct {
 	LeaseRenewals   prometheus.Counter
 	LeaseLosses     prometheus.Counter
 	StaleCommits    prometheus.Counter
-	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, finalized
+	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, finalized, republished
 	Retries         *prometheus.CounterVec // queue
 	BatchThrottled  *prometheus.CounterVec // queue
 	BatchesDone     prometheus.Counter

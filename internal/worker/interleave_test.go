@@ -119,3 +119,26 @@ func TestRefusedMessageEndsItsJob(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedRecordWithoutMessageRuns is interleaving 3 of the issue: a
+// hand-back or requeue that died between recording queued and publishing
+// left a queued record with no message, which nothing ever ran. Writers
+// now publish first; the reaper re-publishes a queued record no worker
+// claimed within a claim window.
+func TestQueuedRecordWithoutMessageRuns(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec := jobs.Spec{ID: "stranded", Command: "echo ran", MaxAttempts: 1}.WithDefaults()
+	spec.Origin = jobs.OriginManual
+	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
+	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: time.Now().Add(-time.Minute).UTC(),
+		LastError: "attempt 1: stopped by the shutdown of worker gone"}
+	if _, err := e.st.CreateRun(e.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.StartWorker(t, e.st, sandruntest.FastConfig())
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
+	if r.State != jobs.StateSucceeded || !strings.Contains(r.Stdout.Head, "ran") {
+		t.Fatalf("%s %q, want the stranded job to run", r.State, r.Stdout.Head)
+	}
+}

@@ -298,12 +298,15 @@ func (j *job) handBack(ctx context.Context) {
 	run.LastError = fmt.Sprintf("attempt %d: stopped by the shutdown of worker %s", j.attempt, w.cfg.Name)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := j.lease.Fenced(func(rev uint64) error { return w.store.PutRunFenced(wctx, run, rev) }); err != nil {
-		j.log.Warn("hand back: record", "err", err)
+	// Publish first: a message whose record still says running waits for
+	// the lease we hold, then runs; a queued record without a message
+	// would wait for the reaper.
+	if err := w.store.PublishJob(wctx, j.spec, j.run.OwnerString(), fmt.Sprintf("%s.a%d.drain", j.spec.ID, j.attempt)); err != nil {
+		j.log.Warn("hand back: publish (the reaper will requeue the job when the lease expires)", "err", err)
 		return
 	}
-	if err := w.store.PublishJob(wctx, j.spec, j.run.OwnerString(), fmt.Sprintf("%s.a%d.drain", j.spec.ID, j.attempt)); err != nil {
-		j.log.Warn("hand back: publish", "err", err)
+	if err := j.lease.Fenced(func(rev uint64) error { return w.store.PutRunFenced(wctx, run, rev) }); err != nil {
+		j.log.Warn("hand back: record (the attempt stays counted)", "err", err)
 	}
 	j.stopKeeper()
 	j.releaseQuiet(wctx)

@@ -109,11 +109,14 @@ func (w *Worker) rescan(ctx context.Context) {
 			return
 		}
 		run, _, err := w.store.GetRun(ctx, id)
-		if err != nil || (run.State != jobs.StateRunning && run.State != jobs.StateRetryWait) {
+		if err != nil || (run.State != jobs.StateRunning && run.State != jobs.StateRetryWait && run.State != jobs.StateQueued) {
 			continue
 		}
 		if run.State == jobs.StateRetryWait && w.now().Before(run.NextAttemptAt.Add(w.cfg.ClaimWindow)) {
 			continue
+		}
+		if run.State == jobs.StateQueued && w.now().Before(run.UpdatedAt.Add(w.cfg.ClaimWindow)) {
+			continue // queued a moment ago: its message is on its way
 		}
 		_, err = w.store.State.Get(ctx, jobs.LeaseKey(id))
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
@@ -191,6 +194,17 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		w.m.Retries.WithLabelValues(run.Spec.Queue).Inc()
 		w.store.PublishEvent(jobs.Event{Kind: "requeued", JobID: id, Attempt: run.Attempt, State: jobs.StateQueued, Time: w.now().UTC(), Message: lost})
 		log.Info("job requeued after lease expiry", "attempt", run.Attempt)
+	case jobs.StateQueued:
+		// Queued, unclaimed for a claim window: its message may never
+		// have been published (a requeue or hand-back that died between
+		// its two writes). Publish it again, deduplicated per attempt
+		// for the server's window; a copy of a message that exists is
+		// dropped or waits at its claim.
+		if err := w.store.PublishJob(ctx, run.Spec, run.OwnerString(), fmt.Sprintf("%s.a%d.requeue", id, run.Attempt)); err != nil {
+			log.Warn("reaper: re-publish queued job", "err", err)
+			return
+		}
+		w.m.ReaperRecovered.WithLabelValues("republished").Inc()
 	case jobs.StateRetryWait:
 		// The worker recorded the retry but may have died before
 		// scheduling it; scheduling again is deduplicated.

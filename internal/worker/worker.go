@@ -96,7 +96,7 @@ func (w *Worker) initSeries() {
 		w.m.Retries.WithLabelValues(q)
 		w.m.BatchThrottled.WithLabelValues(q)
 	}
-	for _, a := range []string{"requeued", "dead", "finalized"} {
+	for _, a := range []string{"requeued", "dead", "finalized", "republished"} {
 		w.m.ReaperRecovered.WithLabelValues(a)
 	}
 }
