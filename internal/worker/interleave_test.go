@@ -142,3 +142,46 @@ func TestQueuedRecordWithoutMessageRuns(t *testing.T) {
 		t.Fatalf("%s %q, want the stranded job to run", r.State, r.Stdout.Head)
 	}
 }
+
+// TestCancelSurvivesRecordOverwrite is interleaving 5 of the issue: a
+// retry or hand-back rewrote the job record from the copy read at its
+// claim, erasing a cancel flag set while the attempt ran, and attempt 2
+// ran. A cancel request is its own key, which no record write touches:
+// here the request is made while attempt 1 runs on a worker that cannot
+// act on it, the record is then rewritten for the retry, and the retry's
+// claim must end the job canceled without running it.
+func TestCancelSurvivesRecordOverwrite(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	spec := jobs.Spec{ID: "cancel-kept", Command: "touch " + marker, MaxAttempts: 3}.WithDefaults()
+	spec.Origin = jobs.OriginManual
+	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
+	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateRunning, Attempt: 1, Worker: "frozen", UpdatedAt: time.Now().UTC()}
+	rev, err := e.st.CreateRun(e.ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.c.Cancel(e.ctx, spec.ID); err != nil || out != "requested" {
+		t.Fatalf("cancel: %v %v", out, err)
+	}
+	// The frozen worker wakes, fails its attempt and records the retry
+	// from its own copy: no cancel flag.
+	run.State, run.NextAttemptAt, run.LastError = jobs.StateRetryWait, time.Now().UTC(), "attempt 1: exit code 1"
+	if _, err := e.st.UpdateRun(e.ctx, run, rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.PublishJob(e.ctx, spec, jobs.AnonymousOwner, "cancel-kept.a1.retry"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandruntest.FastConfig()
+	cfg.NoReaper = true
+	sandruntest.StartWorker(t, e.st, cfg)
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
+	if r.State != jobs.StateCanceled {
+		t.Fatalf("%s (%s), want canceled", r.State, r.Error)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("attempt 2 ran after the cancel")
+	}
+}
