@@ -5,6 +5,8 @@
 package backends
 
 import (
+	"github.com/sandrun/sandrun/internal/container"
+
 	"context"
 	"errors"
 	"io"
@@ -209,29 +211,10 @@ func (r *Registry) ValidateAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// ContainerOptions are what a job may ask of a container backend beyond
-// the profile's hardened defaults. Anything here that reaches the host
-// (bind mounts, host-backed volumes, privileged mode, host namespaces,
-// devices, dangerous capabilities) is host access: see HostAccessChecker.
-type ContainerOptions struct {
-	// Image replaces the profile's image, where the backend allows it
-	// (singularity: a docker://, oras://, library:// reference or an
-	// absolute .sif path).
-	Image string `json:"image,omitempty"`
-	// Mounts are "SOURCE:TARGET[:ro]": SOURCE is a host path (absolute,
-	// ~, ., ..) for a bind mount, else a named volume.
-	Mounts []string `json:"mounts,omitempty"`
-	// Network mode: "none" (default), "bridge", "host", ...
-	Network string `json:"network,omitempty"`
-	// Privileged, PidMode/IpcMode/UTSMode ("host" shares the host's),
-	// Devices ("/dev/x[:/dev/y]") and CapAdd widen the container.
-	Privileged bool     `json:"privileged,omitempty"`
-	PidMode    string   `json:"pid_mode,omitempty"`
-	IpcMode    string   `json:"ipc_mode,omitempty"`
-	UTSMode    string   `json:"uts_mode,omitempty"`
-	Devices    []string `json:"devices,omitempty"`
-	CapAdd     []string `json:"cap_add,omitempty"`
-}
+// ContainerOptions are a job spec's container options (see
+// container.Options): the job model and the backends share the type
+// without the model importing the backends.
+type ContainerOptions = container.Options
 
 // HostAccessChecker is implemented by backends whose isolation depends on
 // the job (containers with mounts). HostAccess returns, for spec, every

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/container"
 )
 
 // Origin says who asked for a job; the approval policy keys its defaults
@@ -84,7 +84,7 @@ type Spec struct {
 	// Container asks a container backend for mounts, network or more;
 	// whatever reaches the host makes the job host access (refused unless
 	// the backend profile allows it).
-	Container *backends.ContainerOptions `json:"container,omitempty"`
+	Container *container.Options `json:"container,omitempty"`
 	// Session runs the job in the backend's persistent session of this
 	// key (a long-lived container shared by the jobs of the same key).
 	Session string `json:"session,omitempty"`

@@ -1,0 +1,27 @@
+// Package container holds a job spec's container options: the part of the
+// job model that container backends read. It sits below both, so the job
+// model names no backend type.
+package container
+
+// Options ask a container backend for an image, mounts, network or more;
+// whatever reaches the host makes the job host access (refused unless the
+// backend profile allows it).
+type Options struct {
+	// Image replaces the profile's image, where the backend allows it
+	// (singularity: a docker://, oras://, library:// reference or an
+	// absolute .sif path).
+	Image string `json:"image,omitempty"`
+	// Mounts are "SOURCE:TARGET[:ro]": SOURCE is a host path (absolute,
+	// ~, ., ..) for a bind mount, else a named volume.
+	Mounts []string `json:"mounts,omitempty"`
+	// Network mode: "none" (default), "bridge", "host", ...
+	Network string `json:"network,omitempty"`
+	// Privileged, PidMode/IpcMode/UTSMode ("host" shares the host's),
+	// Devices ("/dev/x[:/dev/y]") and CapAdd widen the container.
+	Privileged bool     `json:"privileged,omitempty"`
+	PidMode    string   `json:"pid_mode,omitempty"`
+	IpcMode    string   `json:"ipc_mode,omitempty"`
+	UTSMode    string   `json:"uts_mode,omitempty"`
+	Devices    []string `json:"devices,omitempty"`
+	CapAdd     []string `json:"cap_add,omitempty"`
+}
