@@ -154,7 +154,7 @@ func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
 func startWorker(t *testing.T, url, name string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"worker", "--nats-url", url, "--replicas", "3", "--name", name,
-		"--slots", "8", "--lease-ttl", "10s", "--log-format", "text"}, extra...)
+		"--slots", "8", "--lease-ttl", "10s", "--kill-grace", "2s", "--log-format", "text"}, extra...)
 	return start(t, name, args...)
 }
 

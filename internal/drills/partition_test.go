@@ -24,7 +24,7 @@ func TestWorkerCutOff(t *testing.T) {
 	c, cl := clusterWithWorkers(t, 1) // worker 0: direct to every node
 	proxy := sshtest.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", c.ports[0]))
 	start(t, "worker-cut", "worker", "--nats-url", "nats://"+proxy.Addr, "--name", "drill-cut",
-		"--slots", "8", "--lease-ttl", "10s", "--log-format", "text")
+		"--slots", "8", "--lease-ttl", "10s", "--kill-grace", "2s", "--log-format", "text")
 	st := cl.Store()
 	writes := watchResults(t, st)
 	ctx := t.Context()

@@ -18,6 +18,12 @@ type KeeperConfig struct {
 	Now func() time.Time
 	// OnRenew, if set, is called after each successful renewal.
 	OnRenew func()
+	// Margin is how long before the server may expire the lease the
+	// keeper declares it lost; default max(TTL/10, 100ms). A holder that
+	// must stop work on loss (kill a job, with its grace) sets at least
+	// the time that takes, so it has stopped before anyone else can hold
+	// the lease.
+	Margin time.Duration
 }
 
 // Keeper renews a lease in the background until stopped, and declares it
@@ -81,8 +87,17 @@ func (k *Keeper) loop() {
 	// A renewal that succeeds moves the server-side expiry to at least
 	// send time + TTL, so the lease is surely ours until then. Stop acting
 	// a margin before that.
-	margin := max(k.l.ttl/10, 100*time.Millisecond)
-	validUntil := k.cfg.Now().Add(k.l.ttl - margin)
+	margin := k.cfg.Margin
+	if margin <= 0 {
+		margin = max(k.l.ttl/10, 100*time.Millisecond)
+	}
+	// The lease is surely ours until TTL after its Create was sent, not
+	// after the keeper started: a claim may have spent seconds between.
+	start := k.cfg.Now()
+	if !k.l.acquired.IsZero() && k.l.acquired.Before(start) {
+		start = k.l.acquired
+	}
+	validUntil := start.Add(k.l.ttl - margin)
 	wait := k.cfg.Interval
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -17,7 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 var (
@@ -36,6 +38,12 @@ type Lease struct {
 	subject string
 	ttl     time.Duration
 
+	// nonce tells this holder's renewals from any other's.
+	nonce string
+	// acquired is when the Create that made the lease was sent: the
+	// server's TTL runs from no earlier, so the holder's validity does.
+	acquired time.Time
+
 	mu  sync.Mutex
 	rev uint64
 }
@@ -46,6 +54,7 @@ func Acquire(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue,
 	if ttl < time.Second {
 		return nil, fmt.Errorf("lease %s: ttl %s is below the 1s minimum", key, ttl)
 	}
+	sent := time.Now()
 	rev, err := kv.Create(ctx, key, value, jetstream.KeyTTL(ttl))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -54,14 +63,19 @@ func Acquire(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue,
 		return nil, fmt.Errorf("lease %s: %w", key, err)
 	}
 	return &Lease{
-		js:      js,
-		kv:      kv,
-		key:     key,
-		subject: "$KV." + kv.Bucket() + "." + key,
-		ttl:     ttl,
-		rev:     rev,
+		js:       js,
+		kv:       kv,
+		key:      key,
+		subject:  "$KV." + kv.Bucket() + "." + key,
+		ttl:      ttl,
+		rev:      rev,
+		acquired: sent,
+		nonce:    nuid.Next(),
 	}, nil
 }
+
+// Acquired is when the lease was acquired (when its Create was sent).
+func (l *Lease) Acquired() time.Time { return l.acquired }
 
 // Key returns the lease's key.
 func (l *Lease) Key() string { return l.key }
@@ -90,22 +104,53 @@ func (l *Lease) Fenced(write func(rev uint64) error) error {
 // It returns ErrLost if the lease expired or changed hands; any other
 // error is transient (the lease may still be ours) and Renew may be
 // called again.
+//
+// A renewal the server stored but whose acknowledgement was lost (a
+// stream leader election) makes the retry's CAS fail on a revision that
+// moved. Each renewal carries a header naming this lease and the revision
+// it renews, so the retry recognises its own stored renewal and takes its
+// revision, instead of declaring a healthy lease lost.
 func (l *Lease) Renew(ctx context.Context, value []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ack, err := l.js.Publish(ctx, l.subject, value,
+	m := nats.NewMsg(l.subject)
+	m.Data = value
+	mark := fmt.Sprintf("%s@%d", l.nonce, l.rev)
+	m.Header.Set(renewalHeader, mark)
+	ack, err := l.js.PublishMsg(ctx, m,
 		jetstream.WithExpectLastSequencePerSubject(l.rev),
 		jetstream.WithMsgTTL(l.ttl))
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			if seq, ok := l.ownRenewal(ctx, mark); ok {
+				l.rev = seq
+				return nil
+			}
 			return fmt.Errorf("%s: %w", l.key, ErrLost)
 		}
 		return fmt.Errorf("renew %s: %w", l.key, err)
 	}
 	l.rev = ack.Sequence
 	return nil
+}
+
+// renewalHeader names the lease and the revision a renewal renews.
+const renewalHeader = "Sandrun-Lease-Renewal"
+
+// ownRenewal reports whether the key's last message is the renewal mark
+// names (this lease's, of the revision it held), and its sequence.
+func (l *Lease) ownRenewal(ctx context.Context, mark string) (uint64, bool) {
+	st, err := l.js.Stream(ctx, "KV_"+l.kv.Bucket())
+	if err != nil {
+		return 0, false
+	}
+	msg, err := st.GetLastMsgForSubject(ctx, l.subject)
+	if err != nil || msg.Header.Get(renewalHeader) != mark {
+		return 0, false
+	}
+	return msg.Sequence, true
 }
 
 // Release deletes the lease if it is still ours. Releasing a lost lease

@@ -168,3 +168,63 @@ func TestElectionHasOneLeaderAndFailsOver(t *testing.T) {
 	}
 	_ = bDone
 }
+
+// TestRenewalWhoseAckWasLostIsNotALoss: a renewal the server stored but
+// whose acknowledgement never came back (a stream leader election) is
+// retried; the retry must be answered as a duplicate, not refused as a
+// CAS on a moved revision that would kill a healthy job.
+func TestRenewalWhoseAckWasLostIsNotALoss(t *testing.T) {
+	t.Parallel()
+	st, ctx := setup(t)
+	l, err := lease.Acquire(ctx, st.JS, st.State, "lease.j5", 3*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0 := l.Rev()
+	// The renewal is stored, its ack "lost": the lease still holds r0.
+	lost := lease.LoseNextAck(l)
+	if err := l.Renew(ctx, nil); err == nil {
+		t.Fatal("the renewal whose ack was lost reported success")
+	}
+	if l.Rev() != r0 {
+		t.Fatalf("revision moved to %d without an ack", l.Rev())
+	}
+	lost()
+	if err := l.Renew(ctx, nil); err != nil {
+		t.Fatalf("retried renewal: %v, want it taken as the stored one", err)
+	}
+	e, err := st.State.Get(ctx, "lease.j5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Rev() != e.Revision() {
+		t.Fatalf("lease revision %d, stored %d: later fenced writes would be refused", l.Rev(), e.Revision())
+	}
+	if err := l.Renew(ctx, nil); err != nil {
+		t.Fatalf("next renewal: %v", err)
+	}
+}
+
+// TestKeeperValidityCountsFromAcquisition: the server's TTL runs from the
+// Create, so a keeper started late (a claim that spent its time retrying)
+// has that much less validity; started past the TTL, it gives the lease up
+// at its first tick instead of acting on a lease another may hold.
+func TestKeeperValidityCountsFromAcquisition(t *testing.T) {
+	t.Parallel()
+	st, ctx := setup(t)
+	l, err := lease.Acquire(ctx, st.JS, st.State, "lease.j6", 3*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := func() time.Time { return l.Acquired().Add(3 * time.Second) } // the keeper starts as the TTL runs out
+	k := lease.Keep(l, lease.KeeperConfig{Now: late, Interval: 50 * time.Millisecond})
+	defer k.Stop()
+	select {
+	case <-k.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("a keeper started past the TTL did not give the lease up")
+	}
+	if !errors.Is(k.Err(), lease.ErrLost) {
+		t.Fatalf("keeper error %v, want ErrLost", k.Err())
+	}
+}

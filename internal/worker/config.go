@@ -106,6 +106,9 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// killSlack is what stopping a job takes besides its kill grace.
+const killSlack = 500 * time.Millisecond
+
 // Validate checks a config that has been through WithDefaults; errors
 // name the field.
 func (c Config) Validate() error {
@@ -120,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL < 3*time.Second {
 		errs = append(errs, fmt.Errorf("worker.lease_ttl: must be >= 3s, got %s", c.LeaseTTL))
+	}
+	if c.LeaseTTL >= 3*time.Second && c.KillGrace+killSlack > c.LeaseTTL/2 {
+		errs = append(errs, fmt.Errorf("worker.kill_grace: %s (+%s to stop) must fit in half the lease_ttl (%s): a job is stopped before its lease can expire", c.KillGrace, killSlack, c.LeaseTTL))
 	}
 	if c.ElectionTTL < 2*time.Second {
 		errs = append(errs, fmt.Errorf("worker.election_ttl: must be >= 2s, got %s", c.ElectionTTL))

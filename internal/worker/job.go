@@ -44,7 +44,10 @@ type job struct {
 // stops the run (cancel requests, drain); ctx bounds the writes after it.
 func (j *job) execute(ctx, stopCtx context.Context) {
 	w := j.w
-	j.keeper = lease.Keep(j.lease, lease.KeeperConfig{OnRenew: w.m.LeaseRenewals.Inc})
+	// The keeper gives the lease up early enough that the job, killed
+	// with its grace, is gone before the server can hand it to another.
+	j.keeper = lease.Keep(j.lease, lease.KeeperConfig{OnRenew: w.m.LeaseRenewals.Inc,
+		Margin: max(w.cfg.LeaseTTL/10, w.cfg.KillGrace+killSlack)})
 	defer j.keeper.Stop()
 	runCtx, cancel := context.WithCancelCause(stopCtx)
 	defer cancel(nil)
