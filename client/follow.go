@@ -184,6 +184,9 @@ func (c *Client) Output(ctx context.Context, r jobs.Result, stdout, stderr io.Wr
 		if err != nil {
 			return err
 		}
+		if s.o.Capped {
+			_, _ = fmt.Fprintf(s.w, "\n[sandrun: output capped at %d of %d bytes (worker.output_max); the rest was not kept]\n", s.o.Stored, s.o.Size)
+		}
 	}
 	return nil
 }

@@ -151,6 +151,10 @@ type LayoutConfig struct {
 	DedupeWindow time.Duration
 	// MaxEventBytes bounds the EVENTS stream (live output included).
 	MaxEventBytes int64
+	// MaxOutputBytes bounds the outputs object store: past it the oldest
+	// outputs go, and one job's output can never fill JetStream's storage
+	// and stop every write of the deployment.
+	MaxOutputBytes int64
 	// KeepSchedules leaves the schedules bucket as it is: opened, or
 	// created with the defaults only if it is missing. A worker's
 	// credentials may not change it (schedules belong to schedulers and
@@ -176,6 +180,9 @@ func (c LayoutConfig) WithDefaults() LayoutConfig {
 	}
 	if c.MaxEventBytes == 0 {
 		c.MaxEventBytes = 1 << 30
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = 2 << 30
 	}
 	if c.PlaceWithin == 0 {
 		c.PlaceWithin = time.Minute
@@ -335,6 +342,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 			Bucket:      BucketOutputs,
 			Description: "sandrun job output",
 			TTL:         cfg.Retention,
+			MaxBytes:    cfg.MaxOutputBytes,
 			Storage:     storage,
 			Replicas:    cfg.Replicas,
 		})

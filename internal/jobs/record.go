@@ -136,6 +136,11 @@ type Output struct {
 	Tail   string `json:"tail,omitempty"`
 	// Truncated is true when Head+Tail do not hold the whole output.
 	Truncated bool `json:"truncated,omitempty"`
+	// Capped is true when the stored object holds only the first Stored
+	// bytes: the output passed the worker's output_max. Size and SHA256
+	// still describe all of it.
+	Capped bool  `json:"capped,omitempty"`
+	Stored int64 `json:"stored,omitempty"`
 }
 
 // ExitCodeFor maps a terminal result to the exit code `sandrun submit

@@ -56,6 +56,11 @@ type Config struct {
 	// LiveOutputMax bounds the live output events of one attempt's
 	// stream. Default 4 MiB.
 	LiveOutputMax int64 `yaml:"live_output_max"`
+	// OutputMax bounds the output of one attempt's stream kept on the
+	// worker's disk and in the object store; past it the output is
+	// counted and hashed but not kept, and the result says so (capped).
+	// Default 64 MiB.
+	OutputMax int64 `yaml:"output_max"`
 	// SpoolDir holds output while a job runs. Default: the OS temp dir.
 	SpoolDir string `yaml:"spool_dir"`
 	// SecretsKeyFile is the workers' secrets key (DATA/auth/secrets.nk of
@@ -100,6 +105,9 @@ func (c Config) WithDefaults() Config {
 	if c.LiveOutputMax == 0 {
 		c.LiveOutputMax = 4 << 20
 	}
+	if c.OutputMax == 0 {
+		c.OutputMax = 64 << 20
+	}
 	if c.SpoolDir == "" {
 		c.SpoolDir = os.TempDir()
 	}
@@ -135,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.PullWait < 100*time.Millisecond || c.PullWait >= c.ClaimWindow {
 		errs = append(errs, fmt.Errorf("worker.pull_wait: must be >= 100ms and below claim_window, got %s", c.PullWait))
+	}
+	if c.OutputMax < 0 {
+		errs = append(errs, fmt.Errorf("worker.output_max: must be >= 0 (0: 64 MiB), got %d", c.OutputMax))
 	}
 	if c.OutputHead < 0 || c.OutputTail < 0 {
 		errs = append(errs, errors.New("worker.output_head/output_tail: must be >= 0"))

@@ -185,3 +185,41 @@ func TestCancelSurvivesRecordOverwrite(t *testing.T) {
 		t.Error("attempt 2 ran after the cancel")
 	}
 }
+
+// TestOutputIsCapped: one `yes` used to fill the spool disk, then
+// JetStream, after which every write of the deployment failed. Output
+// past worker.output_max is counted and hashed but not kept, and the
+// result says so.
+func TestOutputIsCapped(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	cfg := sandruntest.FastConfig()
+	cfg.OutputMax = 1 << 20
+	sandruntest.StartWorker(t, e.st, cfg)
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "head -c 5000000 /dev/zero | tr '\\0' y", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second)
+	if r.State != jobs.StateSucceeded {
+		t.Fatalf("%s: %s", r.State, r.Error)
+	}
+	o := r.Stdout
+	if o.Size != 5000000 || !o.Capped || o.Stored != 1<<20 || o.Object == "" {
+		t.Fatalf("output %+v: want 5000000 bytes counted, 1 MiB stored, capped", o)
+	}
+	info, err := e.st.Outputs.GetInfo(e.ctx, o.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != 1<<20 {
+		t.Errorf("object holds %d bytes, want %d", info.Size, 1<<20)
+	}
+	var buf strings.Builder
+	if err := e.c.Output(e.ctx, r, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "output capped at 1048576 of 5000000 bytes") {
+		t.Errorf("the output shown does not say it was capped: …%s", buf.String()[max(0, buf.Len()-120):])
+	}
+}

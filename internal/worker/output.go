@@ -40,6 +40,8 @@ type sink struct {
 	tail     []byte
 	spool    *os.File
 	spoolErr error
+	spooled  int64 // bytes written to the spool (at most output_max)
+	capped   bool  // output past output_max was not kept
 
 	live      []byte
 	liveSent  int64
@@ -79,7 +81,7 @@ func (s *sink) Write(p []byte) (int, error) {
 }
 
 func (s *sink) writeSpool(p []byte) {
-	if s.spoolErr != nil {
+	if s.spoolErr != nil || s.capped {
 		return
 	}
 	if s.spool == nil {
@@ -88,7 +90,12 @@ func (s *sink) writeSpool(p []byte) {
 			return
 		}
 	}
-	_, s.spoolErr = s.spool.Write(p)
+	if room := s.w.cfg.OutputMax - s.spooled; int64(len(p)) > room {
+		p, s.capped = p[:max(room, 0)], true
+	}
+	n, err := s.spool.Write(p)
+	s.spooled += int64(n)
+	s.spoolErr = err
 }
 
 func (s *sink) writeLive(p []byte) {
@@ -153,6 +160,9 @@ func (s *sink) upload(ctx context.Context) jobs.Output {
 	out.Head = strings.ToValidUTF8(string(head), "\uFFFD")
 	out.Tail = strings.ToValidUTF8(string(tail), "\uFFFD")
 	out.Truncated = int64(len(head)+len(tail)) < s.size
+	if s.capped {
+		out.Capped, out.Stored = true, s.spooled
+	}
 	if s.spoolErr != nil {
 		out.Object = ""
 		s.w.log.Warn("output spool failed; only head and tail are kept", "job", s.j.spec.ID, "err", s.spoolErr)
