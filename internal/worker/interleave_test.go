@@ -13,6 +13,14 @@ import (
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
+// record is the job record a worker that is gone left for an anonymous
+// manual job: state, attempt and who held it, as of at.
+func record(spec jobs.Spec, state jobs.State, attempt int, holder string, at time.Time) jobs.Run {
+	spec.Origin = jobs.OriginManual
+	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
+	return jobs.Run{Spec: spec, Owner: owner, State: state, Attempt: attempt, Worker: holder, UpdatedAt: at.UTC()}
+}
+
 // TestStrayCopyAfterCommitDoesNotRunAgain is interleaving 1 of the issue:
 // a worker commits its result and dies before recording the terminal
 // state; before the reaper finalizes, a stray copy of the dispatch message
@@ -24,12 +32,10 @@ func TestStrayCopyAfterCommitDoesNotRunAgain(t *testing.T) {
 	e := setup(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	spec := jobs.Spec{ID: "stray-copy", Command: "touch " + marker, MaxAttempts: 1}.WithDefaults()
-	spec.Origin = jobs.OriginManual
-	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
 
 	// The dead worker's writes: the record (running, attempt 1) and its
 	// committed result, fenced on its lease, which then goes away.
-	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateRunning, Attempt: 1, Worker: "dead", UpdatedAt: time.Now().UTC()}
+	run := record(spec, jobs.StateRunning, 1, "dead", time.Now())
 	if _, err := e.st.CreateRun(e.ctx, run); err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +135,8 @@ func TestQueuedRecordWithoutMessageRuns(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	spec := jobs.Spec{ID: "stranded", Command: "echo ran", MaxAttempts: 1}.WithDefaults()
-	spec.Origin = jobs.OriginManual
-	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
-	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: time.Now().Add(-time.Minute).UTC(),
-		LastError: "attempt 1: stopped by the shutdown of worker gone"}
+	run := record(spec, jobs.StateQueued, 0, "", time.Now().Add(-time.Minute))
+	run.LastError = "attempt 1: stopped by the shutdown of worker gone"
 	if _, err := e.st.CreateRun(e.ctx, run); err != nil {
 		t.Fatal(err)
 	}
@@ -155,9 +159,7 @@ func TestCancelSurvivesRecordOverwrite(t *testing.T) {
 	e := setup(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	spec := jobs.Spec{ID: "cancel-kept", Command: "touch " + marker, MaxAttempts: 3}.WithDefaults()
-	spec.Origin = jobs.OriginManual
-	owner, _ := jobs.ParseOwner(jobs.AnonymousOwner)
-	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateRunning, Attempt: 1, Worker: "frozen", UpdatedAt: time.Now().UTC()}
+	run := record(spec, jobs.StateRunning, 1, "frozen", time.Now())
 	rev, err := e.st.CreateRun(e.ctx, run)
 	if err != nil {
 		t.Fatal(err)
