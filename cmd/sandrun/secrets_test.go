@@ -176,8 +176,18 @@ func TestUnsealedSecretRefused(t *testing.T) {
 	if e := waitDLQ(t, c, "secret_env.T"); strings.Contains(e.Raw, "plaintext-value") {
 		t.Fatalf("dlq entry %+v", e)
 	}
-	if _, err := c.Status(ctx, "plain-secret"); !errors.Is(err, jobs.ErrNotFound) {
-		t.Fatalf("a record was written for the refused spec: %v", err)
+	// The job ends failed, saying why, and its record holds nothing of the
+	// refused spec but its ID and queue: no env value.
+	r := sandruntest.WaitResult(t, c, "plain-secret", 30*time.Second)
+	if r.State != jobs.StateFailed || !strings.Contains(r.Error, "secret_env.T") {
+		t.Fatalf("result %s %q, want failed naming secret_env.T", r.State, r.Error)
+	}
+	st2, err := c.Status(ctx, "plain-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st2.Run.Spec.Env) != 0 || st2.Run.Spec.Command != "" {
+		t.Fatalf("the refused spec's content reached its record: %+v", st2.Run.Spec)
 	}
 }
 

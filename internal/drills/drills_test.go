@@ -136,7 +136,7 @@ func (c *cluster) node(name string) int {
 
 // clusterWithWorkers starts a 3-node cluster and n workers on it (R3
 // layout, 8 slots, 10s lease TTL), all at once, and returns a client.
-func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
+func clusterWithWorkers(t *testing.T, n int, extra ...string) (*cluster, *client.Client) {
 	t.Helper()
 	c := startCluster(t)
 	url := c.url()
@@ -144,7 +144,7 @@ func clusterWithWorkers(t *testing.T, n int) (*cluster, *client.Client) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		startWorker(t, url, fmt.Sprintf("drill-w%d", i))
+		startWorker(t, url, fmt.Sprintf("drill-w%d", i), extra...)
 	}
 	return c, connect(t, url)
 }

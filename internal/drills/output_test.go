@@ -23,7 +23,7 @@ import (
 // result keeps a bounded head and tail, and the object store holds every
 // byte (size, SHA-256 and, for the binary one, the bytes themselves).
 func TestLargeAndBinaryOutput(t *testing.T) {
-	_, cl := clusterWithWorkers(t, 1)
+	_, cl := clusterWithWorkers(t, 1, "--output-max", fmt.Sprint(256<<20)) // the default, 64 MiB, would cap the 200 MiB job
 	ctx := t.Context()
 
 	garbage := make([]byte, 1<<20)

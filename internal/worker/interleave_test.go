@@ -107,10 +107,8 @@ func TestRefusedMessageEndsItsJob(t *testing.T) {
 		if r.State != jobs.StateFailed || !strings.Contains(r.Error, "not a valid job") {
 			t.Errorf("%s: %s %q, want failed, saying why", id, r.State, r.Error)
 		}
-		st, err := e.c.Status(e.ctx, id)
-		if err != nil || st.Run.State != jobs.StateFailed {
-			t.Errorf("%s: record %v (%v), want failed", id, st.Run.State, err)
-		}
+		// The record is finalized just after the result is committed.
+		e.waitState(t, id, 10*time.Second, func(s client.Status) bool { return s.Run.State == jobs.StateFailed })
 	}
 	entries, err := e.c.DLQ(e.ctx)
 	if err != nil {
