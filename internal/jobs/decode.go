@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -65,6 +67,9 @@ func (e *durationError) Error() string {
 func DecodeJSON(data []byte) (Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return Spec{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxSpecBytes)
+	}
+	if err := checkText(data); err != nil {
+		return Spec{}, err
 	}
 	var s Spec
 	if err := strictJSON(data, &s); err != nil {
@@ -169,4 +174,38 @@ func locateBadDuration(data []byte) string {
 		}
 	}
 	return "duration"
+}
+
+// checkText refuses a spec whose bytes are not UTF-8, or that escapes a
+// lone UTF-16 surrogate: the JSON decoder would turn either into U+FFFD
+// without a word, and a different command than the one written would run.
+func checkText(data []byte) error {
+	if !utf8.Valid(data) {
+		return &FieldError{Field: "spec", Msg: "is not valid UTF-8"}
+	}
+	surrogate := func(i int) (uint64, bool) { // \uXXXX at i, a surrogate?
+		if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' && data[i+1] != 'U' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 32)
+		return v, err == nil && v >= 0xd800 && v <= 0xdfff
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		hi, ok := surrogate(i)
+		switch {
+		case !ok:
+			i++ // an escape: skip the escaped character (\\ included)
+		case hi >= 0xdc00:
+			return &FieldError{Field: "spec", Msg: fmt.Sprintf("escapes a lone UTF-16 surrogate (%s)", data[i:i+6])}
+		default:
+			if lo, ok := surrogate(i + 6); !ok || lo < 0xdc00 {
+				return &FieldError{Field: "spec", Msg: fmt.Sprintf("escapes a lone UTF-16 surrogate (%s)", data[i:i+6])}
+			}
+			i += 11
+		}
+	}
+	return nil
 }

@@ -181,3 +181,28 @@ func TestValidateRefusesWhatAWorkerWouldRefuse(t *testing.T) {
 		t.Errorf("what Validate accepts, the worker's decoder must accept: %v", err)
 	}
 }
+
+// TestDecodeRefusesTextTheDecoderWouldReplace: bytes that are not UTF-8,
+// or an escaped lone surrogate, used to reach the worker as U+FFFD, so a
+// different command ran than the one written.
+func TestDecodeRefusesTextTheDecoderWouldReplace(t *testing.T) {
+	t.Parallel()
+	bad := [][]byte{
+		[]byte("{\"command\":\"rm -rf /tmp/\xff\"}"),
+		[]byte(`{"command":"echo \ud800"}`),
+		[]byte(`{"command":"echo \uDC00x"}`),
+		[]byte(`{"command":"true","env":{"X":"\udbff"}}`),
+	}
+	for _, b := range bad {
+		var fe *FieldError
+		if _, err := DecodeJSON(b); !errors.As(err, &fe) || fe.Field != "spec" {
+			t.Errorf("%q: %v, want an error naming the spec's text", b, err)
+		}
+	}
+	good := []string{`{"command":"echo \ud83d\ude00"}`, `{"command":"echo é \u00e9"}`, `{"command":"echo \\ud800"}`}
+	for _, g := range good {
+		if _, err := DecodeJSON([]byte(g)); err != nil {
+			t.Errorf("%s: %v", g, err)
+		}
+	}
+}
