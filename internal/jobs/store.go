@@ -210,6 +210,20 @@ func (s *Store) RequestCancel(ctx context.Context, owner, id string) error {
 	})
 }
 
+// CancelRequested reads whether owner asked to cancel job id, from the
+// server (a worker's watch of the requests may lag behind it, for seconds
+// after a reconnect).
+func (s *Store) CancelRequested(ctx context.Context, owner, id string) (bool, error) {
+	_, err := s.State.Get(ctx, CancelKey(owner, id))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		return false, nil
+	}
+	return false, err
+}
+
 // PublishJob dispatches spec to its queue as owner's. msgID dedupes the
 // publish (the job ID on submit; a per-attempt ID on retries).
 func (s *Store) PublishJob(ctx context.Context, spec Spec, owner, msgID string) error {

@@ -140,6 +140,17 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	}
 	j.spec = run.Spec
 	canceled := run.CancelRequested || w.cancelRequested(owner.String(), spec.ID)
+	if !canceled {
+		// The watch of cancel requests can lag seconds behind the server
+		// after a reconnect: a request acknowledged before this claim
+		// must stop it (TestChaos seed 89 ran a canceled job to its end).
+		if canceled, err = w.store.CancelRequested(ctx, owner.String(), spec.ID); err != nil {
+			log.Warn("claim: read cancel request", "err", err)
+			j.releaseQuiet(ctx)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
+	}
 	run.Attempt++
 	run.State = jobs.StateRunning
 	run.Worker = w.cfg.Name
