@@ -38,8 +38,9 @@ type Keeper struct {
 	stop chan struct{}
 	done chan struct{}
 
-	mu  sync.Mutex
-	err error
+	mu         sync.Mutex
+	err        error
+	validUntil time.Time // the moment the keeper stops vouching for the lease
 
 	stopOnce sync.Once
 }
@@ -61,8 +62,26 @@ func Keep(l *Lease, cfg KeeperConfig) *Keeper {
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	k.validUntil = k.firstWindow()
 	go k.loop()
 	return k
+}
+
+// Valid reports whether the holder may still act on the lease now: it is
+// not lost, and now is before the end of the window the last renewal
+// vouches for. The keeper notices a lapsed window only when its timer
+// fires, which a frozen process (SIGSTOP, a long GC pause) wakes up past;
+// a holder about to start irreversible work (a job's process) asks first.
+func (k *Keeper) Valid() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.err != nil {
+		return k.err
+	}
+	if !k.cfg.Now().Before(k.validUntil) {
+		return fmt.Errorf("%s: the last renewal vouches for the lease until %s: %w", k.l.key, k.validUntil.Format(time.RFC3339Nano), ErrLost)
+	}
+	return nil
 }
 
 // Lost is closed when the lease is lost. Err then says why.
@@ -82,22 +101,35 @@ func (k *Keeper) Stop() {
 	<-k.done
 }
 
+// margin is how long before the server may expire the lease the keeper
+// stops vouching for it.
+func (k *Keeper) margin() time.Duration {
+	if k.cfg.Margin > 0 {
+		return k.cfg.Margin
+	}
+	return max(k.l.ttl/10, 100*time.Millisecond)
+}
+
+// firstWindow is the end of the window the lease's creation vouches for:
+// TTL after its Create was sent, not after the keeper started (a claim
+// may have spent seconds between), less the margin.
+func (k *Keeper) firstWindow() time.Time {
+	start := k.cfg.Now()
+	if !k.l.acquired.IsZero() && k.l.acquired.Before(start) {
+		start = k.l.acquired
+	}
+	return start.Add(k.l.ttl - k.margin())
+}
+
 func (k *Keeper) loop() {
 	defer close(k.done)
 	// A renewal that succeeds moves the server-side expiry to at least
 	// send time + TTL, so the lease is surely ours until then. Stop acting
 	// a margin before that.
-	margin := k.cfg.Margin
-	if margin <= 0 {
-		margin = max(k.l.ttl/10, 100*time.Millisecond)
-	}
-	// The lease is surely ours until TTL after its Create was sent, not
-	// after the keeper started: a claim may have spent seconds between.
-	start := k.cfg.Now()
-	if !k.l.acquired.IsZero() && k.l.acquired.Before(start) {
-		start = k.l.acquired
-	}
-	validUntil := start.Add(k.l.ttl - margin)
+	margin := k.margin()
+	k.mu.Lock()
+	validUntil := k.validUntil
+	k.mu.Unlock()
 	wait := k.cfg.Interval
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -118,6 +150,9 @@ func (k *Keeper) loop() {
 		switch {
 		case err == nil:
 			validUntil = sent.Add(k.l.ttl - margin)
+			k.mu.Lock()
+			k.validUntil = validUntil
+			k.mu.Unlock()
 			wait = k.cfg.Interval
 			if k.cfg.OnRenew != nil {
 				k.cfg.OnRenew()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,5 +227,37 @@ func TestKeeperValidityCountsFromAcquisition(t *testing.T) {
 	}
 	if !errors.Is(k.Err(), lease.ErrLost) {
 		t.Fatalf("keeper error %v, want ErrLost", k.Err())
+	}
+}
+
+// TestKeeperValidWithoutItsTimer: a process thawed after a SIGSTOP runs
+// on before the keeper's timer fires; Valid answers from the clock, so a
+// holder that asks before irreversible work (starting a job's process)
+// does not act on a lease another may hold already (TestChaos seed 142).
+func TestKeeperValidWithoutItsTimer(t *testing.T) {
+	t.Parallel()
+	st, ctx := setup(t)
+	l, err := lease.Acquire(ctx, st.JS, st.State, "lease.j7", 3*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := l.Acquired()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	k := lease.Keep(l, lease.KeeperConfig{Now: clock, Interval: time.Hour, Margin: 500 * time.Millisecond})
+	defer k.Stop()
+	if err := k.Valid(); err != nil {
+		t.Fatalf("fresh lease: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(2600 * time.Millisecond) // past TTL - margin: thawed
+	mu.Unlock()
+	if err := k.Valid(); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Valid past the window: %v, want ErrLost", err)
+	}
+	select {
+	case <-k.Lost():
+		t.Fatal("the timer fired; the test shows nothing")
+	default:
 	}
 }

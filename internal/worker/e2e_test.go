@@ -32,6 +32,9 @@ func TestSubmitToResult(t *testing.T) {
 		{name: "exit3", spec: jobs.Spec{Command: "echo oops >&2; exit 3", MaxAttempts: 1}, state: jobs.StateFailed, code: 3, stderr: "oops\n"},
 		{name: "env", spec: jobs.Spec{Command: `printf '%s|%s' "$GREETING" "${HOME:-unset}"`, Env: map[string]string{"GREETING": "hi there"}}, state: jobs.StateSucceeded, stdout: "hi there|unset"},
 		{name: "cwd", spec: jobs.Spec{Command: "pwd", Cwd: dir}, state: jobs.StateSucceeded, stdout: dir + "\n"},
+		// The worker's identity of the attempt wins over the spec's.
+		{name: "attempt-env", spec: jobs.Spec{ID: "attempt-env-1", Command: `printf '%s|%s' "$SANDRUN_JOB_ID" "$SANDRUN_ATTEMPT"`,
+			Env: map[string]string{"SANDRUN_ATTEMPT": "7"}}, state: jobs.StateSucceeded, stdout: "attempt-env-1|1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

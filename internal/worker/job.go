@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
@@ -74,7 +76,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	}
 	bspec := backends.Spec{
 		JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Deployment: w.store.Deployment, Command: j.spec.Command,
-		Dir: j.spec.Cwd, Env: env, KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: sessionKey(j.run, j.spec.Session),
+		Dir: j.spec.Cwd, Env: attemptEnv(env, j.spec.ID, j.attempt), KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: sessionKey(j.run, j.spec.Session),
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)
 	if err != nil {
@@ -110,7 +112,14 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	// Secret values never reach the stored or streamed output, even when
 	// the command prints them (echo $TOKEN, set -x).
 	stdout, stderr := secrets.NewMasker(j.stdout, secretValues), secrets.NewMasker(j.stderr, secretValues)
-	j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: stdout, Stderr: stderr})
+	// The keeper notices a lapsed lease on its timer; a worker thawed
+	// from a freeze runs on before that fires. Starting a process is what
+	// cannot be taken back, so ask the clock first (TestChaos seed 142).
+	if err = j.keeper.Valid(); err == nil {
+		j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: stdout, Stderr: stderr})
+	} else {
+		err = fmt.Errorf("%w: %w", errLeaseLost, err)
+	}
 	tcancel()
 	_, _ = stdout.Flush(), stderr.Flush()
 	if f, ok := be.(backends.Finisher); ok {
@@ -140,13 +149,29 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		// Self-fenced: the workload is dead and the job is no longer
 		// ours. The reaper gives it to the next attempt.
 		w.m.LeaseLosses.Inc()
-		j.log.Warn("lease lost: job killed", "err", j.keeper.Err())
+		j.log.Warn("lease lost: job stopped or not started", "err", err, "keeper", j.keeper.Err())
 	case errors.Is(err, errDrained):
 		j.handBack(ctx)
 	default:
 		w.countBackendError(j.spec.Backend, err)
 		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
 	}
+}
+
+// Variables the worker sets in every attempt's environment, over the
+// spec's own: a command may key its side effects on them.
+const (
+	EnvJobID   = "SANDRUN_JOB_ID"
+	EnvAttempt = "SANDRUN_ATTEMPT"
+)
+
+// attemptEnv is env with the attempt's identity added.
+func attemptEnv(env map[string]string, id string, attempt int) map[string]string {
+	out := make(map[string]string, len(env)+2)
+	maps.Copy(out, env)
+	out[EnvJobID] = id
+	out[EnvAttempt] = strconv.Itoa(attempt)
+	return out
 }
 
 // countBackendError counts a backend's failure to run an attempt by kind.
