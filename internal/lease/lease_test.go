@@ -3,8 +3,8 @@ package lease_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
