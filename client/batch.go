@@ -199,21 +199,10 @@ func (c *Client) Batch(ctx context.Context, id string) (BatchView, error) {
 		if !ok {
 			return nil
 		}
-		return json.Unmarshal(value, &it.Run)
-	})
-	if err != nil {
-		return BatchView{}, err
-	}
-	err = c.scan(ctx, jobs.ResultKey(id+".*"), func(key string, value []byte) error {
-		it, ok := item(key, "result.")
-		if !ok {
-			return nil
-		}
-		var r jobs.Result
-		if err := json.Unmarshal(value, &r); err != nil {
+		if err := json.Unmarshal(value, &it.Run); err != nil {
 			return err
 		}
-		it.Result = &r
+		it.Result = it.Run.Result
 		return nil
 	})
 	if err != nil {

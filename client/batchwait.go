@@ -84,7 +84,7 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := c.store.State.WatchFiltered(ctx, []string{jobs.RunKey(id + ".*"), jobs.ResultKey(id + ".*")})
+	w, err := c.store.State.Watch(ctx, jobs.RunKey(id+".*"))
 	if err != nil {
 		return BatchProgress{}, err
 	}
@@ -136,7 +136,7 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 	}
 }
 
-// tally counts a batch's items from their records and results.
+// tally counts a batch's items from their records.
 type tally struct {
 	total, done int
 	state       []State // latest record state, by index
@@ -152,56 +152,41 @@ func newTally(b jobs.Batch) *tally {
 		byState: map[State]int{}}
 }
 
-// apply folds one watch entry in and returns the item when the entry is
-// an item's result.
+// apply folds one item's record in and returns the item when the record
+// is the one that ended it.
 func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, error) {
 	key := e.Key()
-	isResult := strings.HasPrefix(key, "result.")
-	jid := key[strings.IndexByte(key, '.')+1:]
+	jid := strings.TrimPrefix(key, jobs.RunKey(""))
 	idx, ok := jobs.BatchItemIndex(batch, jid)
-	if !ok || idx < 0 || idx >= t.total {
+	if !ok || idx < 0 || idx >= t.total || e.Operation() != jetstream.KeyValuePut {
 		return nil, nil
 	}
-	deleted := e.Operation() != jetstream.KeyValuePut
-	if isResult {
-		if deleted { // run again: no longer ended
-			if t.ended[idx] {
-				t.ended[idx] = false
-				t.done--
-			}
-			return nil, nil
-		}
-		var r jobs.Result
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if !t.ended[idx] {
-			t.ended[idx] = true
-			t.done++
-		}
-		t.setState(idx, r.State)
-		if !r.StartedAt.IsZero() && (t.first.IsZero() || r.StartedAt.Before(t.first)) {
-			t.first = r.StartedAt
-		}
-		if r.FinishedAt.After(t.last) {
-			t.last = r.FinishedAt
-		}
-		run := jobs.Run{Spec: jobs.Spec{ID: jid, Queue: r.Queue, Backend: r.Backend}, State: r.State, Attempt: r.Attempt, UpdatedAt: r.FinishedAt}
-		return &BatchItem{Index: idx, Run: run, Result: &r}, nil
-	}
-	if deleted {
-		return nil, nil
-	}
-	var run struct {
-		State State `json:"state"`
-	}
+	var run jobs.Run
 	if err := json.Unmarshal(e.Value(), &run); err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	if !t.ended[idx] || run.State.Terminal() {
+	r := run.Result
+	if r == nil {
+		if t.ended[idx] { // run again: no longer ended
+			t.ended[idx] = false
+			t.done--
+		}
 		t.setState(idx, run.State)
+		return nil, nil
 	}
-	return nil, nil
+	if t.ended[idx] {
+		return nil, nil
+	}
+	t.ended[idx] = true
+	t.done++
+	t.setState(idx, r.State)
+	if !r.StartedAt.IsZero() && (t.first.IsZero() || r.StartedAt.Before(t.first)) {
+		t.first = r.StartedAt
+	}
+	if r.FinishedAt.After(t.last) {
+		t.last = r.FinishedAt
+	}
+	return &BatchItem{Index: idx, Run: run, Result: r}, nil
 }
 
 func (t *tally) setState(idx int, s State) {

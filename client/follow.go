@@ -133,7 +133,7 @@ func (c *Client) waitResult(ctx context.Context, id string) (jobs.Result, error)
 
 // Wait blocks until job id has a committed result and returns it.
 func (c *Client) Wait(ctx context.Context, id string) (jobs.Result, error) {
-	w, err := c.store.State.Watch(ctx, jobs.ResultKey(id))
+	w, err := c.store.State.Watch(ctx, jobs.RunKey(id))
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -149,11 +149,13 @@ func (c *Client) Wait(ctx context.Context, id string) (jobs.Result, error) {
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
 				continue
 			}
-			var r jobs.Result
-			if err := json.Unmarshal(e.Value(), &r); err != nil {
+			var run jobs.Run
+			if err := json.Unmarshal(e.Value(), &run); err != nil {
 				return jobs.Result{}, err
 			}
-			return r, nil
+			if run.Result != nil {
+				return *run.Result, nil
+			}
 		}
 	}
 }

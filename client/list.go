@@ -160,10 +160,7 @@ func (c *Client) requeueHeld(ctx context.Context, id string, msgID func(rev uint
 	if err := c.store.PublishJob(ctx, run.Spec, run.OwnerString(), msgID(rev)); err != nil {
 		return err
 	}
-	if err := c.store.State.Purge(ctx, jobs.ResultKey(id)); err != nil {
-		return fmt.Errorf("%s: clear result: %w", id, err)
-	}
-	run.State, run.Attempt, run.CancelRequested = jobs.StateQueued, 0, false
+	run.State, run.Attempt, run.Result = jobs.StateQueued, 0, nil
 	run.UpdatedAt = c.now().UTC()
 	run.LastError = lastErr
 	_, err = c.store.UpdateRun(ctx, run, rev)

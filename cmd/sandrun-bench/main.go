@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -193,7 +194,7 @@ func throughput(slots, n int) (float64, error) {
 	}
 	defer s.stop()
 	ctx := context.Background()
-	w, err := s.cl.Store().State.Watch(ctx, jobs.ResultKey("*"), jetstream.UpdatesOnly())
+	w, err := s.cl.Store().State.Watch(ctx, jobs.RunKey("*"), jetstream.UpdatesOnly())
 	if err != nil {
 		return 0, err
 	}
@@ -216,7 +217,7 @@ func throughput(slots, n int) (float64, error) {
 	for got < n {
 		select {
 		case e := <-w.Updates():
-			if e != nil && e.Operation() == jetstream.KeyValuePut {
+			if e != nil && e.Operation() == jetstream.KeyValuePut && bytes.Contains(e.Value(), []byte(`"result":`)) {
 				got++
 			}
 		case err := <-errs:

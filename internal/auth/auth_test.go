@@ -156,7 +156,6 @@ func TestSubmitterPermissionsEnforcedByServer(t *testing.T) {
 	}
 
 	refused := []struct{ what, subject string }{
-		{"a result", "$KV.jobstate." + jobs.ResultKey("victim")},
 		{"a lease", "$KV.jobstate." + jobs.LeaseKey("victim")},
 		{"another job's record", "$KV.jobstate." + jobs.RunKey("victim")},
 		{"its own job's record", "$KV.jobstate." + jobs.RunKey("a1")},
@@ -195,12 +194,12 @@ func TestSubmitterPermissionsEnforcedByServer(t *testing.T) {
 		}
 	}
 	// Nothing was written: the victim's record is as it was, and no
-	// result, lease or schedule exists.
+	// lease or schedule exists.
 	got, _, err := st.GetRun(ctx, "victim")
 	if err != nil || got.State != jobs.StateQueued || got.Owner.Name != "bob" {
 		t.Fatalf("victim record %+v %v: changed", got, err)
 	}
-	for _, key := range []string{jobs.ResultKey("victim"), jobs.LeaseKey("victim")} {
+	for _, key := range []string{jobs.LeaseKey("victim")} {
 		if _, err := st.State.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 			t.Errorf("%s: %v, want not found", key, err)
 		}
@@ -215,7 +214,7 @@ func TestSubmitterPermissionsEnforcedByServer(t *testing.T) {
 }
 
 // A worker runs jobs but cannot edit schedules; a scheduler submits cron
-// jobs but cannot write job records or results.
+// jobs but cannot write job records.
 func TestDaemonRoles(t *testing.T) {
 	t.Parallel()
 	url, m := secure(t)
@@ -223,8 +222,8 @@ func TestDaemonRoles(t *testing.T) {
 	var wv, sv violations
 	_, wjs := dial(t, url, m.CredsPath("worker"), nats.ErrorHandler(wv.handler))
 	_, sjs := dial(t, url, m.CredsPath("scheduler"), nats.ErrorHandler(sv.handler))
-	if _, err := wjs.Publish(ctx, "$KV.jobstate."+jobs.ResultKey("x"), []byte("{}")); err != nil {
-		t.Fatalf("worker cannot write a result: %v", err)
+	if _, err := wjs.Publish(ctx, "$KV.jobstate."+jobs.RunKey("x"), []byte("{}")); err != nil {
+		t.Fatalf("worker cannot write a job record: %v", err)
 	}
 	for _, subj := range []string{"$KV.schedules.nightly", "$JS.API.STREAM.UPDATE.KV_schedules", "$JS.API.STREAM.PURGE.KV_schedules"} {
 		if _, err := wjs.Publish(ctx, subj, []byte("{}")); err == nil {
@@ -237,7 +236,7 @@ func TestDaemonRoles(t *testing.T) {
 	if _, err := sjs.Publish(ctx, "$KV.schedules.nightly", []byte("{}")); err != nil {
 		t.Fatalf("scheduler cannot write schedules: %v", err)
 	}
-	for _, subj := range []string{"$KV.jobstate." + jobs.ResultKey("x2"), "$KV.jobstate." + jobs.RunKey("x2"),
+	for _, subj := range []string{"$KV.jobstate." + jobs.RunKey("x2"),
 		"$KV.jobstate." + jobs.LeaseKey("x2"), jobs.JobSubject("default", "manual.admin"), "$JS.API.STREAM.DELETE.JOBS"} {
 		if _, err := sjs.Publish(ctx, subj, []byte("{}")); err == nil {
 			t.Errorf("scheduler published to %s", subj)

@@ -370,7 +370,7 @@ func (h *chaosRun) waitAllEnded(ctx context.Context, within time.Duration) {
 		missing := ""
 		h.mu.Lock()
 		for _, j := range h.jobs {
-			if len(h.writes[jobs.ResultKey(j.spec.ID)]) == 0 {
+			if len(h.writes[resultKey(j.spec.ID)]) == 0 {
 				missing = j.spec.ID
 				break
 			}
@@ -433,7 +433,7 @@ func (h *chaosRun) check(t *testing.T) {
 	for _, j := range h.jobs {
 		id := j.spec.ID
 		var results []chaosWrite
-		for _, w := range h.writes[jobs.ResultKey(id)] {
+		for _, w := range h.writes[resultKey(id)] {
 			if w.op == jetstream.KeyValuePut {
 				results = append(results, w)
 			}
@@ -509,7 +509,7 @@ func (h *chaosRun) report() {
 	h.t.Logf("seed %d faults:\n%s", h.seed, strings.Join(h.faults, "\n"))
 	for _, j := range h.jobs {
 		var b strings.Builder
-		for _, key := range []string{jobs.RunKey(j.spec.ID), jobs.ResultKey(j.spec.ID)} {
+		for _, key := range []string{jobs.RunKey(j.spec.ID), resultKey(j.spec.ID)} {
 			for _, w := range h.writes[key] {
 				fmt.Fprintf(&b, "  %s %s rev %d %s attempt %d\n", w.at.Format("15:04:05.000"), key, w.rev, w.state, w.try)
 			}
@@ -517,3 +517,6 @@ func (h *chaosRun) report() {
 		h.t.Logf("%s (%s, max_attempts %d, cancel %v):\n%s", j.spec.ID, j.kind, j.spec.MaxAttempts, j.cancelAt.Format("15:04:05.000"), b.String())
 	}
 }
+
+// resultKey is where results were kept before they moved into the record.
+func resultKey(id string) string { return "result." + id }

@@ -188,13 +188,16 @@ type resultWrites struct {
 func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 	t.Helper()
 	rw := &resultWrites{n: map[string]int{}, state: map[string]jobs.State{}, last: map[string]time.Time{}}
-	go st.Follow(t.Context(), st.State, jobs.ResultKey(">"), nil, func(e jetstream.KeyValueEntry) {
+	go st.Follow(t.Context(), st.State, jobs.RunKey(">"), nil, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
 			return
 		}
-		var r jobs.Result
-		_ = json.Unmarshal(e.Value(), &r)
-		id := strings.TrimPrefix(e.Key(), "result.")
+		var run jobs.Run
+		if json.Unmarshal(e.Value(), &run) != nil || run.Result == nil {
+			return // not a commit
+		}
+		r := *run.Result
+		id := strings.TrimPrefix(e.Key(), jobs.RunKey(""))
 		rw.mu.Lock()
 		rw.n[id]++
 		rw.state[id] = r.State

@@ -102,11 +102,9 @@ func ConsumerName(queue string) string { return "q-" + queue }
 // RunKey is the job record's key in the jobstate bucket.
 func RunKey(id string) string { return "run." + id }
 
-// LeaseKey is the job lease's key; its revision is the fencing token.
+// LeaseKey is the job lease's key: who may act on the job, and whether
+// its holder is alive. The record's own revision fences the holder.
 func LeaseKey(id string) string { return "lease." + id }
-
-// ResultKey is the committed result's key.
-func ResultKey(id string) string { return "result." + id }
 
 // CancelKey is the key of owner's request to cancel job id, watched by
 // workers. A worker honours it only for a job of that owner: each
@@ -133,9 +131,6 @@ func ParseCancelKey(key string) (owner Owner, id string, ok bool) {
 // submitters seal secret_env values to it. Only workers (and admins) may
 // write it.
 const SealKey = "sealkey"
-
-// kvSubject is the stream subject behind key in the jobstate bucket.
-func kvSubject(key string) string { return "$KV." + BucketState + "." + key }
 
 // LayoutConfig sizes the JetStream assets.
 type LayoutConfig struct {

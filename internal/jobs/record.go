@@ -63,9 +63,12 @@ type Run struct {
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
 	// LastError is the last attempt's failure, for people.
 	LastError string `json:"last_error,omitempty"`
-	// CancelRequested is set (by CAS) when a cancel is asked for; a
-	// worker claiming the job reads it in the same record it updates.
-	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Result is the committed outcome, set by the one write that ends
+	// the job (its state is then terminal). The record is the job's only
+	// record of truth: every change is a compare-and-set on its revision,
+	// which is also what fences a stale holder off (a takeover writes the
+	// record first).
+	Result *Result `json:"result,omitempty"`
 }
 
 // OwnerString is the record's owner as ORIGIN.NAME; a record written
@@ -77,8 +80,8 @@ func (r Run) OwnerString() string {
 	return r.Owner.String()
 }
 
-// Result is the committed outcome of a job, kept at result.<id>. It is
-// written at most once, fenced on the lease revision of its writer.
+// Result is the committed outcome of a job, kept in its record (Run.Result).
+// It is written once, with the terminal state.
 type Result struct {
 	JobID      string    `json:"job_id"`
 	Queue      string    `json:"queue"`

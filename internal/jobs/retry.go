@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -99,16 +98,6 @@ func (s *Store) ownWrite(ctx context.Context, attempt int, key string, data []by
 		return 0, false
 	}
 	return e.Revision(), true
-}
-
-// contentID names a write by its key, fence and content: a message ID
-// for fenced writes that may be written more than once per fence (a run
-// record goes through several states under one lease), so that only a
-// retry of the very same write is dropped as a duplicate.
-func contentID(key string, fence uint64, data []byte) string {
-	h := fnv.New64a()
-	_, _ = h.Write(data)
-	return fmt.Sprintf("%s@%d#%016x", key, fence, h.Sum64())
 }
 
 // committedWithin bounds how long a read of something a committed write

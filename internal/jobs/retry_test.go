@@ -113,66 +113,39 @@ func TestRetriedWriteKnowsItsOwnStoredAttempt(t *testing.T) {
 	}
 }
 
-// lostPubAck wraps JetStream: the first publish is stored, but its
-// caller gets a timeout.
-type lostPubAck struct {
-	jetstream.JetStream
-	n atomic.Int32
-}
-
-func (j *lostPubAck) Publish(ctx context.Context, subj string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ack, err := j.JetStream.Publish(ctx, subj, data, opts...)
-	if err == nil && j.n.Add(1) == 1 {
-		return nil, nats.ErrTimeout
-	}
-	return ack, err
-}
-
-// TestRetriedFencedWriteIsNotWrittenTwice: a fenced run-record write
-// whose ack was lost is retried and dropped by the stream as a duplicate
-// (its message ID names key, fence and content): one stored write.
-func TestRetriedFencedWriteIsNotWrittenTwice(t *testing.T) {
+// TestEndFencesAStaleHolder: the record's revision is the fence. A holder
+// whose claim was overtaken (the reaper requeued the job, another attempt
+// claimed it) cannot commit; the current holder's commit is the result.
+func TestEndFencesAStaleHolder(t *testing.T) {
 	s := sandruntest.Server(t, "")
 	st := sandruntest.Store(t, s.ClientURL())
 	ctx := sandruntest.Ctx(t)
-	r := jobs.Run{Spec: jobs.Spec{ID: "fenced", Command: "true"}, State: jobs.StateQueued, UpdatedAt: time.Now().UTC()}
-	if _, err := st.CreateRun(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	leaseRev, err := st.State.Create(ctx, jobs.LeaseKey(r.Spec.ID), []byte("w1"))
+	run := jobs.Run{Spec: jobs.Spec{ID: "fenced", Command: "true", MaxAttempts: 3}, State: jobs.StateRunning, Attempt: 1, Worker: "w1", UpdatedAt: time.Now().UTC()}
+	stale, err := st.CreateRun(ctx, run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := lastSeq(t, st)
-	st.JS = &lostPubAck{JetStream: st.JS}
-	r.State = jobs.StateRunning
-	if err := st.PutRunFenced(ctx, r, leaseRev); err != nil {
-		t.Fatalf("fenced write whose ack was lost: %v", err)
-	}
-	if got := lastSeq(t, st) - before; got != 1 {
-		t.Fatalf("%d messages stored for one fenced write, want 1", got)
-	}
-	// A different record under the same fence is a new write.
-	r.State = jobs.StateSucceeded
-	if err := st.PutRunFenced(ctx, r, leaseRev); err != nil {
-		t.Fatal(err)
-	}
-	if got, _, _ := st.GetRun(ctx, r.Spec.ID); got.State != jobs.StateSucceeded {
-		t.Fatalf("state %s after the second fenced write", got.State)
-	}
-}
-
-func lastSeq(t *testing.T, st *jobs.Store) uint64 {
-	t.Helper()
-	s, err := st.JS.Stream(t.Context(), "KV_"+jobs.BucketState)
+	taken := run
+	taken.Attempt, taken.Worker = 2, "w2"
+	current, err := st.UpdateRun(ctx, taken, stale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(t.Context())
-	if err != nil {
-		t.Fatal(err)
+	r := jobs.Result{JobID: "fenced", State: jobs.StateSucceeded, Attempt: 1, Worker: "w1", FinishedAt: time.Now().UTC()}
+	if _, _, err := st.End(ctx, run, r, stale); !errors.Is(err, jobs.ErrFenced) {
+		t.Fatalf("stale holder's commit: %v, want ErrFenced", err)
 	}
-	return info.State.LastSeq
+	if _, err := st.GetResult(ctx, "fenced"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("result after a fenced commit: %v, want none", err)
+	}
+	r.Attempt, r.Worker, r.State = 2, "w2", jobs.StateFailed
+	if _, _, err := st.End(ctx, taken, r, current); err != nil {
+		t.Fatalf("current holder's commit: %v", err)
+	}
+	got, _, err := st.GetRun(ctx, "fenced")
+	if err != nil || got.State != jobs.StateFailed || got.Result == nil || got.Result.Worker != "w2" {
+		t.Fatalf("record %+v (%v): want failed with w2's result", got, err)
+	}
 }
 
 // TestConcurrentLayoutOnFreshCluster: three components create the R3

@@ -41,9 +41,9 @@ var (
 	ErrExists = errors.New("job already exists")
 	// ErrConflict: a CAS update lost a race; re-read and decide again.
 	ErrConflict = errors.New("job record changed concurrently")
-	// ErrFenced: a fenced write was refused because the writer's lease
-	// revision is no longer current. The writer is a stale holder.
-	ErrFenced = errors.New("lease revision is stale: write fenced off")
+	// ErrFenced: a holder's write was refused because the job record
+	// moved since its claim. The writer is a stale holder.
+	ErrFenced = errors.New("job record moved since the claim: write fenced off")
 )
 
 // GetRun returns the job record and its revision.
@@ -133,72 +133,47 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	return s.State.Purge(ctx, RunKey(id))
 }
 
-// PutRunFenced replaces the job record only while leaseRev is the current
-// revision of the job's lease. It returns ErrFenced otherwise.
-func (s *Store) PutRunFenced(ctx context.Context, r Run, leaseRev uint64) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	// The same record may be written more than once under one lease
-	// (running, then ended): its message ID names the content too.
-	key := RunKey(r.Spec.ID)
-	return s.publishFenced(ctx, r.Spec.ID, key, data, leaseRev, jetstream.WithMsgID(contentID(key, leaseRev, data)))
-}
-
-// GetResult returns the committed result of job id, or ErrNotFound.
+// GetResult returns the committed result of job id, from its record, or
+// ErrNotFound while it has none.
 func (s *Store) GetResult(ctx context.Context, id string) (Result, error) {
-	e, err := s.State.Get(ctx, ResultKey(id))
+	run, _, err := s.GetRun(ctx, id)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return Result{}, fmt.Errorf("result %s: %w", id, ErrNotFound)
-		}
 		return Result{}, err
 	}
-	var r Result
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return Result{}, fmt.Errorf("result record %s: %w", id, err)
+	if run.Result == nil {
+		return Result{}, fmt.Errorf("result %s: %w", id, ErrNotFound)
 	}
-	return r, nil
+	return *run.Result, nil
 }
 
-// CommitResult writes the job's result, fenced on leaseRev: the write is
-// accepted by the server only while leaseRev is the latest revision of
-// lease.<id>. A stale holder gets ErrFenced and nothing is written.
-func (s *Store) CommitResult(ctx context.Context, r Result, leaseRev uint64) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
+// End writes the job's terminal record, carrying r, over revision rev: the
+// one write that commits the result. ErrFenced when the record moved since
+// rev (another attempt claimed the job, the reaper requeued it, it ended):
+// the writer is a stale holder and nothing is written.
+func (s *Store) End(ctx context.Context, run Run, r Result, rev uint64) (Run, uint64, error) {
+	run.State = r.State
+	run.Attempt = max(run.Attempt, r.Attempt)
+	run.NextAttemptAt = time.Time{}
+	if r.Error != "" {
+		run.LastError = r.Error
 	}
-	// The message ID makes a retried commit whose first try was stored
-	// but not acknowledged (a stream leader lost in between) a duplicate,
-	// not a second write: the fence alone would let it through, since
-	// the lease has not moved.
-	return s.publishFenced(ctx, r.JobID, ResultKey(r.JobID), data, leaseRev,
-		jetstream.WithMsgID(fmt.Sprintf("%s@%d", ResultKey(r.JobID), leaseRev)))
+	run.UpdatedAt = r.FinishedAt
+	run.Result = &r
+	nrev, err := s.UpdateRun(ctx, run, rev)
+	if errors.Is(err, ErrConflict) {
+		return run, 0, fmt.Errorf("%s: %w", run.Spec.ID, ErrFenced)
+	}
+	return run, nrev, err
 }
 
-// publishFenced writes key while leaseRev is the lease's revision. opts
-// must carry a message ID that names this write, so that a retry of it is
-// dropped as a duplicate.
-func (s *Store) publishFenced(ctx context.Context, id, key string, data []byte, leaseRev uint64, opts ...jetstream.PublishOpt) error {
-	opts = append(opts, jetstream.WithExpectLastSequenceForSubject(leaseRev, kvSubject(LeaseKey(id))))
-	return s.write(ctx, "write "+key, func(ctx context.Context, _ int) error {
-		_, err := s.JS.Publish(ctx, kvSubject(key), data, opts...)
-		if isWrongLastSequence(err) {
-			return fmt.Errorf("%s %s: %w", key, id, ErrFenced)
-		}
-		return err
-	})
-}
-
-func isWrongLastSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+// Move writes run over revision rev as its holder: ErrFenced when the
+// record moved since (the holder is stale).
+func (s *Store) Move(ctx context.Context, run Run, rev uint64) (uint64, error) {
+	nrev, err := s.UpdateRun(ctx, run, rev)
+	if errors.Is(err, ErrConflict) {
+		return 0, fmt.Errorf("%s: %w", run.Spec.ID, ErrFenced)
 	}
-	return false
+	return nrev, err
 }
 
 // RequestCancel records owner's request to cancel job id.
@@ -356,4 +331,13 @@ func (s *Store) PublishOutput(id string, attempt int, stream string, chunk []byt
 	m.Header.Set(HeaderAttempt, fmt.Sprint(attempt))
 	m.Data = chunk
 	_, _ = s.JS.PublishMsgAsync(m)
+}
+
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return false
 }

@@ -91,15 +91,6 @@ func (l *Lease) Rev() uint64 {
 	return l.rev
 }
 
-// Fenced runs write with the current revision while holding off renewals,
-// so that the revision write is fenced on cannot change under it. write
-// should be one fenced publish; it must not call other Lease methods.
-func (l *Lease) Fenced(write func(rev uint64) error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return write(l.rev)
-}
-
 // Renew extends the lease by its TTL, by a CAS on the current revision.
 // It returns ErrLost if the lease expired or changed hands; any other
 // error is transient (the lease may still be ours) and Renew may be
@@ -164,3 +155,18 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ReleaseAsync deletes the lease if it is still ours, without waiting for
+// the server's answer: a holder that has committed its work has nothing
+// left to decide on it, and a release that is lost costs only the TTL
+// (the lease expires, and whoever looks next finds the work done).
+func (l *Lease) ReleaseAsync() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := nats.NewMsg(l.subject)
+	m.Header.Set(kvOperation, "DEL")
+	_, _ = l.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(l.rev))
+}
+
+// kvOperation is the header by which a KV message marks a delete.
+const kvOperation = "KV-Operation"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -21,7 +22,10 @@ import (
 //   - A budget of counted work per decision (budget): steps (statements
 //     and syntax nodes walked, words expanded, scripts parsed, findings),
 //     bytes (source parsed or lexed, text built by expansion, findings)
-//     and wall-clock time. The detector charges its work before doing it
+//     and time: the CPU time of the thread the decision runs on, locked
+//     to it, so that a busy machine (a descheduled worker, a neighbour's
+//     load) never turns a benign command into a denial, as wall-clock
+//     time did. The detector charges its work before doing it
 //     (detector.charge); past the budget it stops at once, keeping the
 //     findings made so far, and adds too-complex. What it allocates stays
 //     within a small factor of what it has charged (under 4 on the
@@ -31,7 +35,7 @@ import (
 const (
 	budgetSteps   = 1 << 19               // steps of counted work
 	budgetBytes   = 40 << 20              // bytes of source parsed and text built
-	budgetTimeout = 90 * time.Millisecond // wall-clock time
+	budgetTimeout = 90 * time.Millisecond // CPU time of the deciding thread
 	// clockEvery is how many steps pass between two reads of the clock.
 	clockEvery = 1 << 10
 	// parseBytes is what parsing one byte of script costs, in budget
@@ -51,11 +55,25 @@ type budget struct {
 	bytes   int
 	timeout time.Duration
 	now     func() time.Time // the clock the timeout is measured on
+	// lockThread locks the decision to its OS thread, for a clock that
+	// measures the thread (threadCPU).
+	lockThread bool
+}
+
+// threadCPU is the CPU time the calling OS thread has used, as a time. A
+// caller must hold its goroutine on the thread (runtime.LockOSThread).
+// Where the clock cannot be read it falls back to wall-clock time.
+func threadCPU() time.Time {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return time.Now()
+	}
+	return time.Unix(0, ts.Nano())
 }
 
 // defaultBudget is the budget of every Decide.
 func defaultBudget() budget {
-	return budget{steps: budgetSteps, bytes: budgetBytes, timeout: budgetTimeout * raceSlowdown, now: time.Now}
+	return budget{steps: budgetSteps, bytes: budgetBytes, timeout: budgetTimeout * raceSlowdown, now: threadCPU, lockThread: true}
 }
 
 // meter counts the work done against a budget. Its counters never exceed
@@ -81,8 +99,10 @@ type overBudget struct{ detail string }
 // budget, or past the deadline, it stops the detector (see overBudget).
 func (d *detector) charge(steps, bytes int) {
 	m := &d.meter
-	if m.limit.now == nil { // a detector built without one gets the default budget
-		*m = newMeter(defaultBudget())
+	if m.limit.now == nil { // a detector built without one gets the default budget, on the wall clock (its thread is not locked)
+		b := defaultBudget()
+		b.now, b.lockThread = time.Now, false
+		*m = newMeter(b)
 	}
 	switch {
 	case steps > m.limit.steps-m.steps:
@@ -95,7 +115,7 @@ func (d *detector) charge(steps, bytes int) {
 	if m.steps >= m.nextClock {
 		m.nextClock = m.steps + clockEvery
 		if m.limit.now().After(m.deadline) {
-			panic(overBudget{fmt.Sprintf("judging it takes longer than %v", m.limit.timeout)})
+			panic(overBudget{fmt.Sprintf("judging it takes more than %v of CPU time", m.limit.timeout)})
 		}
 	}
 }
@@ -105,7 +125,7 @@ func (d *detector) charge(steps, bytes int) {
 func (d *detector) clock() {
 	d.charge(0, 0)
 	if m := &d.meter; m.limit.now().After(m.deadline) {
-		panic(overBudget{fmt.Sprintf("judging it takes longer than %v", m.limit.timeout)})
+		panic(overBudget{fmt.Sprintf("judging it takes more than %v of CPU time", m.limit.timeout)})
 	}
 }
 

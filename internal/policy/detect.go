@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -53,6 +54,10 @@ func detectWith(cmd string, sh Shell, start *env, seen func([]arg)) (out []findi
 
 // detectBudget is detectWith within budget b (see budget.go).
 func detectBudget(cmd string, sh Shell, start *env, seen func([]arg), b budget) (out []finding) {
+	if b.lockThread {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	d := &detector{seen: seen, meter: newMeter(b)}
 	defer func() {
 		if r := recover(); r != nil {

@@ -67,7 +67,7 @@ func (w *Worker) announceBatches(ctx context.Context) {
 func (w *Worker) followBatches(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kw, err := w.store.State.WatchFiltered(ctx, []string{jobs.BatchKey("*"), jobs.ResultKey("*.*")})
+	kw, err := w.store.State.WatchFiltered(ctx, []string{jobs.BatchKey("*"), jobs.RunKey("*.*")})
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (w *Worker) followBatches(ctx context.Context) error {
 	}
 }
 
-// applyBatchEntry folds one record or result into batches and returns the
+// applyBatchEntry folds one batch or job record into batches and returns the
 // batch it belongs to.
 func (w *Worker) applyBatchEntry(e jetstream.KeyValueEntry, get func(string) *batchState, batches map[string]*batchState) string {
 	put := e.Operation() == jetstream.KeyValuePut
@@ -123,7 +123,7 @@ func (w *Worker) applyBatchEntry(e jetstream.KeyValueEntry, get func(string) *ba
 		b.rec, b.recRev = &rec, e.Revision()
 		return id
 	}
-	jid := strings.TrimPrefix(e.Key(), "result.")
+	jid := strings.TrimPrefix(e.Key(), jobs.RunKey(""))
 	dot := strings.IndexByte(jid, '.')
 	if dot < 0 {
 		return ""
@@ -139,16 +139,22 @@ func (w *Worker) applyBatchEntry(e jetstream.KeyValueEntry, get func(string) *ba
 		return id
 	}
 	var r struct {
-		State      jobs.State `json:"state"`
-		FinishedAt time.Time  `json:"finished_at"`
+		State  jobs.State `json:"state"`
+		Result *struct {
+			FinishedAt time.Time `json:"finished_at"`
+		} `json:"result"`
 	}
 	if err := json.Unmarshal(e.Value(), &r); err != nil || r.State == "" {
-		w.log.Warn("batch completions: bad result", "key", e.Key(), "err", err)
+		w.log.Warn("batch completions: bad job record", "key", e.Key(), "err", err)
 		return ""
 	}
+	if r.Result == nil { // not ended (yet, or again after a rerun)
+		b.set(idx, "")
+		return id
+	}
 	b.set(idx, r.State)
-	if r.FinishedAt.After(b.last) {
-		b.last = r.FinishedAt
+	if r.Result.FinishedAt.After(b.last) {
+		b.last = r.Result.FinishedAt
 	}
 	return id
 }

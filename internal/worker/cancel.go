@@ -30,7 +30,7 @@ func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
 		}
 		ready <- err
 	}
-	w.store.Follow(ctx, w.store.State, jobs.CancelFilter, loaded, func(e jetstream.KeyValueEntry) {
+	w.store.FollowLive(ctx, w.store.State, jobs.CancelFilter, loaded, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
 			return
 		}
@@ -49,7 +49,7 @@ func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
 			return
 		}
 		w.cancelIdle(ctx, owner, id)
-	})
+	}, w.cancelsLive.Store)
 }
 
 // loadCancels reads the cancel requests made before the watch began (the
@@ -107,23 +107,18 @@ func (w *Worker) cancelIdle(ctx context.Context, owner jobs.Owner, id string) {
 		defer cancel()
 		_ = l.Release(rctx)
 	}()
-	// Read again under the lease: nothing but a cancel can move it now.
-	run, _, err = w.store.GetRun(ctx, id)
+	// Read again under the lease: only a stale holder's write can move
+	// it now, and the compare-and-set below would lose to it.
+	run, rev, err := w.store.GetRun(ctx, id)
 	if err != nil || run.State.Terminal() || run.State == jobs.StateRunning {
 		return
 	}
 	now := w.now().UTC()
 	r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateCanceled,
 		Attempt: run.Attempt, ExitCode: -1, Error: "canceled while " + string(run.State), FinishedAt: now}
-	if err := l.Fenced(func(rev uint64) error { return w.store.CommitResult(ctx, r, rev) }); err != nil {
+	if err := w.end(ctx, run, rev, r); err != nil {
 		log.Warn("cancel: commit", "err", err)
 		return
 	}
-	if err := w.finalize(ctx, l, r, &run); err != nil {
-		log.Warn("cancel: record", "err", err)
-		return
-	}
 	w.forgetCancel(owner.String(), id)
-	code := -1
-	w.store.PublishEvent(jobs.Event{Kind: jobs.EventFinished, JobID: id, Attempt: run.Attempt, State: jobs.StateCanceled, Time: now, ExitCode: &code, Message: r.Error})
 }

@@ -50,8 +50,26 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		releaseSlot = func() { slot.release(ctx); free() }
 	}
 
+	// A cancel request acknowledged before this claim must stop it. The
+	// watch of requests holds them all while it is live; after a
+	// reconnect it lags seconds behind the server until it has caught up
+	// (TestChaos seed 89 ran a canceled job to its end), and then the
+	// request is read from the server while the lease is taken: in
+	// flight together, the two cost one round trip.
+	cancelRead := make(chan error, 1)
+	canceled := w.cancelRequested(owner.String(), spec.ID)
+	if !canceled && !w.cancelsLive.Load() {
+		go func() {
+			c, err := w.store.CancelRequested(ctx, owner.String(), spec.ID)
+			canceled = c
+			cancelRead <- err
+		}()
+	} else {
+		cancelRead <- nil
+	}
 	holder, _ := json.Marshal(map[string]any{"worker": w.cfg.Name})
 	l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.LeaseKey(spec.ID), w.cfg.LeaseTTL, holder)
+	cerr := <-cancelRead
 	if err != nil {
 		// Someone holds it: a running holder, a canceler, or the reaper.
 		// Try again once the lease has had time to settle; if the job
@@ -73,104 +91,54 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	}
 	defer w.untrack(spec.ID)
 	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject(), releaseSlot: releaseSlot, batchSlot: slot}
-
-	// Read under the lease, so nothing but a cancel request can move the
-	// record until our CAS below.
-	run, runRev, err := w.store.GetRun(ctx, spec.ID)
-	if errors.Is(err, jobs.ErrNotFound) {
-		// A first claim: the record is the worker's to write, with the
-		// owner and origin the message's subject vouches for.
-		spec.Origin = owner.Origin
-		if err := w.ensureBatch(ctx, spec, owner.String()); err != nil {
-			j.releaseQuiet(ctx)
-			if errors.Is(err, errForeignBatch) {
-				w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "labels." + jobs.LabelBatch, Msg: err.Error()})
-				return
-			}
-			log.Warn("claim: batch record", "err", err)
-			_ = msg.NakWithDelay(time.Second)
-			return
-		}
-		run = jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: w.now().UTC()}
-		runRev, err = w.store.CreateRun(ctx, run)
-	}
-	if err != nil {
-		log.Warn("claim: read job record", "err", err)
+	if cerr != nil {
+		log.Warn("claim: read cancel request", "err", cerr)
 		j.releaseQuiet(ctx)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
-	if run.OwnerString() != owner.String() {
-		// The ID is another owner's job: never run or touch it.
+	if err := w.ensureBatch(ctx, spec, owner.String()); err != nil {
 		j.releaseQuiet(ctx)
-		w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "id",
-			Msg: fmt.Sprintf("%q is a job of another submitter; this one came from %s", spec.ID, owner)})
-		return
-	}
-	if run.State.Terminal() {
-		// A duplicate of a finished job (a retry publish that raced, a
-		// redelivery after a lost ack): drop it.
-		j.releaseQuiet(ctx)
-		_ = msg.Ack()
-		return
-	}
-	if run.State == jobs.StateRunning {
-		// The attempt's holder is gone: we hold its lease. If it
-		// committed its result before it died, that result stands — a
-		// stray copy of the message (a lost ack, a re-dispatch) must not
-		// run the job again and commit a second one.
-		switch res, err := w.store.GetResult(ctx, spec.ID); {
-		case err == nil:
-			if err := w.finalize(ctx, l, res, &run); err != nil {
-				log.Warn("claim: finalize the committed result", "err", err)
-				j.releaseQuiet(ctx)
-				_ = msg.NakWithDelay(time.Second)
-				return
-			}
-			log.Info("claim: the job's result was committed already; finalized it", "state", res.State)
-			j.releaseQuiet(ctx)
-			_ = msg.Ack()
-			return
-		case !errors.Is(err, jobs.ErrNotFound):
-			log.Warn("claim: read result", "err", err)
-			j.releaseQuiet(ctx)
-			_ = msg.NakWithDelay(time.Second)
+		if errors.Is(err, errForeignBatch) {
+			w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "labels." + jobs.LabelBatch, Msg: err.Error()})
 			return
 		}
+		log.Warn("claim: batch record", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+
+	// The claim is one write of the record. A first claim creates it,
+	// with the owner and origin the message's subject vouches for; a job
+	// that has a record (a retry, a requeue, a stray copy) is read and
+	// moved on by compare-and-set, which every other writer does too.
+	spec.Origin = owner.Origin
+	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateRunning, Attempt: 1, Worker: w.cfg.Name, UpdatedAt: w.now().UTC()}
+	rev, err := w.store.CreateRun(ctx, run)
+	if errors.Is(err, jobs.ErrExists) {
+		var ok bool
+		run, rev, ok, err = w.claimExisting(ctx, j, queue, msg, owner)
+		if !ok {
+			return
+		}
+	}
+	if err != nil {
+		// Changed under us (cancel of a queued job, dlq retry): let the
+		// message come back and decide again on fresh state.
+		log.Info("claim: write job record, retrying claim", "err", err)
+		j.releaseQuiet(ctx)
+		_ = msg.NakWithDelay(time.Second)
+		return
 	}
 	j.spec = run.Spec
-	canceled := run.CancelRequested || w.cancelRequested(owner.String(), spec.ID)
-	if !canceled {
-		// The watch of cancel requests can lag seconds behind the server
-		// after a reconnect: a request acknowledged before this claim
-		// must stop it (TestChaos seed 89 ran a canceled job to its end).
-		if canceled, err = w.store.CancelRequested(ctx, owner.String(), spec.ID); err != nil {
-			log.Warn("claim: read cancel request", "err", err)
-			j.releaseQuiet(ctx)
-			_ = msg.NakWithDelay(time.Second)
-			return
-		}
-	}
-	run.Attempt++
-	run.State = jobs.StateRunning
-	run.Worker = w.cfg.Name
-	run.UpdatedAt = w.now().UTC()
-	run.NextAttemptAt = time.Time{}
 	j.attempt = run.Attempt
 	j.run = run
+	j.rev = rev
 	// Every line about the job names it whole.
 	j.log = log.With("attempt", j.attempt, "queue", j.spec.Queue, "backend", j.spec.Backend)
 	j.log.Debug("job claimed", "spec", j.spec)
-	if _, err := w.store.UpdateRun(ctx, run, runRev); err != nil {
-		// Changed under us (cancel of a queued job, dlq retry): let the
-		// message come back and decide again on fresh state.
-		log.Info("claim: job record changed, retrying claim", "err", err)
-		j.releaseQuiet(ctx)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
 	// A plain ack is enough: the lease and the record are the claim. If
-	// the ack is lost, a redelivered copy finds the lease or the result.
+	// the ack is lost, a redelivered copy finds the lease or the record.
 	_ = msg.Ack()
 	w.m.JobsClaimed.WithLabelValues(queue, j.spec.Backend).Inc()
 	w.store.PublishEvent(jobs.Event{Kind: "claimed", JobID: spec.ID, Attempt: j.attempt, State: jobs.StateRunning, Worker: w.cfg.Name, Time: w.now().UTC()})
@@ -180,10 +148,46 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		j.finish(ctx, j.result(jobs.StateCanceled, "canceled before it started"))
 	case j.attempt > j.spec.MaxAttempts:
 		// Attempts spent by earlier claims whose workers died.
-		j.finish(ctx, j.result(jobs.StateDead, fmt.Sprintf("attempts spent (%d of %d): %s", j.attempt-1, j.spec.MaxAttempts, run.LastError)))
+		j.finish(ctx, j.result(jobs.StateDead, fmt.Sprintf("attempts spent (%d of %d): %s", j.attempt-1, j.spec.MaxAttempts, j.run.LastError)))
 	default:
 		j.execute(ctx, runCtx)
 	}
+}
+
+// claimExisting claims a job that has a record: it reads it under the
+// lease (nothing but another holder's stale write can move it now) and
+// counts the attempt by compare-and-set. ok is false when the message was
+// dealt with (dropped, refused, or sent back) and the claim is over.
+func (w *Worker) claimExisting(ctx context.Context, j *job, queue string, msg jetstream.Msg, owner jobs.Owner) (jobs.Run, uint64, bool, error) {
+	id := j.spec.ID
+	run, rev, err := w.store.GetRun(ctx, id)
+	if err != nil {
+		return run, 0, true, err
+	}
+	switch {
+	case run.OwnerString() != owner.String():
+		// The ID is another owner's job: never run or touch it.
+		j.releaseQuiet(ctx)
+		w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "id",
+			Msg: fmt.Sprintf("%q is a job of another submitter; this one came from %s", id, owner)})
+		return run, 0, false, nil
+	case run.State.Terminal():
+		// A copy of a job that has ended (a retry publish that raced, a
+		// redelivery after a lost ack, a re-dispatch): its result
+		// stands, and the copy is dropped.
+		j.releaseQuiet(ctx)
+		_ = msg.Ack()
+		return run, 0, false, nil
+	}
+	// Queued, waiting for its retry, or running under a holder that is
+	// gone (we hold its lease): the next attempt.
+	run.Attempt++
+	run.State = jobs.StateRunning
+	run.Worker = w.cfg.Name
+	run.UpdatedAt = w.now().UTC()
+	run.NextAttemptAt = time.Time{}
+	rev, err = w.store.UpdateRun(ctx, run, rev)
+	return run, rev, true, err
 }
 
 // decodeMessage turns a dispatch message into a spec and its owner (from
@@ -283,34 +287,21 @@ func (w *Worker) endRefused(ctx context.Context, queue string, msg jetstream.Msg
 		return
 	}
 	id := named.ID
-	log := w.log.With("job", id, "owner", owner.String())
-	l, err := lease.Acquire(ctx, w.store.JS, w.store.State, jobs.LeaseKey(id), w.cfg.LeaseTTL, []byte(`{"refused":"`+w.cfg.Name+`"}`))
-	if err != nil {
-		return // someone works on that ID: it has a record, or will
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
 	now := w.now().UTC()
-	spec := jobs.Spec{ID: id, Queue: queue, Origin: owner.Origin}
-	run := jobs.Run{Spec: spec, Owner: owner, State: jobs.StateQueued, UpdatedAt: now}
-	if _, err := w.store.CreateRun(ctx, run); err != nil {
-		if !errors.Is(err, jobs.ErrExists) {
-			log.Warn("refused message: record", "err", err)
-		}
-		return // an existing record is its job's, valid or not: left alone
-	}
 	r := jobs.Result{JobID: id, Queue: queue, State: jobs.StateFailed, ExitCode: -1, Worker: w.cfg.Name,
 		Error: "refused by worker " + w.cfg.Name + ", not a valid job: " + cause.Error(), FinishedAt: now}
-	if err := l.Fenced(func(rev uint64) error { return w.store.CommitResult(ctx, r, rev) }); err != nil {
-		log.Warn("refused message: result", "err", err)
+	// One write that exists only if the ID has no record: an existing
+	// record is its job's, valid or not, and is left alone.
+	run := jobs.Run{Spec: jobs.Spec{ID: id, Queue: queue, Origin: owner.Origin}, Owner: owner,
+		State: r.State, LastError: r.Error, UpdatedAt: now, Result: &r}
+	if _, err := w.store.CreateRun(ctx, run); err != nil {
+		if !errors.Is(err, jobs.ErrExists) {
+			w.log.Warn("refused message: record its end", "job", id, "owner", owner.String(), "err", err)
+		}
 		return
 	}
-	if err := w.finalize(ctx, l, r, &run); err != nil {
-		log.Warn("refused message: record the end", "err", err)
-	}
+	code := r.ExitCode
+	w.store.PublishEvent(jobs.Event{Kind: jobs.EventFinished, JobID: id, State: r.State, Worker: r.Worker, Time: now, Message: r.Error, ExitCode: &code})
 }
 
 func toValidUTF8(b []byte) string {

@@ -21,6 +21,7 @@ type job struct {
 	w          *Worker
 	spec       jobs.Spec
 	run        jobs.Run
+	rev        uint64 // the record's revision after our claim: our writes compare-and-set on it
 	attempt    int
 	lease      *lease.Lease
 	keeper     *lease.Keeper
@@ -115,10 +116,17 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	// The keeper notices a lapsed lease on its timer; a worker thawed
 	// from a freeze runs on before that fires. Starting a process is what
 	// cannot be taken back, so ask the clock first (TestChaos seed 142).
-	if err = j.keeper.Valid(); err == nil {
+	// A cancel request that arrived since the claim (the watch delivers
+	// one a moment after it is acknowledged) stops the job here too.
+	switch {
+	case j.keeper.Valid() != nil:
+		err = fmt.Errorf("%w: %w", errLeaseLost, j.keeper.Valid())
+	case context.Cause(tctx) != nil:
+		err = context.Cause(tctx)
+	case w.cancelRequested(j.run.OwnerString(), j.spec.ID):
+		err = errCanceled
+	default:
 		j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: stdout, Stderr: stderr})
-	} else {
-		err = fmt.Errorf("%w: %w", errLeaseLost, err)
 	}
 	tcancel()
 	_, _ = stdout.Flush(), stderr.Flush()
@@ -218,8 +226,9 @@ func (j *job) result(state jobs.State, errMsg string) jobs.Result {
 	return r
 }
 
-// finish uploads the output and commits a terminal result, fenced on the
-// lease: only the current holder's result is ever recorded.
+// finish uploads the output and commits a terminal result: one write of
+// the record, over the revision of our claim, so only the current
+// holder's result is ever recorded.
 func (j *job) finish(ctx context.Context, r jobs.Result) {
 	ctx, cancel := afterRun(ctx)
 	defer cancel()
@@ -229,7 +238,7 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 		r.Stderr = j.stderr.upload(ctx)
 	}
 	err := j.retryWrite(ctx, "commit result", func() error {
-		return j.lease.Fenced(func(rev uint64) error { return w.store.CommitResult(ctx, r, rev) })
+		return w.end(ctx, j.run, j.rev, r)
 	})
 	if err != nil {
 		if errors.Is(err, jobs.ErrFenced) {
@@ -242,13 +251,34 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	}
 	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(r.State)).Inc()
 	j.log.Info("job finished", "state", r.State, "exit_code", r.ExitCode, "wall_seconds", r.WallSeconds, "error", r.Error)
-	j.finished(ctx, r.State == jobs.StateSucceeded)
 	j.stopKeeper()
-	if err := w.finalize(ctx, j.lease, r, &j.run); err != nil {
-		j.log.Warn("finalize after commit (the reaper will repair it)", "err", err)
-		return
+	j.lease.ReleaseAsync()
+	j.finished(ctx, r.State == jobs.StateSucceeded)
+}
+
+// end commits r as the terminal write of run over rev (ErrFenced when the
+// record moved since), copying a dead job to the DLQ first, and announces
+// the end. Every path that ends a job goes through it.
+func (w *Worker) end(ctx context.Context, run jobs.Run, rev uint64, r jobs.Result) error {
+	if r.State == jobs.StateDead {
+		// Before the commit: a worker that dies between the two leaves
+		// an entry whose record is not dead yet (`dlq retry` checks the
+		// record), rather than a dead job missing from the DLQ.
+		spec := run.Spec
+		if err := w.store.PublishDLQ(ctx, jobs.DLQEntry{
+			JobID: r.JobID, Queue: r.Queue, Reason: r.Error, Attempts: r.Attempt,
+			Time: r.FinishedAt, Spec: &spec,
+		}); err != nil {
+			return fmt.Errorf("dlq: %w", err)
+		}
 	}
-	j.releaseQuiet(ctx)
+	if _, _, err := w.store.End(ctx, run, r, rev); err != nil {
+		return err
+	}
+	code := r.ExitCode
+	w.store.PublishEvent(jobs.Event{Kind: jobs.EventFinished, JobID: r.JobID, Attempt: r.Attempt, State: r.State,
+		Worker: r.Worker, Time: r.FinishedAt, Message: r.Error, ExitCode: &code})
+	return nil
 }
 
 // writeAfterRun bounds the writes that record an attempt's outcome.
@@ -288,7 +318,8 @@ func (j *job) retry(ctx context.Context, msg string) {
 	run.NextAttemptAt = w.now().Add(delay).UTC()
 	run.UpdatedAt = w.now().UTC()
 	err := j.retryWrite(ctx, "record retry", func() error {
-		return j.lease.Fenced(func(rev uint64) error { return w.store.PutRunFenced(ctx, run, rev) })
+		_, err := w.store.Move(ctx, run, j.rev)
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, jobs.ErrFenced) {
@@ -311,7 +342,7 @@ func (j *job) retry(ctx context.Context, msg string) {
 	w.store.PublishEvent(jobs.Event{Kind: "retry", JobID: j.spec.ID, Attempt: j.attempt, State: jobs.StateRetryWait,
 		Worker: w.cfg.Name, Time: w.now().UTC(), Message: fmt.Sprintf("%s; next attempt in %s", run.LastError, delay.Round(time.Millisecond))})
 	j.stopKeeper()
-	j.releaseQuiet(ctx)
+	j.lease.ReleaseAsync()
 }
 
 // handBack returns a job stopped by shutdown to the queue for another
@@ -333,7 +364,7 @@ func (j *job) handBack(ctx context.Context) {
 		j.log.Warn("hand back: publish (the reaper will requeue the job when the lease expires)", "err", err)
 		return
 	}
-	if err := j.lease.Fenced(func(rev uint64) error { return w.store.PutRunFenced(wctx, run, rev) }); err != nil {
+	if _, err := w.store.Move(wctx, run, j.rev); err != nil {
 		j.log.Warn("hand back: record (the attempt stays counted)", "err", err)
 	}
 	j.stopKeeper()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -162,6 +163,11 @@ func (s *sink) upload(ctx context.Context) jobs.Output {
 	out.Truncated = int64(len(head)+len(tail)) < s.size
 	if s.capped {
 		out.Capped, out.Stored = true, s.spooled
+	}
+	if !out.Truncated && tail == nil && utf8.Valid(head) {
+		// Small output travels inside the result: no object to write,
+		// and nothing to read back but the record.
+		return out
 	}
 	if s.spoolErr != nil {
 		out.Object = ""

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"encoding/json"
 	"bufio"
 	"bytes"
 	"context"
@@ -99,7 +100,8 @@ func (p *proc) metric(name string) (float64, error) {
 	return 0, fmt.Errorf("%s not found", name)
 }
 
-// resultWrites counts every write to a job's result key from now on.
+// resultWrites counts every write of a job's record that carries a result
+// (a commit) from now on.
 type resultWrites struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -113,10 +115,11 @@ func watchResults(t *testing.T, e env) *resultWrites {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.st.Follow(ctx, e.st.State, jobs.ResultKey("*"), func(err error) { ready <- err }, func(ent jetstream.KeyValueEntry) {
-			if ent.Operation() == jetstream.KeyValuePut {
+		e.st.Follow(ctx, e.st.State, jobs.RunKey("*"), func(err error) { ready <- err }, func(ent jetstream.KeyValueEntry) {
+			var run jobs.Run
+			if ent.Operation() == jetstream.KeyValuePut && json.Unmarshal(ent.Value(), &run) == nil && run.Result != nil {
 				rw.mu.Lock()
-				rw.n[strings.TrimPrefix(ent.Key(), jobs.ResultKey(""))]++
+				rw.n[strings.TrimPrefix(ent.Key(), jobs.RunKey(""))]++
 				rw.mu.Unlock()
 			}
 		})

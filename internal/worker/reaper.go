@@ -14,49 +14,6 @@ import (
 	"github.com/sandrun/sandrun/internal/lease"
 )
 
-// finalize brings the job record, the DLQ and the event stream in line
-// with a committed result. It is idempotent: the worker calls it after
-// its commit, and the reaper calls it again for a result whose worker
-// died before finishing this.
-//
-// run is the job record when the caller has it (nil: read it).
-func (w *Worker) finalize(ctx context.Context, l *lease.Lease, r jobs.Result, known *jobs.Run) error {
-	var run jobs.Run
-	if known != nil {
-		run = *known
-	} else {
-		var err error
-		if run, _, err = w.store.GetRun(ctx, r.JobID); err != nil {
-			return err
-		}
-	}
-	if r.State == jobs.StateDead {
-		spec := run.Spec
-		if err := w.store.PublishDLQ(ctx, jobs.DLQEntry{
-			JobID: r.JobID, Queue: r.Queue, Reason: r.Error, Attempts: r.Attempt,
-			Time: r.FinishedAt, Spec: &spec,
-		}); err != nil {
-			return fmt.Errorf("dlq: %w", err)
-		}
-	}
-	if run.State != r.State {
-		run.State = r.State
-		run.Attempt = max(run.Attempt, r.Attempt)
-		run.UpdatedAt = w.now().UTC()
-		run.NextAttemptAt = time.Time{}
-		if r.Error != "" {
-			run.LastError = r.Error
-		}
-		if err := l.Fenced(func(rev uint64) error { return w.store.PutRunFenced(ctx, run, rev) }); err != nil {
-			return fmt.Errorf("record terminal state: %w", err)
-		}
-	}
-	code := r.ExitCode
-	w.store.PublishEvent(jobs.Event{Kind: jobs.EventFinished, JobID: r.JobID, Attempt: r.Attempt, State: r.State,
-		Worker: r.Worker, Time: r.FinishedAt, Message: r.Error, ExitCode: &code})
-	return nil
-}
-
 // reap is the reaper, run by the leader of the "reaper" role until ctx
 // is done. It watches lease expiry markers and rescans job records
 // periodically (markers are missed while nobody watches).
@@ -150,28 +107,15 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		}
 		return
 	}
-	if res, err := w.store.GetResult(ctx, id); err == nil {
-		if !run.State.Terminal() {
-			if err := w.finalize(ctx, l, res, &run); err != nil {
-				log.Warn("reaper: finalize", "err", err)
-				return
-			}
-			w.m.ReaperRecovered.WithLabelValues("finalized").Inc()
-		}
-		return
-	}
 	switch run.State {
 	case jobs.StateRunning:
 		lost := fmt.Sprintf("attempt %d: worker %s stopped renewing its lease (crashed, frozen or cut off)", run.Attempt, run.Worker)
 		if run.Attempt >= run.Spec.MaxAttempts {
 			r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateDead,
 				Attempt: run.Attempt, ExitCode: -1, Error: lost, Worker: run.Worker, FinishedAt: w.now().UTC()}
-			if err := l.Fenced(func(rev uint64) error { return w.store.CommitResult(ctx, r, rev) }); err != nil {
+			if err := w.end(ctx, run, rev, r); err != nil {
 				log.Warn("reaper: commit dead", "err", err)
 				return
-			}
-			if err := w.finalize(ctx, l, r, &run); err != nil {
-				log.Warn("reaper: finalize dead", "err", err)
 			}
 			w.m.ReaperRecovered.WithLabelValues("dead").Inc()
 			log.Warn("job dead: attempts spent by lost workers", "attempts", run.Attempt)

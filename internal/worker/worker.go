@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -50,7 +51,11 @@ type Worker struct {
 	// for jobs that were not running here when they arrived: a claim
 	// honours them. Removed when the job ends.
 	cancels map[string]bool
-	jobWG   sync.WaitGroup
+	// cancelsLive is true while the watch of cancel requests is caught up
+	// with the server: then cancels holds every request but those made in
+	// the last moment, which the check before a start catches.
+	cancelsLive atomic.Bool
+	jobWG       sync.WaitGroup
 }
 
 // New validates cfg (after filling defaults) and deps.
@@ -96,7 +101,7 @@ func (w *Worker) initSeries() {
 		w.m.Retries.WithLabelValues(q)
 		w.m.BatchThrottled.WithLabelValues(q)
 	}
-	for _, a := range []string{"requeued", "dead", "finalized", "republished"} {
+	for _, a := range []string{"requeued", "dead", "republished"} {
 		w.m.ReaperRecovered.WithLabelValues(a)
 	}
 }

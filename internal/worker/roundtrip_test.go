@@ -1,0 +1,187 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+// TestHotPathRoundTrips counts, on the wire, the requests a warm `true`
+// job makes: the submitter's and the worker's connections are read as
+// NATS protocol, and every publish that names the job (its dispatch, its
+// keys, its events) is tallied with whether it asks for an answer. The
+// job waits on: the dispatch publish, the pull that delivers it (one per
+// job, counted here by design, since it names no job), the lease's
+// create, the record's create (the claim) and the record's terminal
+// write (the commit). Events and the lease's release are published
+// without waiting; an ack asks for no answer. The issue's target is at
+// most 5 waited round trips per job, against 9 before.
+func TestHotPathRoundTrips(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	var wire tally
+	st := countedStore(t, s.ClientURL(), &wire, "worker")
+	cfg := sandruntest.FastConfig()
+	cfg.NoReaper = true
+	sandruntest.StartWorker(t, st, cfg)
+	cst := countedStore(t, s.ClientURL(), &wire, "submitter")
+	c := client.New(cst)
+	// The test waits for results on a connection of its own: a watch of
+	// the result is the waiter's cost, not the job's.
+	waiter := sandruntest.Client(sandruntest.Store(t, s.ClientURL()))
+	ctx := sandruntest.Ctx(t)
+
+	run := func(id string) {
+		if _, err := c.Submit(ctx, jobs.Spec{ID: id, Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := sandruntest.WaitResult(t, waiter, id, 30*time.Second); r.State != jobs.StateSucceeded {
+			t.Fatalf("%s: %s %s", id, r.State, r.Error)
+		}
+		time.Sleep(200 * time.Millisecond) // the async publishes reach the wire
+	}
+	run("warm-up") // connections, consumers and the cancel watch in place
+	wire.reset("hot-path")
+	run("hot-path")
+
+	waited, async := 1, 0 // the pull that delivered the job
+	for _, p := range wire.pubs() {
+		switch {
+		case !p.reply: // an ack: no answer asked for
+		case strings.HasPrefix(p.subject, jobs.EventSubject("hot-path", "")), bytes.Contains(p.header, []byte("KV-Operation: DEL")):
+			async++
+		default:
+			waited++
+		}
+		t.Logf("%-9s %-60s reply=%v", p.conn, p.subject, p.reply)
+	}
+	t.Logf("hot path: %d waited round trips (incl. the pull), %d publishes not waited for", waited, async)
+	if waited > 5 {
+		t.Errorf("a `true` job waits on %d round trips, want at most 5", waited)
+	}
+	if waited < 4 {
+		t.Errorf("only %d round trips counted: the tally misses the job's writes", waited)
+	}
+}
+
+// countedStore is a jobs.Store on its own connection, whose outgoing
+// protocol is tallied in w under name.
+func countedStore(t *testing.T, url string, w *tally, name string) *jobs.Store {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.SetCustomDialer(&countingDialer{w: w, name: name}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// pub is one PUB or HPUB a client sent.
+type pub struct {
+	conn, subject string
+	reply         bool
+	header        []byte
+}
+
+// tally keeps the publishes that name one job.
+type tally struct {
+	mu   sync.Mutex
+	id   string
+	seen []pub
+}
+
+func (t *tally) reset(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.id, t.seen = id, nil
+}
+
+func (t *tally) add(p pub, payload []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.id == "" || !strings.Contains(p.subject, t.id) && !bytes.Contains(payload, []byte(`"`+t.id+`"`)) {
+		return
+	}
+	t.seen = append(t.seen, p)
+}
+
+func (t *tally) pubs() []pub {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]pub(nil), t.seen...)
+}
+
+type countingDialer struct {
+	w    *tally
+	name string
+}
+
+func (d *countingDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := net.Dial(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, d: d}, nil
+}
+
+// countingConn parses the client's side of the NATS protocol as it is
+// written: op lines, and the payloads of PUB and HPUB.
+type countingConn struct {
+	net.Conn
+	d   *countingDialer
+	buf []byte
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.buf = append(c.buf, p...)
+	for {
+		eol := bytes.Index(c.buf, []byte("\r\n"))
+		if eol < 0 {
+			break
+		}
+		f := strings.Fields(string(c.buf[:eol]))
+		if len(f) == 0 || (f[0] != "PUB" && f[0] != "HPUB") {
+			c.buf = c.buf[eol+2:]
+			continue
+		}
+		// PUB subj [reply] size; HPUB subj [reply] hdrlen size.
+		hdr := 0
+		if f[0] == "HPUB" {
+			hdr, _ = strconv.Atoi(f[len(f)-2])
+		}
+		size, _ := strconv.Atoi(f[len(f)-1])
+		if len(c.buf) < eol+2+size+2 {
+			break // the payload is still to come
+		}
+		payload := c.buf[eol+2 : eol+2+size]
+		nargs := 3
+		if f[0] == "HPUB" {
+			nargs = 4
+		}
+		c.d.w.add(pub{conn: c.d.name, subject: f[1], reply: len(f) > nargs, header: bytes.Clone(payload[:hdr])}, payload)
+		c.buf = c.buf[eol+2+size+2:]
+	}
+	return c.Conn.Write(p)
+}
