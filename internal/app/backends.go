@@ -36,7 +36,8 @@ func Backends(profiles map[string]BackendConfig, m *metrics.Metrics, log *slog.L
 		)
 		switch bc.Kind {
 		case "local":
-			b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv, User: bc.User})
+			b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv, User: bc.User,
+				Cgroup: bc.Cgroup, CgroupParent: bc.CgroupParent, Logger: log.With("backend", name)})
 		case "docker":
 			b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,

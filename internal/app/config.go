@@ -78,6 +78,10 @@ type BackendConfig struct {
 	// local
 	Shell   string            `yaml:"shell"`
 	BaseEnv map[string]string `yaml:"base_env"`
+	// Cgroup is auto, off or required (local.Config); CgroupParent the
+	// cgroup v2 directory its job cgroups go under.
+	Cgroup       string `yaml:"cgroup"`
+	CgroupParent string `yaml:"cgroup_parent"`
 	// docker
 	Host         string   `yaml:"host"`
 	Image        string   `yaml:"image"`

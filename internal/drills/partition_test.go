@@ -1,6 +1,7 @@
 package drills
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,6 +48,9 @@ func TestWorkerCutOff(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 		v, err := cl.Batch(ctx, "cut")
+		if errors.Is(err, jobs.ErrNotFound) {
+			continue // no item claimed yet: the first claim writes the batch's record
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,7 @@ type Metrics struct {
 	OOMKills           *prometheus.CounterVec   // backend
 	HostAccessRefusals *prometheus.CounterVec   // backend
 	BackendErrors      *prometheus.CounterVec   // backend, kind: permanent, unavailable, other
+	BackendAbandoned   *prometheus.CounterVec   // backend
 
 	SSHConnections       *prometheus.CounterVec // backend, result: ok, error
 	SSHConnected         *prometheus.GaugeVec   // backend
@@ -203,7 +204,9 @@ func New() *Metrics {
 	r.MustRegister(m.SSHConnections, m.SSHConnected, m.SSHReconnects, m.SSHResumedStreams, m.SSHRemoteKills, m.SSHHostKeyRejections, m.SSHSessionsInUse)
 	m.BackendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sandrun_backend_errors_total", Help: "Job attempts a backend failed to run (not the command's own failure), by kind: permanent, unavailable, other."}, []string{"backend", "kind"})
-	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors)
+	m.BackendAbandoned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_backend_abandoned_total", Help: "Job attempts whose backend had not returned long after the job was stopped (timeout, cancel, lease loss, shutdown): given up on, the workload possibly still running."}, []string{"backend"})
+	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors, m.BackendAbandoned)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
 		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries, m.BatchThrottled, m.BatchesDone, m.WriteRetries,

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
@@ -126,7 +128,15 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	case w.cancelRequested(j.run.OwnerString(), j.spec.ID):
 		err = errCanceled
 	default:
-		j.br, err = be.Run(tctx, bspec, backends.Output{Stdout: stdout, Stderr: stderr})
+		// A backend that ignores its context would keep the job running
+		// forever: past its kill grace and a minute, it is given up on,
+		// and what it writes later reaches no result.
+		late := &lateGate{}
+		out := backends.Output{Stdout: late.wrap(stdout), Stderr: late.wrap(stderr)}
+		j.br, err = runWatched(tctx, w.cfg.KillGrace+abandonSlack, func(ctx context.Context) (backends.Result, error) {
+			return be.Run(ctx, bspec, out)
+		})
+		late.close()
 	}
 	tcancel()
 	_, _ = stdout.Flush(), stderr.Flush()
@@ -140,6 +150,20 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	w.m.RunDuration.WithLabelValues(j.spec.Queue, j.spec.Backend).Observe(w.now().Sub(j.started).Seconds())
 
 	switch {
+	case errors.Is(err, errAbandoned):
+		w.m.BackendAbandoned.WithLabelValues(j.spec.Backend).Inc()
+		j.log.Error("backend ignored its context: attempt abandoned, its workload may still run", "err", err)
+		state := jobs.StateFailed
+		switch {
+		case errors.Is(err, errTimeout):
+			state = jobs.StateTimedOut
+		case errors.Is(err, errCanceled):
+			state = jobs.StateCanceled
+		case errors.Is(err, errLeaseLost):
+			w.m.LeaseLosses.Inc()
+			return // no longer ours: the reaper moves it on
+		}
+		j.finish(ctx, j.result(state, "backend: "+err.Error()))
 	case err == nil && j.br.ExitCode == 0:
 		j.finish(ctx, j.result(jobs.StateSucceeded, ""))
 	case err == nil:
@@ -164,6 +188,39 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		w.countBackendError(j.spec.Backend, err)
 		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
 	}
+}
+
+// abandonSlack is how long past its kill grace a backend may take to
+// return from a stopped run before the worker gives up on it.
+const abandonSlack = time.Minute
+
+// lateGate drops what a backend writes after the worker has stopped
+// listening (a run it abandoned): the attempt's output is settled then.
+type lateGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *lateGate) wrap(w io.Writer) io.Writer { return gatedWriter{g: g, w: w} }
+
+func (g *lateGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
+type gatedWriter struct {
+	g *lateGate
+	w io.Writer
+}
+
+func (gw gatedWriter) Write(p []byte) (int, error) {
+	gw.g.mu.Lock()
+	defer gw.g.mu.Unlock()
+	if gw.g.closed {
+		return len(p), nil
+	}
+	return gw.w.Write(p)
 }
 
 // Variables the worker sets in every attempt's environment, over the

@@ -1,10 +1,10 @@
 package worker_test
 
 import (
-	"encoding/json"
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"

@@ -1,5 +1,6 @@
 // Package local runs job commands as child processes of the worker, each
-// in a process group of its own. It is Linux-only, and it is the only
+// in a process group of its own and, where the worker can make one, in a
+// cgroup v2 of its own (Config.Cgroup). It is Linux-only, and it is the only
 // package that starts job commands with os/exec: backends that wrap a
 // runtime's CLI (apptainer) run it through RunProcess.
 //
@@ -12,24 +13,31 @@
 //     A Dir that does not exist fails the run with ErrPermanent.
 //   - Standard input: empty (/dev/null).
 //
-// How it ends (see Local.Run):
+// How it ends (see Local.Run). The job's processes are its process group
+// and, with a cgroup, every process in that cgroup: a process that leaves
+// the group (setsid, setpgid, a double fork) stays in the cgroup, which it
+// was born in (CLONE_INTO_CGROUP) and cannot leave without write access to
+// the cgroup tree.
 //
-//   - When the Run context is done, the whole process group gets SIGTERM
-//     (and SIGCONT, so that stopped members can act on it), and SIGKILL
-//     once Spec.Grace() has passed.
-//   - When the main process ends, for whatever reason, every process left
-//     in its group is killed with SIGKILL before Run returns: a job never
-//     leaves background processes behind. Output they had not written yet
-//     is lost.
-//   - A process that leaves the group (setsid, setpgid) is out of reach.
+//   - When the Run context is done, the job's processes get SIGTERM (and
+//     SIGCONT, so that stopped members can act on it), and SIGKILL once
+//     Spec.Grace() has passed (cgroup.kill, which also reaches processes
+//     forked meanwhile).
+//   - When the main process ends, for whatever reason, every process the
+//     job left behind is killed with SIGKILL before Run returns: a job
+//     never leaves background processes behind. Output they had not
+//     written yet is lost. Run then removes the job's cgroup.
+//   - Without a cgroup, a process that leaves the group is out of reach.
 //     If it keeps the job's output open, Run reads on for outputDrain after
 //     the main process ends, then stops reading and returns.
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -63,14 +71,28 @@ type Config struct {
 	// only the worker's user may read (its credentials, the secrets key).
 	// Empty: the worker's own user.
 	User string
+	// Cgroup says whether each attempt runs in a cgroup v2 of its own:
+	// CgroupAuto (the default, when empty), CgroupOff or CgroupRequired.
+	// Where the worker cannot make cgroups (cgroup v1 only, a read-only
+	// or undelegated tree, a kernel before 5.14), auto falls back to the
+	// process group alone and logs so once; required fails Validate.
+	Cgroup string
+	// CgroupParent is the cgroup v2 directory that attempts' cgroups are
+	// made in (it is made if missing). Empty: "sandrun" under the
+	// worker's own cgroup.
+	CgroupParent string
+	// Logger receives the backend's own warnings; nil discards them.
+	Logger *slog.Logger
 }
 
-// Local is the local process backend. It is immutable after New and safe
-// for concurrent use.
+// Local is the local process backend. It is safe for concurrent use, and
+// immutable after New but for what its first Validate (or Run) finds of
+// the host's cgroups.
 type Local struct {
 	shell   string
 	baseEnv map[string]string
 	cred    *syscall.Credential // nil: the worker's own user
+	cg      *cgroups
 }
 
 // New fills cfg's defaults into a copy and checks what can be checked
@@ -92,13 +114,33 @@ func New(cfg Config) (*Local, error) {
 			return nil, fmt.Errorf("local: base_env: %w", err)
 		}
 	}
-	return &Local{shell: filepath.Clean(shell), baseEnv: maps.Clone(cfg.BaseEnv), cred: cred}, nil
+	mode := cmp.Or(cfg.Cgroup, CgroupAuto)
+	switch {
+	case mode != CgroupAuto && mode != CgroupOff && mode != CgroupRequired:
+		return nil, fmt.Errorf("local: cgroup %q: want %s, %s or %s", cfg.Cgroup, CgroupAuto, CgroupOff, CgroupRequired)
+	case cfg.CgroupParent != "" && !filepath.IsAbs(cfg.CgroupParent):
+		return nil, fmt.Errorf("local: cgroup_parent %q: must be an absolute path", cfg.CgroupParent)
+	case cfg.CgroupParent != "" && mode == CgroupOff:
+		return nil, fmt.Errorf("local: cgroup_parent %q: set while cgroup is %s", cfg.CgroupParent, CgroupOff)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	shell = filepath.Clean(shell)
+	cg := &cgroups{mode: mode, shell: shell, log: log}
+	if cfg.CgroupParent != "" {
+		cg.parent = filepath.Clean(cfg.CgroupParent)
+	}
+	return &Local{shell: shell, baseEnv: maps.Clone(cfg.BaseEnv), cred: cred, cg: cg}, nil
 }
 
 // Kind returns "local".
 func (l *Local) Kind() string { return "local" }
 
-// Validate checks that the shell is an executable regular file.
+// Validate checks that the shell is an executable regular file and, the
+// first time, what the host allows of cgroups (see Config.Cgroup): with
+// cgroup required, it fails where jobs cannot run in cgroups of their own.
 func (l *Local) Validate(context.Context) error {
 	fi, err := os.Stat(l.shell)
 	if err != nil {
@@ -110,6 +152,9 @@ func (l *Local) Validate(context.Context) error {
 	if err := unix.Access(l.shell, unix.X_OK); err != nil {
 		return fmt.Errorf("local: shell %q: not executable: %w", l.shell, err)
 	}
+	if _, err := l.cg.ready(); err != nil && l.cg.mode == CgroupRequired {
+		return fmt.Errorf("%w (cgroup is %s)", err, CgroupRequired)
+	}
 	return nil
 }
 
@@ -117,6 +162,20 @@ func (l *Local) Validate(context.Context) error {
 // RSS of the main process and of the descendants it waited for.
 func (l *Local) Capabilities() backends.Capabilities {
 	return backends.Capabilities{ResourceUsage: true, Shell: l.shell}
+}
+
+// Describe says how attempts are contained (for `sandrun doctor`, whose
+// logs go nowhere): in cgroups, and where, or by process groups only, and
+// why.
+func (l *Local) Describe(context.Context) (string, error) {
+	dir, err := l.cg.ready()
+	switch {
+	case dir != "":
+		return fmt.Sprintf("shell %s; each attempt in a cgroup v2 of its own under %s", l.shell, dir), nil
+	case l.cg.mode == CgroupOff:
+		return fmt.Sprintf("shell %s; each attempt in a process group of its own (cgroup: %s)", l.shell, CgroupOff), nil
+	}
+	return fmt.Sprintf("shell %s; each attempt in a process group of its own only, so a process that calls setsid outlives its job: %v", l.shell, err), nil
 }
 
 // environ returns a job's environment as KEY=value lines, sorted by key.

@@ -3,19 +3,14 @@ package local
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
-	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -43,10 +38,17 @@ func run(t *testing.T, l *Local, spec backends.Spec) (backends.Result, string, s
 	return res, stdout.String(), stderr.String(), err
 }
 
+// TestConformance runs the suite with each attempt in a cgroup of its own
+// and, as where the host has none, in its process group alone.
 func TestConformance(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) backends.Backend {
-		return newLocal(t, Config{})
-	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+	for _, mode := range []string{CgroupRequired, CgroupOff} {
+		t.Run("cgroup="+mode, func(t *testing.T) {
+			newCgroupLocal(t, Config{Cgroup: mode}) // Missing: no cgroup v2 to require.
+			backendtest.Run(t, func(t *testing.T) backends.Backend {
+				return newLocal(t, Config{Cgroup: mode})
+			}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+		})
+	}
 }
 
 func TestKindAndCapabilities(t *testing.T) {
@@ -76,6 +78,9 @@ func TestConfigErrors(t *testing.T) {
 		{"relative shell", Config{Shell: "sh"}, "shell", true},
 		{"bad base_env key", Config{BaseEnv: map[string]string{"A=B": "x"}}, "base_env", true},
 		{"NUL in base_env value", Config{BaseEnv: map[string]string{"A": "x\x00"}}, "base_env", true},
+		{"unknown cgroup mode", Config{Cgroup: "yes"}, "cgroup", true},
+		{"relative cgroup_parent", Config{CgroupParent: "sandrun"}, "cgroup_parent", true},
+		{"cgroup_parent with cgroup off", Config{Cgroup: CgroupOff, CgroupParent: "/sys/fs/cgroup/sandrun"}, "cgroup_parent", true},
 		{"missing shell", Config{Shell: filepath.Join(dir, "missing")}, "shell", false},
 		{"shell is a directory", Config{Shell: dir}, "shell", false},
 		{"shell not executable", Config{Shell: notExec}, "shell", false},
@@ -202,41 +207,5 @@ func TestFailingWriterDoesNotStopJob(t *testing.T) {
 	}
 	if res.ExitCode != 3 || stderr.String() != "err\n" {
 		t.Errorf("exit %d, stderr %q; want 3, %q", res.ExitCode, stderr.String(), "err\n")
-	}
-}
-
-// TestEscapedProcessDoesNotHangRun covers the one process Run cannot kill:
-// one that left the job's process group and holds its stdout.
-func TestEscapedProcessDoesNotHangRun(t *testing.T) {
-	t.Parallel()
-	if _, err := exec.LookPath("setsid"); err != nil {
-		testenv.Missing(t, "setsid not found (util-linux)")
-	}
-	// The fifo tells the job when its child has left the group.
-	spec := backends.Spec{
-		Command: `mkfifo "$D/escaped"
-setsid sh -c 'echo "pid $$"; echo >"$D/escaped"; exec sleep 300' &
-read _ <"$D/escaped"
-echo done`,
-		Env: map[string]string{"D": t.TempDir()},
-	}
-	begun := time.Now()
-	res, stdout, stderr, err := run(t, newLocal(t, Config{}), spec)
-	took := time.Since(begun)
-	var pid int
-	if rest, ok := strings.CutPrefix(stdout, "pid "); ok {
-		pid, _ = strconv.Atoi(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]))
-	}
-	if pid > 1 {
-		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	}
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("exit %d, err %v, stderr %q", res.ExitCode, err, stderr)
-	}
-	if pid <= 1 || !strings.HasSuffix(stdout, "done\n") {
-		t.Fatalf("stdout %q, want the escaped pid and done", stdout)
-	}
-	if limit := outputDrain + 5*time.Second; took > limit {
-		t.Errorf("Run took %s, want at most %s", took, limit)
 	}
 }

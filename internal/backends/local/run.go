@@ -16,16 +16,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/cgroup"
 )
 
 // outputDrain bounds how long Run keeps reading the job's output after its
-// main process has ended and its group has been killed. Only a process
-// that left the group can still hold the pipes open by then.
+// main process has ended and its processes have been killed. Only a
+// process that left the group, with no cgroup to hold it, can still hold
+// the pipes open by then.
 const outputDrain = 2 * time.Second
 
 // Run runs spec.Command and copies its output to out as it is produced; a
-// nil writer discards. It returns once the main process has ended, its
-// group has been killed and the output has been copied.
+// nil writer discards. It returns once the main process has ended, the
+// job's other processes have been killed, the output has been copied and
+// the job's cgroup, if it has one, has been removed.
 //
 // The error is nil when the command ran to completion, whatever its exit
 // code. It wraps context.Cause(ctx) when ctx ended the run (or was done
@@ -33,6 +36,9 @@ const outputDrain = 2 * time.Second
 // never run here (a missing Dir, an invalid env key, a NUL in Command).
 // A failing writer does not stop the job: its output is discarded from
 // then on and the write error is returned after the command has ended.
+// With Config.Cgroup required, failing to make the job's cgroup fails the
+// run without a start (retryably: it wraps backends.ErrUnavailable when
+// the host has no cgroups to offer).
 func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
 	if ctx.Err() != nil {
 		return backends.Result{ExitCode: -1}, fmt.Errorf("local: not started: %w", context.Cause(ctx))
@@ -41,7 +47,17 @@ func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output
 	if err != nil {
 		return backends.Result{ExitCode: -1}, err
 	}
-	return runCmd(ctx, cmd, spec.Grace(), out)
+	grp, err := l.cg.create(spec)
+	if err != nil {
+		return backends.Result{ExitCode: -1}, err
+	}
+	if grp != nil {
+		// The main process is born in the group (clone3 with
+		// CLONE_INTO_CGROUP), so no descendant can be forked outside it.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, grp.FD()
+	}
+	defer l.cg.remove(grp, spec)
+	return runCmd(ctx, cmd, spec.Grace(), out, grp)
 }
 
 // LookPath finds an executable on PATH, for backends that wrap a runtime's
@@ -62,9 +78,9 @@ type Process struct {
 }
 
 // RunProcess runs p as Run runs a job command: in a process group of its
-// own, TERM then KILL after grace when ctx is done, what is left of the
-// group killed when it ends, output copied to out. The error contract is
-// Run's.
+// own (never a cgroup), TERM then KILL after grace when ctx is done, what
+// is left of the group killed when it ends, output copied to out. The
+// error contract is Run's.
 func RunProcess(ctx context.Context, p Process, grace time.Duration, out backends.Output) (backends.Result, error) {
 	if ctx.Err() != nil {
 		return backends.Result{ExitCode: -1}, fmt.Errorf("local: not started: %w", context.Cause(ctx))
@@ -80,11 +96,12 @@ func RunProcess(ctx context.Context, p Process, grace time.Duration, out backend
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = outputDrain
-	return runCmd(ctx, cmd, grace, out)
+	return runCmd(ctx, cmd, grace, out, nil)
 }
 
-// runCmd starts cmd (a process group leader) and waits for it; see Run.
-func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output) (backends.Result, error) {
+// runCmd starts cmd (a process group leader, born in grp when grp is not
+// nil) and waits for it; see Run. It does not remove grp.
+func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output, grp *cgroup.Group) (backends.Result, error) {
 	res := backends.Result{ExitCode: -1}
 	stdout, stderr := guard(out.Stdout), guard(out.Stderr)
 	if stdout != nil {
@@ -101,7 +118,7 @@ func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backend
 		}
 		return res, fmt.Errorf("local: start: %w", err)
 	}
-	stopped, ended, err := wait(ctx, cmd, grace)
+	stopped, ended, err := wait(ctx, cmd, grp, grace)
 	res.FinishedAt = ended
 	if cmd.ProcessState != nil {
 		fillResult(&res, cmd.ProcessState)
@@ -122,31 +139,59 @@ func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backend
 	return res, nil
 }
 
-// wait waits for cmd's main process to end, stopping its group if ctx is
-// done first, kills whatever is left of the group and reaps cmd. It
+// wait waits for cmd's main process to end, stopping the job's processes
+// if ctx is done first, kills whatever is left of them and reaps cmd. It
 // reports whether ctx stopped the job, when the main process ended, and
 // the error from cmd.Wait.
-func wait(ctx context.Context, cmd *exec.Cmd, grace time.Duration) (stopped bool, ended time.Time, err error) {
-	pgid := cmd.Process.Pid // Setpgid with Pgid 0: the group is named after its leader.
+func wait(ctx context.Context, cmd *exec.Cmd, grp *cgroup.Group, grace time.Duration) (stopped bool, ended time.Time, err error) {
+	// Setpgid with Pgid 0: the group is named after its leader.
+	job := jobProcs{pgid: cmd.Process.Pid, grp: grp}
 	exited := make(chan struct{})
 	stoppedc := make(chan bool, 1)
-	go func() { stoppedc <- stopOnDone(ctx, pgid, grace, exited) }()
+	go func() { stoppedc <- stopOnDone(ctx, job, grace, exited) }()
 
 	// Kill the group while its leader is an unreaped zombie: until it is
 	// reaped, its pid, hence the group id, cannot be given to another.
-	waitErr := waitExited(pgid)
+	waitErr := waitExited(job.pgid)
 	ended = time.Now()
 	if waitErr == nil {
-		signalGroup(pgid, syscall.SIGKILL)
+		job.kill()
 	}
 	close(exited)
 	stopped = <-stoppedc
 	err = cmd.Wait()
 	if waitErr != nil { // Cannot happen short of a kernel bug; do what is still possible.
 		ended = time.Now()
-		signalGroup(pgid, syscall.SIGKILL)
+		job.kill()
 	}
 	return stopped, ended, err
+}
+
+// jobProcs are a job's processes: its process group and, when it has one,
+// every process in its cgroup.
+type jobProcs struct {
+	pgid int
+	grp  *cgroup.Group // nil: the process group alone.
+}
+
+// signal sends sig to the group and to every process in the cgroup.
+// Errors are ignored, as signalGroup's are: the cgroup's members are
+// signalled one by one, and one that has just gone is no failure.
+func (p jobProcs) signal(sig syscall.Signal) {
+	signalGroup(p.pgid, sig)
+	if p.grp != nil {
+		_ = p.grp.Signal(sig)
+	}
+}
+
+// kill sends SIGKILL to the group and writes cgroup.kill, which reaches
+// the processes being forked as it runs. Should that write fail, the
+// cgroup's members are killed one by one instead.
+func (p jobProcs) kill() {
+	signalGroup(p.pgid, syscall.SIGKILL)
+	if p.grp != nil && p.grp.Kill() != nil {
+		_ = p.grp.Signal(syscall.SIGKILL)
+	}
 }
 
 // command builds the exec.Cmd for spec, or returns an error wrapping
@@ -187,9 +232,9 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// stopOnDone stops the group when ctx is done before exited is closed:
+// stopOnDone stops the job when ctx is done before exited is closed:
 // SIGTERM first, SIGKILL after grace. It reports whether ctx stopped it.
-func stopOnDone(ctx context.Context, pgid int, grace time.Duration, exited <-chan struct{}) bool {
+func stopOnDone(ctx context.Context, job jobProcs, grace time.Duration, exited <-chan struct{}) bool {
 	select {
 	case <-exited:
 		return false
@@ -198,17 +243,17 @@ func stopOnDone(ctx context.Context, pgid int, grace time.Duration, exited <-cha
 	// A command that had already ended on its own when ctx was done (say
 	// the worker was frozen and both became ready at once) was not
 	// stopped: its own exit status stands.
-	if hasExited(pgid) {
+	if hasExited(job.pgid) {
 		return false
 	}
-	signalGroup(pgid, syscall.SIGTERM)
-	signalGroup(pgid, syscall.SIGCONT)
+	job.signal(syscall.SIGTERM)
+	job.signal(syscall.SIGCONT)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-exited:
 	case <-t.C:
-		signalGroup(pgid, syscall.SIGKILL)
+		job.kill()
 	}
 	return true
 }
