@@ -178,6 +178,15 @@ func (h *chaosRun) watch() {
 				var r jobs.Run
 				_ = json.Unmarshal(e.Value(), &r)
 				w.state, w.try = r.State, r.Attempt
+				if r.Result != nil {
+					// A commit: the result is part of the record's
+					// write. Kept with the results, as one was.
+					c := chaosWrite{rev: w.rev, op: w.op, at: w.at, state: r.Result.State, try: r.Result.Attempt}
+					rk := resultKey(strings.TrimPrefix(key, "run."))
+					h.mu.Lock()
+					h.writes[rk] = append(h.writes[rk], c)
+					h.mu.Unlock()
+				}
 			} else {
 				var r jobs.Result
 				_ = json.Unmarshal(e.Value(), &r)
@@ -518,5 +527,7 @@ func (h *chaosRun) report() {
 	}
 }
 
-// resultKey is where results were kept before they moved into the record.
+// resultKey is where the history keeps a job's commits: the record writes
+// that carry a result (and the writes of result.<id>, where results were
+// kept before they moved into the record).
 func resultKey(id string) string { return "result." + id }
