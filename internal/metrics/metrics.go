@@ -21,7 +21,8 @@ type Metrics struct {
 	LeaseRenewals   prometheus.Counter
 	LeaseLosses     prometheus.Counter
 	StaleCommits    prometheus.Counter
-	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, finalized, republished
+	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, republished
+	ReaperIndexed   prometheus.Gauge
 	Retries         *prometheus.CounterVec // queue
 	BatchThrottled  *prometheus.CounterVec // queue
 	BatchesDone     prometheus.Counter
@@ -100,8 +101,10 @@ func New() *Metrics {
 			Name: "sandrun_lease_losses_total", Help: "Job leases lost while running (the job was killed: self-fencing).",
 		}),
 		StaleCommits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sandrun_stale_commits_rejected_total", Help: "Result commits refused because the writer's lease revision was stale.",
+			Name: "sandrun_stale_commits_rejected_total", Help: "Result commits refused because the job record moved since the writer's claim (a stale holder).",
 		}),
+		ReaperIndexed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandrun_reaper_indexed_jobs", Help: "Jobs that have not ended, in the reaper's index (0 on workers that do not lead the reaper)."}),
 		ReaperRecovered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandrun_reaper_recoveries_total", Help: "Jobs recovered by the reaper after their lease expired.",
 		}, []string{"action"}),
@@ -209,7 +212,7 @@ func New() *Metrics {
 	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors, m.BackendAbandoned)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
-		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.Retries, m.BatchThrottled, m.BatchesDone, m.WriteRetries,
+		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.ReaperIndexed, m.Retries, m.BatchThrottled, m.BatchesDone, m.WriteRetries,
 		m.InvalidMessages, m.PolicyDecisions, m.Leader, m.SubmitToStart)
 	return m
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,70 +16,124 @@ import (
 )
 
 // reap is the reaper, run by the leader of the "reaper" role until ctx
-// is done. It watches lease expiry markers and rescans job records
-// periodically (markers are missed while nobody watches).
+// is done. One watch of the job records and leases keeps an index of the
+// jobs that have not ended and of the leases that are held: a lease's
+// expiry marker recovers its job at once, and a periodic pass over the
+// index (not over every record: finished jobs cost nothing) recovers what
+// the markers missed while nobody watched.
 func (w *Worker) reap(ctx context.Context) {
-	expired := make(chan string, 1024)
 	var follow sync.WaitGroup
-	follow.Go(func() {
-		w.store.Follow(ctx, w.store.State, jobs.LeaseKey(">"), nil, func(e jetstream.KeyValueEntry) {
-			// Expiry (a MaxAge/TTL marker) shows as a purge; a holder's
-			// own release is a delete and needs nothing.
-			if e.Operation() != jetstream.KeyValuePurge {
-				return
-			}
-			select {
-			case expired <- strings.TrimPrefix(e.Key(), jobs.LeaseKey("")):
-			case <-ctx.Done():
-			}
-		})
-	})
 	follow.Go(func() { w.announceBatches(ctx) })
 	defer follow.Wait()
-	w.rescan(ctx)
-	t := time.NewTicker(w.cfg.ReaperScan)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			w.rescan(ctx)
-		case id := <-expired:
-			w.recover(ctx, id)
+	for ctx.Err() == nil {
+		if err := w.reapWatching(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("reaper: watch of jobs and leases ended; starting again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 		}
 	}
 }
 
-// rescan recovers every running job that has no lease.
-func (w *Worker) rescan(ctx context.Context) {
-	lister, err := w.store.State.ListKeysFiltered(ctx, jobs.RunKey(">"))
+// reapIndex is what the reaper knows of the jobs that have not ended, and
+// of the leases held, from its watch.
+type reapIndex struct {
+	live   map[string]jobs.Run // non-terminal job records, by ID (the spec dropped)
+	leased map[string]bool     // held leases, by job ID
+}
+
+// reapWatching runs the reaper on one watch, which it builds its index
+// from; it returns when the watch ends.
+func (w *Worker) reapWatching(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kw, err := w.store.State.WatchFiltered(ctx, []string{jobs.RunKey(">"), jobs.LeaseKey(">")})
 	if err != nil {
-		w.log.Warn("reaper: list jobs", "err", err)
-		return
+		return err
 	}
-	var ids []string
-	for k := range lister.Keys() {
-		ids = append(ids, strings.TrimPrefix(k, jobs.RunKey("")))
+	defer func() { _ = kw.Stop() }()
+	idx := reapIndex{live: map[string]jobs.Run{}, leased: map[string]bool{}}
+	t := time.NewTicker(w.cfg.ReaperScan)
+	defer t.Stop()
+	loaded := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if loaded {
+				w.rescan(ctx, idx)
+			}
+		case e, ok := <-kw.Updates():
+			if !ok {
+				return errors.New("watch closed")
+			}
+			if e == nil { // every record and lease there was is indexed
+				loaded = true
+				w.m.ReaperIndexed.Set(float64(len(idx.live)))
+				w.rescan(ctx, idx)
+				continue
+			}
+			if id, expired := idx.apply(e); expired && loaded {
+				w.recover(ctx, id)
+			}
+			w.m.ReaperIndexed.Set(float64(len(idx.live)))
+		}
 	}
-	for _, id := range ids {
+}
+
+// apply folds one watch entry into the index. expired is true for a
+// lease's expiry marker (a holder's own release is a delete).
+func (x reapIndex) apply(e jetstream.KeyValueEntry) (id string, expired bool) {
+	if id, ok := strings.CutPrefix(e.Key(), jobs.LeaseKey("")); ok {
+		x.leased[id] = e.Operation() == jetstream.KeyValuePut
+		if !x.leased[id] {
+			delete(x.leased, id)
+		}
+		return id, e.Operation() == jetstream.KeyValuePurge
+	}
+	id = strings.TrimPrefix(e.Key(), jobs.RunKey(""))
+	var run jobs.Run
+	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &run) != nil || run.State.Terminal() {
+		delete(x.live, id)
+		return id, false
+	}
+	run.Spec = jobs.Spec{ID: id}
+	x.live[id] = run
+	return id, false
+}
+
+// rescan recovers, from the index, every running job that has no lease,
+// every retry whose dispatch is overdue, and every queued job no worker
+// claimed within a claim window.
+func (w *Worker) rescan(ctx context.Context, idx reapIndex) {
+	now := w.now()
+	var due []string
+	for id, run := range idx.live {
+		switch run.State {
+		case jobs.StateRunning:
+			if idx.leased[id] {
+				continue
+			}
+		case jobs.StateRetryWait:
+			if now.Before(run.NextAttemptAt.Add(w.cfg.ClaimWindow)) {
+				continue
+			}
+		case jobs.StateQueued:
+			if now.Before(run.UpdatedAt.Add(w.cfg.ClaimWindow)) {
+				continue // queued a moment ago: its message is on its way
+			}
+		default:
+			continue
+		}
+		due = append(due, id)
+	}
+	for _, id := range due {
 		if ctx.Err() != nil {
 			return
 		}
-		run, _, err := w.store.GetRun(ctx, id)
-		if err != nil || (run.State != jobs.StateRunning && run.State != jobs.StateRetryWait && run.State != jobs.StateQueued) {
-			continue
-		}
-		if run.State == jobs.StateRetryWait && w.now().Before(run.NextAttemptAt.Add(w.cfg.ClaimWindow)) {
-			continue
-		}
-		if run.State == jobs.StateQueued && w.now().Before(run.UpdatedAt.Add(w.cfg.ClaimWindow)) {
-			continue // queued a moment ago: its message is on its way
-		}
-		_, err = w.store.State.Get(ctx, jobs.LeaseKey(id))
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			w.recover(ctx, id)
-		}
+		w.recover(ctx, id)
 	}
 }
 

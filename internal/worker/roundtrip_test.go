@@ -105,10 +105,11 @@ type pub struct {
 	header        []byte
 }
 
-// tally keeps the publishes that name one job.
+// tally keeps the publishes that name one job, or every publish (all).
 type tally struct {
 	mu   sync.Mutex
 	id   string
+	all  bool
 	seen []pub
 }
 
@@ -118,10 +119,16 @@ func (t *tally) reset(id string) {
 	t.id, t.seen = id, nil
 }
 
+func (t *tally) countAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.all = true
+}
+
 func (t *tally) add(p pub, payload []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.id == "" || !strings.Contains(p.subject, t.id) && !bytes.Contains(payload, []byte(`"`+t.id+`"`)) {
+	if !t.all && (t.id == "" || !strings.Contains(p.subject, t.id) && !bytes.Contains(payload, []byte(`"`+t.id+`"`))) {
 		return
 	}
 	t.seen = append(t.seen, p)
@@ -184,4 +191,62 @@ func (c *countingConn) Write(p []byte) (int, error) {
 		c.buf = c.buf[eol+2+size+2:]
 	}
 	return c.Conn.Write(p)
+}
+
+// TestReaperPassSkipsFinishedJobs is item 7 of the issue: the reaper's
+// periodic pass read every job record (a listing of all keys, then one read
+// each) every reaper_scan, so its cost grew with every finished job. It
+// now keeps an index of the jobs that have not ended from one watch; with
+// 300 finished jobs and a pass every 100 ms, its connection reads no job
+// record and lists nothing, and a job whose worker is gone is still
+// recovered by the pass.
+func TestReaperPassSkipsFinishedJobs(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	ctx := sandruntest.Ctx(t)
+	const n = 300
+	now := time.Now().UTC()
+	for i := range n {
+		id := "done-" + strconv.Itoa(i)
+		run := jobs.Run{Spec: jobs.Spec{ID: id, Command: "true"}, State: jobs.StateRunning, Attempt: 1, UpdatedAt: now}
+		rev, err := st.CreateRun(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.End(ctx, run, jobs.Result{JobID: id, State: jobs.StateSucceeded, Attempt: 1, FinishedAt: now}, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A job whose worker died before the reaper started: running, no lease.
+	orphan := record(jobs.Spec{ID: "orphan", Command: "true", MaxAttempts: 1}.WithDefaults(), jobs.StateRunning, 1, "gone", now)
+	if _, err := st.CreateRun(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+
+	var wire tally
+	wire.countAll()
+	wst := countedStore(t, s.ClientURL(), &wire, "reaper")
+	cfg := sandruntest.FastConfig()
+	cfg.ReaperScan = 100 * time.Millisecond
+	sandruntest.StartWorker(t, wst, cfg)
+	c := sandruntest.Client(st)
+	if r := sandruntest.WaitResult(t, c, "orphan", 30*time.Second); r.State != jobs.StateDead {
+		t.Fatalf("orphan: %s %q, want dead (its one attempt spent by a lost worker)", r.State, r.Error)
+	}
+	wire.reset("")
+	time.Sleep(2 * time.Second) // about 20 passes
+	reads, lists := 0, 0
+	for _, p := range wire.pubs() {
+		switch {
+		case strings.Contains(p.subject, "DIRECT.GET") && strings.Contains(p.subject, "run."):
+			reads++
+		case strings.HasPrefix(p.subject, "$JS.API.CONSUMER.CREATE"):
+			lists++
+		}
+	}
+	t.Logf("%d finished jobs, 2 s of passes every 100 ms: %d record reads, %d consumers created", n, reads, lists)
+	if reads != 0 || lists != 0 {
+		t.Errorf("the reaper's passes read %d job records and created %d consumers, want none", reads, lists)
+	}
 }
