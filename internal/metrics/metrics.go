@@ -21,7 +21,7 @@ type Metrics struct {
 	LeaseRenewals   prometheus.Counter
 	LeaseLosses     prometheus.Counter
 	StaleCommits    prometheus.Counter
-	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, republished
+	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, republished, canceled
 	ReaperIndexed   prometheus.Gauge
 	Retries         *prometheus.CounterVec // queue
 	BatchThrottled  *prometheus.CounterVec // queue

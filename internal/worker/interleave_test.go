@@ -242,3 +242,23 @@ func waitAcked(t *testing.T, e env, d time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestReaperEndsCanceledJobCanceled: a job canceled while its worker was
+// gone (running, its lease expired) used to be requeued, or ended dead
+// when its attempts were spent. The reaper now ends it canceled.
+func TestReaperEndsCanceledJobCanceled(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec := jobs.Spec{ID: "canceled-orphan", Command: "true", MaxAttempts: 1}.WithDefaults()
+	if _, err := e.st.CreateRun(e.ctx, record(spec, jobs.StateRunning, 1, "gone", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RequestCancel(e.ctx, jobs.AnonymousOwner, spec.ID); err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.StartWorker(t, e.st, sandruntest.FastConfig())
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
+	if r.State != jobs.StateCanceled {
+		t.Fatalf("%s %q, want canceled", r.State, r.Error)
+	}
+}

@@ -162,6 +162,29 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		}
 		return
 	}
+	if run.State.Terminal() {
+		return
+	}
+	// A job its owner asked to cancel ends canceled, whatever its worker
+	// left it as: not requeued, and not dead when its attempts are spent.
+	canceled := w.cancelRequested(run.OwnerString(), id)
+	if !canceled {
+		if canceled, err = w.store.CancelRequested(ctx, run.OwnerString(), id); err != nil {
+			log.Warn("reaper: read cancel request", "err", err)
+			return
+		}
+	}
+	if canceled {
+		r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateCanceled,
+			Attempt: run.Attempt, ExitCode: -1, Error: "canceled while " + string(run.State), Worker: run.Worker, FinishedAt: w.now().UTC()}
+		if err := w.end(ctx, run, rev, r); err != nil {
+			log.Warn("reaper: commit canceled", "err", err)
+			return
+		}
+		w.forgetCancel(run.OwnerString(), id)
+		w.m.ReaperRecovered.WithLabelValues("canceled").Inc()
+		return
+	}
 	switch run.State {
 	case jobs.StateRunning:
 		lost := fmt.Sprintf("attempt %d: worker %s stopped renewing its lease (crashed, frozen or cut off)", run.Attempt, run.Worker)

@@ -101,7 +101,7 @@ func (w *Worker) initSeries() {
 		w.m.Retries.WithLabelValues(q)
 		w.m.BatchThrottled.WithLabelValues(q)
 	}
-	for _, a := range []string{"requeued", "dead", "republished"} {
+	for _, a := range []string{"requeued", "dead", "republished", "canceled"} {
 		w.m.ReaperRecovered.WithLabelValues(a)
 	}
 }
