@@ -179,6 +179,15 @@ func (w *Worker) claimExisting(ctx context.Context, j *job, queue string, msg je
 		_ = msg.Ack()
 		return run, 0, false, nil
 	}
+	if early := run.NextAttemptAt.Sub(w.now()); run.State == jobs.StateRetryWait && early > 0 {
+		// A copy that came before its backoff ended (the reaper's
+		// reschedule of a retry stuck behind a backlog, once the
+		// duplicate window had passed): it waits for its time, so that
+		// attempts never run back to back.
+		j.releaseQuiet(ctx)
+		_ = msg.NakWithDelay(early)
+		return run, 0, false, nil
+	}
 	// Queued, waiting for its retry, or running under a holder that is
 	// gone (we hold its lease): the next attempt.
 	run.Attempt++

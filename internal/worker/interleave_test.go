@@ -262,3 +262,33 @@ func TestReaperEndsCanceledJobCanceled(t *testing.T) {
 		t.Fatalf("%s %q, want canceled", r.State, r.Error)
 	}
 }
+
+// TestEarlyRetryCopyWaitsForItsBackoff: a copy of a job waiting for its
+// retry (the reaper reschedules a retry stuck behind a backlog, and past
+// the duplicate window the copy is not dropped) used to run the next
+// attempt at once, attempts back to back without their backoff. It now
+// waits until the record's next attempt time.
+func TestEarlyRetryCopyWaitsForItsBackoff(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	spec := jobs.Spec{ID: "early-copy", Command: "true", MaxAttempts: 3}.WithDefaults()
+	next := time.Now().Add(3 * time.Second).UTC()
+	run := record(spec, jobs.StateRetryWait, 1, "", time.Now())
+	run.NextAttemptAt = next
+	if _, err := e.st.CreateRun(e.ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.PublishJob(e.ctx, run.Spec, jobs.AnonymousOwner, "early-copy.copy"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandruntest.FastConfig()
+	cfg.NoReaper = true
+	sandruntest.StartWorker(t, e.st, cfg)
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
+	if r.State != jobs.StateSucceeded || r.Attempt != 2 {
+		t.Fatalf("%s attempt %d, want succeeded on attempt 2", r.State, r.Attempt)
+	}
+	if r.StartedAt.Before(next) {
+		t.Errorf("attempt 2 started %s before its backoff ended", next.Sub(r.StartedAt).Round(time.Millisecond))
+	}
+}
