@@ -21,10 +21,10 @@ import (
 	"github.com/sandrun/sandrun/client"
 )
 
-// resultKeys matches every job's committed result in sandrun's state
-// bucket (jobs.ResultKey("*"); batch items, "<batch>.<n>", are not
-// submitted here).
-const resultKeys = "result.*"
+// resultKeys matches every job's record in sandrun's state bucket; a
+// record that carries a result is the job's commit (batch items,
+// "<batch>.<n>", are not submitted here).
+const resultKeys = "run.*"
 
 // buildSandrun builds the sandrun CLI from the module this one replaces
 // (the parent directory) into dir, with that module's own go.mod and
@@ -226,12 +226,18 @@ func (t *sandrunTarget) follow() {
 		if tr == nil {
 			continue
 		}
-		id := strings.TrimPrefix(e.Key(), "result.")
-		var r client.Result
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			tr.finished(id, fmt.Errorf("decode result: %w", err), time.Now())
+		id := strings.TrimPrefix(e.Key(), "run.")
+		var rec struct {
+			Result *client.Result `json:"result"`
+		}
+		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+			tr.finished(id, fmt.Errorf("decode job record: %w", err), time.Now())
 			continue
 		}
+		if rec.Result == nil {
+			continue // claimed, not ended
+		}
+		r := *rec.Result
 		var failed error
 		if r.State != client.StateSucceeded {
 			failed = fmt.Errorf("%s (exit %d): %s", r.State, r.ExitCode, r.Error)
