@@ -11,8 +11,10 @@ import (
 
 // LogDrain bounds how long the output is still waited for once the exit
 // code is known and nothing comes: only processes the job left behind
-// can hold the stream open.
-const LogDrain = 2 * time.Second
+// can hold the stream open. At 2 s a loaded machine (CI, the race
+// detector) stalled a healthy stream that long and lost the end of a
+// 20 MiB output; a job with leftovers pays the wait.
+const LogDrain = 10 * time.Second
 
 // LogStream is the output being copied: err is set when done is closed,
 // and last is when output last came (Unix nanoseconds).
