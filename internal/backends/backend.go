@@ -72,6 +72,14 @@ type Spec struct {
 	// Session, when set, asks for a persistent workload shared by the
 	// jobs of the same key (backends with PersistentSessions).
 	Session string
+	// StartGate, when set, is asked right before the workload starts —
+	// after everything that can take time is ready — and an error from it
+	// stops the run before anything starts (Run returns it). The worker
+	// checks there that its lease still holds: a worker frozen between an
+	// earlier check and the start would otherwise start a lost attempt's
+	// process after another attempt took over. Backends that do not call
+	// it leave the worker's own check, made just before Run, as the gate.
+	StartGate func() error `json:"-"`
 }
 
 // DefaultKillGrace is used when Spec.KillGrace is zero.

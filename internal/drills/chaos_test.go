@@ -1,9 +1,7 @@
 package drills
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
@@ -27,21 +23,21 @@ import (
 
 // TestChaos is a randomized fault-injection run with a checker of the
 // whole history, in the spirit of Jepsen. Each seed submits a mix of jobs
-// (quick, slow, failing and retried, large output, canceled mid-run) to a
-// single-node server with three workers, and for a few seconds injects
-// overlapping faults chosen by the seed: kill -9 of a worker, SIGSTOP and
-// SIGCONT of one past its lease, a drain with a short timeout, a kill -9
-// and restart of the server, and extra copies of dispatch messages. Then
-// everything heals and every job must end. A watch opened before the first
-// submit records every write of the job records and results, and every
-// command logs when it starts and ends. The checker asserts that every job
-// ends with exactly one committed result, never replaced; that commands
-// start no more often than max_attempts; that a succeeded result belongs
-// to a command that ran to its end; and that no command starts after its
-// cancel was acknowledged.
+// (quick, slow, failing and retried, large output, canceled mid-run) to
+// three workers on a single-node server, or, one seed in four, on a
+// 3-node cluster, and for a few seconds injects overlapping faults chosen
+// by the seed: kill -9 of a worker, SIGSTOP and SIGCONT of one past its
+// lease, a drain with a short timeout, a kill -9 and restart of the
+// server (of one node of three), a worker's connections cut at the TCP
+// proxy it reaches the servers through, and extra copies of dispatch
+// messages. Then everything heals and every job must end. Watches opened
+// before the first submit record every write of the job records and
+// results, and every command logs its attempt (SANDRUN_ATTEMPT) when it
+// starts and ends. chaos_check_test.go holds the checker and its rules.
 //
 // SANDRUN_CHAOS_SEEDS picks the seeds ("1-200", "7,9"); by default CI runs
-// seeds 1-20 and a developer machine seeds 1-3. docs/RELIABILITY.md
+// seeds 1-20 and a developer machine seeds 1-3. A failed seed logs its
+// history; SANDRUN_CHAOS_REPORT=1 logs every seed's. docs/RELIABILITY.md
 // records the long runs.
 func TestChaos(t *testing.T) {
 	seeds := chaosSeeds(t)
@@ -82,6 +78,10 @@ func chaosSeeds(t *testing.T) []uint64 {
 	return out
 }
 
+// chaosClustered reports whether a seed runs on a 3-node cluster: one
+// seed in four, as they cost about twice a single node's.
+func chaosClustered(seed uint64) bool { return seed%4 == 0 }
+
 // chaosJob is one job of a run and what the checker expects of it.
 type chaosJob struct {
 	spec     jobs.Spec
@@ -89,33 +89,27 @@ type chaosJob struct {
 	cancelAt time.Time // when its cancel was acknowledged (kind cancel; zero until then)
 }
 
-// chaosRun is one seed's world and what it recorded.
+// chaosRun is one seed's world and what it recorded. The fault loop's
+// goroutine alone changes the world; the watches write under mu.
 type chaosRun struct {
 	t       *testing.T
 	seed    uint64
 	rng     *rand.Rand
 	dir     string
 	logPath string
-	url     string
-	port    int
-	server  *proc
-	workers []*proc
-	stopped []bool // SIGSTOPped
+	servers *chaosServers
+	workers []*chaosWorker
 	cl      *client.Client
 	jobs    []*chaosJob
-	faults  []string
+	faults  []string       // what happened when, for a report
+	tally   map[string]int // faults by kind
+	healed  time.Time      // when the last fault ended
 
-	mu     sync.Mutex
-	writes map[string][]chaosWrite // by key: every write of run.ID and result.ID, in order
-}
+	rewatch []chan struct{} // asks each watch to start again
 
-// chaosWrite is one write of a record, as the watch saw it.
-type chaosWrite struct {
-	rev   uint64
-	op    jetstream.KeyValueOp
-	at    time.Time
-	state jobs.State
-	try   int // the record's attempt
+	mu      sync.Mutex
+	history map[string][]chaosWrite // by job ID: every write of run.ID and result.ID, in revision order
+	revs    map[uint64]time.Time    // every revision of the bucket a watch delivered, and its store time
 }
 
 func runChaos(t *testing.T, seed uint64) *chaosRun {
@@ -126,19 +120,23 @@ func runChaos(t *testing.T, seed uint64) *chaosRun {
 	}
 	_ = os.Chmod(logDir, 0o777) // the umask; the local backend may run jobs as another user
 	h := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5a4d)), dir: dir,
-		logPath: filepath.Join(logDir, "commands"), port: freePort(t), writes: map[string][]chaosWrite{}}
-	h.url = fmt.Sprintf("nats://127.0.0.1:%d", h.port)
-	h.startServer()
-	if err := natsutil.WaitJetStream(t.Context(), h.url, 1); err != nil {
+		logPath: filepath.Join(logDir, "commands"), tally: map[string]int{},
+		history: map[string][]chaosWrite{}, revs: map[uint64]time.Time{}}
+	h.servers = startChaosServers(t, dir, chaosClustered(seed))
+	url := h.servers.url()
+	if err := natsutil.WaitJetStream(t.Context(), url, h.servers.replicas()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		h.workers = append(h.workers, nil)
-		h.stopped = append(h.stopped, false)
+		h.workers = append(h.workers, newChaosWorker(t, fmt.Sprintf("chaos-w%d", i), h.servers))
 		h.startWorker(i)
 	}
-	h.cl = connect(t, h.url)
+	h.cl = connect(t, url)
 	h.watch()
+	// Registered last, so it runs first of the cleanups, whatever
+	// processes the faults started.
+	defer t.Cleanup(h.stop)
+	h.note("%d node(s)", h.servers.size())
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -149,66 +147,12 @@ func runChaos(t *testing.T, seed uint64) *chaosRun {
 	return h
 }
 
-func (h *chaosRun) startServer() {
-	h.server = start(h.t, "server", "server", "--no-auth", "--data", filepath.Join(h.dir, "data"), "--port", strconv.Itoa(h.port))
-}
-
 func (h *chaosRun) startWorker(i int) {
-	name := fmt.Sprintf("chaos-w%d", i)
-	h.workers[i] = start(h.t, name, "worker", "--nats-url", h.url, "--replicas", "1", "--name", name,
+	w := h.workers[i]
+	w.p = start(h.t, w.name, "worker", "--nats-url", w.url(), "--replicas", strconv.Itoa(h.servers.replicas()), "--name", w.name,
 		"--slots", "4", "--lease-ttl", "3s", "--election-ttl", "2s", "--reaper-scan", "2s", "--kill-grace", "500ms",
 		"--drain-timeout", "1s", "--pull-wait", "1s", "--log-format", "text")
-	h.stopped[i] = false
-}
-
-// watch records every write of the job records and results from before
-// the first submit. It reconnects through server restarts (Follow resumes
-// after the last revision it saw).
-func (h *chaosRun) watch() {
-	st := h.cl.Store()
-	ready := make(chan error, 1)
-	go st.Follow(h.t.Context(), st.State, ">", func(err error) { ready <- err }, func(e jetstream.KeyValueEntry) {
-		key := e.Key()
-		if !strings.HasPrefix(key, "run.") && !strings.HasPrefix(key, "result.") {
-			return
-		}
-		w := chaosWrite{rev: e.Revision(), op: e.Operation(), at: e.Created()}
-		if e.Operation() == jetstream.KeyValuePut {
-			if strings.HasPrefix(key, "run.") {
-				var r jobs.Run
-				_ = json.Unmarshal(e.Value(), &r)
-				w.state, w.try = r.State, r.Attempt
-				if r.Result != nil {
-					// A commit: the result is part of the record's
-					// write. Kept with the results, as one was.
-					c := chaosWrite{rev: w.rev, op: w.op, at: w.at, state: r.Result.State, try: r.Result.Attempt}
-					rk := resultKey(strings.TrimPrefix(key, "run."))
-					h.mu.Lock()
-					h.writes[rk] = append(h.writes[rk], c)
-					h.mu.Unlock()
-				}
-			} else {
-				var r jobs.Result
-				_ = json.Unmarshal(e.Value(), &r)
-				w.state, w.try = r.State, r.Attempt
-			}
-		}
-		h.mu.Lock()
-		h.writes[key] = append(h.writes[key], w)
-		h.mu.Unlock()
-	})
-	if err := <-ready; err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-// command is a job's command line: it logs its start and its end (with
-// the time in nanoseconds) around body.
-func (h *chaosRun) command(id, body string) string {
-	stamp := func(what string) string {
-		return fmt.Sprintf(`echo "%s %s $(date +%%s%%N)" >> %s`, what, id, h.logPath)
-	}
-	return stamp("start") + "; " + body + "; s=$?; " + stamp("end") + "; exit $s"
+	w.stopped = false
 }
 
 func (h *chaosRun) submitAll(ctx context.Context) {
@@ -257,22 +201,26 @@ func (h *chaosRun) retry(ctx context.Context, what string, op func() error) {
 	}
 }
 
+// timed is a step of the fault window due at a moment: a cancel, or the
+// end of a fault (a worker started again, thawed, reconnected, a node
+// started again).
+type timed struct {
+	at time.Time
+	do func()
+}
+
 // faultWindow injects overlapping faults for d, and cancels the jobs of
 // kind cancel at random times in it.
 func (h *chaosRun) faultWindow(ctx context.Context, d time.Duration) {
 	end := time.Now().Add(d)
-	type timed struct {
-		at time.Time
-		do func()
-	}
 	var later []timed
 	for _, j := range h.jobs {
 		if j.kind == "cancel" {
-			j := j
 			later = append(later, timed{time.Now().Add(time.Duration(300+h.rng.IntN(3000)) * time.Millisecond), func() {
 				h.retry(ctx, "cancel "+j.spec.ID, func() error { _, err := h.cl.Cancel(ctx, j.spec.ID); return err })
 				j.cancelAt = time.Now()
 				h.note("cancel %s", j.spec.ID)
+				h.tally["cancel"]++
 			}})
 		}
 	}
@@ -290,96 +238,193 @@ func (h *chaosRun) faultWindow(ctx context.Context, d time.Duration) {
 			continue
 		}
 		next = now.Add(time.Duration(150+h.rng.IntN(450)) * time.Millisecond)
-		i := h.rng.IntN(len(h.workers))
-		switch f := h.rng.IntN(10); {
-		case f < 2: // kill -9 a worker; it comes back a little later
-			if h.workers[i] != nil && !h.stopped[i] {
-				h.workers[i].kill9()
-				h.workers[i] = nil
-				h.note("kill -9 w%d", i)
-				back := time.Duration(h.rng.IntN(1500)) * time.Millisecond
-				later = append(later, timed{now.Add(back), func() {
-					if h.workers[i] == nil {
-						h.startWorker(i)
-						h.note("start w%d", i)
-					}
-				}})
-			}
-		case f < 4: // freeze a worker, often past its lease
-			if h.workers[i] != nil && !h.stopped[i] {
-				_ = h.workers[i].cmd.Process.Signal(syscall.SIGSTOP)
-				h.stopped[i] = true
-				h.note("SIGSTOP w%d", i)
-				thaw := time.Duration(500+h.rng.IntN(4500)) * time.Millisecond
-				p := h.workers[i]
-				later = append(later, timed{now.Add(thaw), func() {
-					if h.workers[i] == p && h.stopped[i] {
-						_ = p.cmd.Process.Signal(syscall.SIGCONT)
-						h.stopped[i] = false
-						h.note("SIGCONT w%d", i)
-					}
-				}})
-			}
-		case f < 5: // drain a worker with a short timeout, then start it again
-			if h.workers[i] != nil && !h.stopped[i] {
-				p := h.workers[i]
-				_ = p.cmd.Process.Signal(syscall.SIGTERM)
-				h.note("drain w%d", i)
-				select {
-				case <-p.done:
-				case <-time.After(10 * time.Second):
-					p.kill9()
-				}
-				h.startWorker(i)
-			}
-		case f < 6: // restart the server
-			h.server.kill9()
-			h.note("kill -9 server")
-			time.Sleep(time.Duration(h.rng.IntN(500)) * time.Millisecond)
-			h.startServer()
-			h.note("start server")
-		default: // an extra copy of a dispatch message
-			j := h.jobs[h.rng.IntN(len(h.jobs))]
-			msgID := fmt.Sprintf("chaos-copy-%d-%d", h.seed, h.rng.Uint64())
-			h.retry(ctx, "copy "+j.spec.ID, func() error {
-				spec := j.spec.WithDefaults()
-				spec.SubmittedAt = time.Now().UTC()
-				return h.cl.Store().PublishJob(ctx, spec, jobs.AnonymousOwner, msgID)
-			})
-			h.note("copy %s", j.spec.ID)
-		}
+		later = append(later, h.fault(ctx, now)...)
 	}
 	for _, l := range later {
 		l.do()
 	}
 }
 
+// fault injects one fault chosen by the seed and returns the steps that
+// end it later, if any.
+func (h *chaosRun) fault(ctx context.Context, now time.Time) []timed {
+	i := h.rng.IntN(len(h.workers))
+	w := h.workers[i]
+	switch f := h.rng.IntN(12); {
+	case f < 2: // kill -9 a worker; it comes back a little later
+		if !w.alive() || w.stopped {
+			return nil
+		}
+		w.p.kill9()
+		w.p = nil
+		h.note("kill -9 w%d", i)
+		h.tally["kill -9 worker"]++
+		back := time.Duration(h.rng.IntN(1500)) * time.Millisecond
+		return []timed{{now.Add(back), func() {
+			if w.p == nil {
+				h.startWorker(i)
+				h.note("start w%d", i)
+			}
+		}}}
+	case f < 4: // freeze a worker, often past its lease
+		if !w.alive() || w.stopped {
+			return nil
+		}
+		w.signal(syscall.SIGSTOP)
+		w.stopped = true
+		h.note("SIGSTOP w%d", i)
+		h.tally["SIGSTOP"]++
+		thaw := time.Duration(500+h.rng.IntN(4500)) * time.Millisecond
+		p := w.p
+		return []timed{{now.Add(thaw), func() {
+			if w.p == p && w.stopped {
+				w.signal(syscall.SIGCONT)
+				w.stopped = false
+				h.note("SIGCONT w%d", i)
+			}
+		}}}
+	case f < 5: // drain a worker with a short timeout, then start it again
+		if !w.alive() || w.stopped {
+			return nil
+		}
+		w.signal(syscall.SIGTERM)
+		h.note("drain w%d", i)
+		h.tally["drain"]++
+		select {
+		case <-w.p.done:
+		case <-time.After(10 * time.Second):
+			w.p.kill9()
+		}
+		h.startWorker(i)
+		return nil
+	case f < 6 || (f == 11 && h.servers.c != nil):
+		// kill -9 the server, or one node of three, and restart it; on
+		// a cluster twice as often (node restarts are what it is for)
+		return h.serverFault(now)
+	case f < 8: // cut a worker's connections at its proxy for a while
+		if w.cut {
+			return nil
+		}
+		w.block()
+		h.note("cut w%d", i)
+		h.tally["cut"]++
+		back := time.Duration(500+h.rng.IntN(3500)) * time.Millisecond
+		return []timed{{now.Add(back), func() {
+			if w.cut {
+				w.unblock()
+				h.note("reconnect w%d", i)
+			}
+		}}}
+	default: // an extra copy of a dispatch message
+		j := h.jobs[h.rng.IntN(len(h.jobs))]
+		msgID := fmt.Sprintf("chaos-copy-%d-%d", h.seed, h.rng.Uint64())
+		h.retry(ctx, "copy "+j.spec.ID, func() error {
+			spec := j.spec.WithDefaults()
+			spec.SubmittedAt = time.Now().UTC()
+			return h.cl.Store().PublishJob(ctx, spec, jobs.AnonymousOwner, msgID)
+		})
+		h.note("copy %s", j.spec.ID)
+		h.tally["copy"]++
+		return nil
+	}
+}
+
+// serverFault kills the server with SIGKILL and starts it again 0–0.5 s
+// later; on a cluster it kills one node, never a second while one is
+// down, and starts it again 0–1.5 s later.
+func (h *chaosRun) serverFault(now time.Time) []timed {
+	s := h.servers
+	if s.c == nil {
+		s.kill9(0)
+		h.note("kill -9 server")
+		h.tally["kill -9 server"]++
+		time.Sleep(time.Duration(h.rng.IntN(500)) * time.Millisecond)
+		s.start(0)
+		h.note("start server")
+		return nil
+	}
+	if s.down >= 0 {
+		return nil
+	}
+	k := h.rng.IntN(s.size())
+	s.kill9(k)
+	h.restartWatches()
+	h.note("kill -9 node %d", k)
+	h.tally["kill -9 node"]++
+	back := time.Duration(h.rng.IntN(1500)) * time.Millisecond
+	return []timed{{now.Add(back), func() {
+		if s.down == k {
+			s.start(k)
+			h.note("start node %d", k)
+		}
+	}}}
+}
+
 func (h *chaosRun) note(format string, args ...any) {
 	h.faults = append(h.faults, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
-// heal thaws every frozen worker and starts every killed one.
+// heal starts a node that is down, reconnects every cut worker, thaws
+// every frozen one and starts every one that is not running.
 func (h *chaosRun) heal() {
-	for i, p := range h.workers {
+	if k := h.servers.down; k >= 0 {
+		h.servers.start(k)
+	}
+	for i, w := range h.workers {
+		if w.cut {
+			w.unblock()
+		}
 		switch {
-		case p == nil:
+		case w.p != nil && !w.alive():
+			h.note("w%d had exited on its own", i)
 			h.startWorker(i)
-		case h.stopped[i]:
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			h.stopped[i] = false
+		case w.p == nil:
+			h.startWorker(i)
+		case w.stopped:
+			w.signal(syscall.SIGCONT)
+			w.stopped = false
 		}
 	}
 	h.note("healed")
+	h.healed = time.Now()
 }
 
-// waitAllEnded waits until every job has a result.
+// stop ends the world once its history is checked: the workers first, all
+// at once, then (by the cleanups of start) the servers. A worker whose
+// server stopped first retries its last writes until it is killed, 20 s
+// later.
+func (h *chaosRun) stop() {
+	var wg sync.WaitGroup
+	for _, w := range h.workers {
+		if !w.alive() {
+			continue
+		}
+		if w.cut {
+			w.unblock()
+		}
+		if w.stopped {
+			w.signal(syscall.SIGCONT)
+		}
+		wg.Go(func() {
+			w.signal(syscall.SIGINT)
+			select {
+			case <-w.p.done:
+			case <-time.After(10 * time.Second):
+				w.p.kill9()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// waitAllEnded waits until every job has a committed result.
 func (h *chaosRun) waitAllEnded(ctx context.Context, within time.Duration) {
 	deadline := time.Now().Add(within)
 	for {
 		missing := ""
 		h.mu.Lock()
 		for _, j := range h.jobs {
-			if len(h.writes[resultKey(j.spec.ID)]) == 0 {
+			if committed(h.history[j.spec.ID]) < 0 {
 				missing = j.spec.ID
 				break
 			}
@@ -391,143 +436,11 @@ func (h *chaosRun) waitAllEnded(ctx context.Context, within time.Duration) {
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			h.t.Errorf("seed %d: %s has no result %s after the faults healed", h.seed, missing, within)
-			h.report()
+			h.mu.Lock()
+			h.report(nil, nil)
+			h.mu.Unlock()
 			h.t.FailNow()
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
-
-// commandLog reads what the commands logged: per job, the start and end
-// times of each run of its command, in order.
-func (h *chaosRun) commandLog() (starts, ends map[string][]time.Time) {
-	starts, ends = map[string][]time.Time{}, map[string][]time.Time{}
-	f, err := os.Open(h.logPath)
-	if err != nil {
-		h.t.Fatalf("command log: %v", err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) != 3 {
-			h.t.Errorf("command log: torn line %q", sc.Text())
-			continue
-		}
-		ns, err := strconv.ParseInt(fields[2], 10, 64)
-		if err != nil {
-			h.t.Errorf("command log: %q: %v", sc.Text(), err)
-			continue
-		}
-		at := time.Unix(0, ns)
-		if fields[0] == "start" {
-			starts[fields[1]] = append(starts[fields[1]], at)
-		} else {
-			ends[fields[1]] = append(ends[fields[1]], at)
-		}
-	}
-	return starts, ends
-}
-
-// check is the history checker.
-func (h *chaosRun) check(t *testing.T) {
-	starts, ends := h.commandLog()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	bad := false
-	fail := func(format string, args ...any) {
-		bad = true
-		t.Errorf("seed %d: "+format, append([]any{h.seed}, args...)...)
-	}
-	for _, j := range h.jobs {
-		id := j.spec.ID
-		var results []chaosWrite
-		for _, w := range h.writes[resultKey(id)] {
-			if w.op == jetstream.KeyValuePut {
-				results = append(results, w)
-			}
-		}
-		switch {
-		case len(results) == 0:
-			fail("%s: no committed result", id)
-			continue
-		case len(results) > 1:
-			states := make([]string, len(results))
-			for i, r := range results {
-				states[i] = fmt.Sprintf("%s (attempt %d)", r.state, r.try)
-			}
-			fail("%s: %d committed results, one replaced another: %s", id, len(results), strings.Join(states, " then "))
-		}
-		final := results[len(results)-1]
-		// A job a draining worker hands back gives its attempt back: it
-		// did not fail. Those starts are allowed on top of max_attempts.
-		handBacks, running := 0, false
-		for _, w := range h.writes[jobs.RunKey(id)] {
-			if w.state == jobs.StateQueued && running {
-				handBacks++
-			}
-			running = w.state == jobs.StateRunning
-		}
-		if n := len(starts[id]); n > j.spec.MaxAttempts+handBacks {
-			fail("%s: its command started %d times, max_attempts %d (+%d handed back)", id, n, j.spec.MaxAttempts, handBacks)
-		}
-		if final.state == jobs.StateSucceeded && len(ends[id]) == 0 {
-			fail("%s: succeeded, but its command never ran to its end", id)
-		}
-		if j.kind == "failing" && final.state == jobs.StateSucceeded {
-			fail("%s: a command that exits 3 succeeded", id)
-		}
-		if !j.cancelAt.IsZero() {
-			h.checkCancel(j, starts[id], final, fail)
-		}
-	}
-	if bad {
-		h.report()
-	}
-}
-
-// checkCancel: no attempt claimed after the cancel was acknowledged starts
-// its command. An attempt
-// claimed before the cancel may still start its command after it (a
-// worker frozen between its claim and the start of the process; no check
-// before a start can close that window), and is then stopped — or, when
-// its worker cannot act on the cancel in time (frozen), it ends as it
-// would have; a succeeded result still needs a command that ran to its end.
-func (h *chaosRun) checkCancel(j *chaosJob, starts []time.Time, final chaosWrite, fail func(string, ...any)) {
-	id := j.spec.ID
-	var claims []time.Time // claims stored after the cancel was acknowledged
-	for _, w := range h.writes[jobs.RunKey(id)] {
-		if w.state == jobs.StateRunning && w.at.After(j.cancelAt) {
-			claims = append(claims, w.at)
-		}
-	}
-	for _, s := range starts {
-		for _, c := range claims {
-			if !s.Before(c) {
-				fail("%s: an attempt claimed %v after its cancel was acknowledged started its command", id, c.Sub(j.cancelAt).Round(time.Millisecond))
-			}
-		}
-	}
-	if final.state == jobs.StateQueued || final.state == jobs.StateRunning {
-		fail("%s: result in state %s", id, final.state)
-	}
-}
-
-// report logs the faults and each job's history, for a failed seed.
-func (h *chaosRun) report() {
-	h.t.Logf("seed %d faults:\n%s", h.seed, strings.Join(h.faults, "\n"))
-	for _, j := range h.jobs {
-		var b strings.Builder
-		for _, key := range []string{jobs.RunKey(j.spec.ID), resultKey(j.spec.ID)} {
-			for _, w := range h.writes[key] {
-				fmt.Fprintf(&b, "  %s %s rev %d %s attempt %d\n", w.at.Format("15:04:05.000"), key, w.rev, w.state, w.try)
-			}
-		}
-		h.t.Logf("%s (%s, max_attempts %d, cancel %v):\n%s", j.spec.ID, j.kind, j.spec.MaxAttempts, j.cancelAt.Format("15:04:05.000"), b.String())
-	}
-}
-
-// resultKey is where the history keeps a job's commits: the record writes
-// that carry a result (and the writes of result.<id>, where results were
-// kept before they moved into the record).
-func resultKey(id string) string { return "result." + id }

@@ -79,7 +79,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	}
 	bspec := backends.Spec{
 		JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Deployment: w.store.Deployment, Command: j.spec.Command,
-		Dir: j.spec.Cwd, Env: attemptEnv(env, j.spec.ID, j.attempt), KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: sessionKey(j.run, j.spec.Session),
+		Dir: j.spec.Cwd, Env: attemptEnv(env, j.spec.ID, j.attempt), StartGate: j.startGate, KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: sessionKey(j.run, j.spec.Session),
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)
 	if err != nil {
@@ -188,6 +188,18 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		w.countBackendError(j.spec.Backend, err)
 		j.failed(ctx, "backend: "+err.Error(), !errors.Is(err, backends.ErrPermanent))
 	}
+}
+
+// startGate is asked by a backend right before the workload starts: the
+// lease must still be valid by the clock, and no cancel request in.
+func (j *job) startGate() error {
+	if err := j.keeper.Valid(); err != nil {
+		return fmt.Errorf("%w: %w", errLeaseLost, err)
+	}
+	if j.w.cancelRequested(j.run.OwnerString(), j.spec.ID) {
+		return errCanceled
+	}
+	return nil
 }
 
 // abandonSlack is how long past its kill grace a backend may take to

@@ -209,3 +209,29 @@ func TestFailingWriterDoesNotStopJob(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 3, %q", res.ExitCode, stderr.String(), "err\n")
 	}
 }
+
+// TestStartGateStopsTheStart: a gate that says no stops the run before
+// the command starts (the worker's lease check, asked as late as it can
+// be), and its error comes back.
+func TestStartGateStopsTheStart(t *testing.T) {
+	t.Parallel()
+	l, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	closed := errors.New("lease gone")
+	_, err = l.Run(t.Context(), backends.Spec{Command: "touch " + marker, StartGate: func() error { return closed }}, backends.Output{})
+	if !errors.Is(err, closed) {
+		t.Fatalf("Run: %v, want the gate's error", err)
+	}
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatal("the command ran though the gate said no")
+	}
+	if _, err := l.Run(t.Context(), backends.Spec{Command: "touch " + marker, StartGate: func() error { return nil }}, backends.Output{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, serr := os.Stat(marker); serr != nil {
+		t.Fatal("the command did not run though the gate said yes")
+	}
+}

@@ -57,7 +57,7 @@ func (l *Local) Run(ctx context.Context, spec backends.Spec, out backends.Output
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, grp.FD()
 	}
 	defer l.cg.remove(grp, spec)
-	return runCmd(ctx, cmd, spec.Grace(), out, grp)
+	return runCmd(ctx, cmd, spec.Grace(), out, grp, spec.StartGate)
 }
 
 // LookPath finds an executable on PATH, for backends that wrap a runtime's
@@ -96,12 +96,12 @@ func RunProcess(ctx context.Context, p Process, grace time.Duration, out backend
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = outputDrain
-	return runCmd(ctx, cmd, grace, out, nil)
+	return runCmd(ctx, cmd, grace, out, nil, nil)
 }
 
 // runCmd starts cmd (a process group leader, born in grp when grp is not
 // nil) and waits for it; see Run. It does not remove grp.
-func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output, grp *cgroup.Group) (backends.Result, error) {
+func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output, grp *cgroup.Group, gate func() error) (backends.Result, error) {
 	res := backends.Result{ExitCode: -1}
 	stdout, stderr := guard(out.Stdout), guard(out.Stderr)
 	if stdout != nil {
@@ -111,6 +111,11 @@ func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backend
 		cmd.Stderr = stderr
 	}
 
+	if gate != nil {
+		if err := gate(); err != nil {
+			return res, fmt.Errorf("local: not started: %w", err)
+		}
+	}
 	res.StartedAt = time.Now()
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.E2BIG) {

@@ -1,0 +1,162 @@
+package drills
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// watch starts the watches that record every write of the job records
+// and results from before the first submit: one per node, each on a
+// connection to its node alone, and the history is what any of them saw.
+//
+// A write replaced while a watch is away is lost to it (the bucket keeps
+// one value per key). So each watch comes back fast: its connection tries
+// again every 50 ms (a client's waits 2 s), and when a cluster node is
+// killed (h.rewatch) each watch opens a new one at once, as the node may
+// have held its consumer, which the consumer's heartbeats take seconds to
+// notice; it keeps the old one until the new one is open, which can take
+// as long as the cluster takes to elect leaders. A new watch resumes
+// after the last revision seen, but its consumer may land on a node still
+// catching up, whose copy lacks what was replaced meanwhile: the other
+// watches cover that.
+func (h *chaosRun) watch() {
+	for i := range h.servers.size() {
+		rewatch := make(chan struct{}, 1)
+		h.rewatch = append(h.rewatch, rewatch)
+		h.watchVia("nats://"+h.servers.addr(i), rewatch)
+	}
+}
+
+// restartWatches asks every watch to start again.
+func (h *chaosRun) restartWatches() {
+	for _, c := range h.rewatch {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *chaosRun) watchVia(url string, rewatch <-chan struct{}) {
+	ctx := h.t.Context()
+	nc, err := nats.Connect(url, nats.Name("chaos-watch"), nats.MaxReconnects(-1),
+		nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(time.Second))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	st, err := jobs.OpenLayout(ctx, js, nc.ConnectedServerVersion())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	kv := st.State
+	status, err := kv.Status(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	bs, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		h.t.Fatalf("bucket status %T", status)
+	}
+	last := bs.StreamInfo().State.LastSeq
+	connected := nc.StatusChanged(nats.CONNECTED)
+	w, err := kv.Watch(ctx, ">", jetstream.ResumeFromRevision(last+1))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	go func() {
+		defer nc.RemoveStatusListener(connected)
+		var next chan jetstream.KeyWatcher // the watch being opened on a rewatch, if any
+		for w != nil {
+			select {
+			case <-ctx.Done():
+				_ = w.Stop()
+				return
+			case <-connected:
+				// The old connection's subscription is gone.
+				_ = w.Stop()
+				w = openWatch(ctx, kv, last)
+			case <-rewatch:
+				// Open the new watch before stopping this one, which
+				// may still deliver: while the cluster elects leaders
+				// the opening can take seconds.
+				if next == nil {
+					next = make(chan jetstream.KeyWatcher, 1)
+					go func(next chan<- jetstream.KeyWatcher, from uint64) { next <- openWatch(ctx, kv, from) }(next, last)
+				}
+			case nw := <-next:
+				next = nil
+				_ = w.Stop()
+				w = nw
+			case e, ok := <-w.Updates():
+				switch {
+				case !ok:
+					w = openWatch(ctx, kv, last)
+				case e != nil && e.Revision() > last: // not the initial-values marker, or a replay
+					last = e.Revision()
+					h.add(e)
+				}
+			}
+		}
+	}()
+}
+
+// openWatch watches kv from the revision after last, trying again until
+// it can or ctx is done (nil).
+func openWatch(ctx context.Context, kv jetstream.KeyValue, last uint64) jetstream.KeyWatcher {
+	for ctx.Err() == nil {
+		if w, err := kv.Watch(ctx, ">", jetstream.ResumeFromRevision(last+1)); err == nil {
+			return w
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// add records one write of the bucket, once, whichever watches saw it.
+func (h *chaosRun) add(e jetstream.KeyValueEntry) {
+	w := chaosWrite{rev: e.Revision(), op: e.Operation(), at: e.Created()}
+	id, isRun := strings.CutPrefix(e.Key(), jobs.RunKey(""))
+	if !isRun {
+		id, w.result = strings.CutPrefix(e.Key(), resultKey(""))
+	}
+	if (isRun || w.result) && e.Operation() == jetstream.KeyValuePut {
+		if w.result {
+			var r chaosResult
+			w.bad = json.Unmarshal(e.Value(), &r)
+			w.outcome, w.why = &r.chaosOutcome, r.why()
+			w.state, w.try, w.worker = r.State, r.Attempt, r.Worker
+		} else {
+			var r chaosRecord
+			w.bad = json.Unmarshal(e.Value(), &r)
+			w.state, w.try, w.worker = r.State, r.Attempt, r.Worker
+			if r.Result != nil {
+				w.outcome, w.why = &r.Result.chaosOutcome, r.Result.why()
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, seen := h.revs[w.rev]; seen {
+		return
+	}
+	h.revs[w.rev] = w.at
+	if isRun || w.result {
+		history := h.history[id]
+		i, _ := slices.BinarySearchFunc(history, w.rev, func(x chaosWrite, rev uint64) int { return cmp.Compare(x.rev, rev) })
+		h.history[id] = slices.Insert(history, i, w)
+	}
+}
