@@ -103,17 +103,29 @@ func (h *chaosRun) gaps() []chaosGap {
 // command is a job's command line: it logs its start and its end, with
 // the job ID and the attempt the worker put in its environment and the
 // time in nanoseconds, around body.
+//
+// The start line also says when the process was created, which is what
+// the stale-start rule is about: the line itself comes after the shell
+// and date have started, which on a loaded machine can be seconds later.
+// The shell's start time since boot (/proc/$$/stat, in 1/100 s) is turned
+// into wall time by the uptime read just after date's clock, so the
+// estimate is never later than the truth.
 func (h *chaosRun) command(id, body string) string {
 	stamp := func(what string) string {
 		return fmt.Sprintf(`echo "%s %s $SANDRUN_JOB_ID $SANDRUN_ATTEMPT $(date +%%s%%N)" >> %s`, what, id, h.logPath)
 	}
-	return stamp("start") + "; " + body + "; s=$?; " + stamp("end") + "; exit $s"
+	start := fmt.Sprintf(`n=$(date +%%s%%N); read -r u _ < /proc/uptime; read -r p < /proc/$$/stat; p=${p##*) }; set -- $p; `+
+		`echo "start %s $SANDRUN_JOB_ID $SANDRUN_ATTEMPT $n $u ${20}" >> %s`, id, h.logPath)
+	return start + "; " + body + "; s=$?; " + stamp("end") + "; exit $s"
 }
 
 // chaosLine is a start or an end a command logged.
 type chaosLine struct {
 	attempt int
 	at      time.Time
+	// forked is when the command's process was created (starts only; at
+	// most 10 ms early, never late).
+	forked time.Time
 }
 
 // commandLog reads what the commands logged: per job, the starts and the
@@ -128,7 +140,7 @@ func (h *chaosRun) commandLog() (starts, ends map[string][]chaosLine) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) != 5 || (fields[0] != "start" && fields[0] != "end") {
+		if !(fields[0] == "start" && len(fields) == 7) && !(fields[0] == "end" && len(fields) == 5) {
 			h.t.Errorf("command log: torn line %q", sc.Text())
 			continue
 		}
@@ -147,6 +159,12 @@ func (h *chaosRun) commandLog() (starts, ends map[string][]chaosLine) {
 			continue
 		}
 		l := chaosLine{attempt: attempt, at: time.Unix(0, ns)}
+		if fields[0] == "start" {
+			if l.forked, err = forkedAt(l.at, fields[5], fields[6]); err != nil {
+				h.t.Errorf("command log: %q: %v", sc.Text(), err)
+				continue
+			}
+		}
 		if fields[0] == "start" {
 			starts[id] = append(starts[id], l)
 		} else {
@@ -225,3 +243,23 @@ func (h *chaosRun) report(starts, ends map[string][]chaosLine) {
 // resultKey is where results were kept before they moved into the job
 // record (run.<id> field "result"); the history reads both.
 func resultKey(id string) string { return "result." + id }
+
+// forkedAt turns a process's start time since boot (ticks of 1/100 s, as
+// /proc/PID/stat gives it) into wall time, from the wall clock now and
+// the uptime read just after it ("12345.67" seconds). Reading the uptime
+// after the clock makes the result early, never late.
+func forkedAt(now time.Time, uptime, ticks string) (time.Time, error) {
+	sec, frac, ok := strings.Cut(uptime, ".")
+	if !ok || len(frac) != 2 {
+		return time.Time{}, fmt.Errorf("uptime %q: want seconds with two decimals", uptime)
+	}
+	up, err := strconv.ParseInt(sec+frac, 10, 64) // 1/100 s
+	if err != nil {
+		return time.Time{}, fmt.Errorf("uptime %q: %w", uptime, err)
+	}
+	start, err := strconv.ParseInt(ticks, 10, 64)
+	if err != nil || start > up {
+		return time.Time{}, fmt.Errorf("start time %q (uptime %s): not a time since boot", ticks, uptime)
+	}
+	return now.Add(-time.Duration(up-start) * 10 * time.Millisecond), nil
+}

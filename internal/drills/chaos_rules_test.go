@@ -179,13 +179,13 @@ func TestChaosChecker(t *testing.T) {
 		max:     2,
 		history: []chaosWrite{record(10, running, 1, "w0"), record(30, queued, 1, ""), record(40, running, 2, "w1"), result(60, succeeded, 2, "w1")},
 		starts:  []chaosLine{line(42, 2), line(45, 1)}, ends: []chaosLine{line(50, 2)},
-		want: "attempt 1 started its command 5ms after attempt 2 was claimed by w1",
+		want: "attempt 1's process was created 5ms after attempt 2 was claimed by w1",
 	}, {
 		name:    "an attempt starts after the result",
 		max:     2,
 		history: []chaosWrite{record(10, running, 1, "w0"), record(30, queued, 1, ""), record(40, running, 2, "w1"), result(60, dead, 2, "w1")},
 		starts:  []chaosLine{line(70, 2)},
-		want:    "attempt 2 started its command 10ms after the job's result dead",
+		want:    "attempt 2's process was created 10ms after the job's result dead",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &chaosJob{spec: jobs.Spec{ID: "job", MaxAttempts: max(tc.max, 1)}, kind: tc.kind}
