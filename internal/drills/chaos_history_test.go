@@ -140,7 +140,9 @@ func (h *chaosRun) commandLog() (starts, ends map[string][]chaosLine) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if !(fields[0] == "start" && len(fields) == 7) && !(fields[0] == "end" && len(fields) == 5) {
+		startLine := len(fields) == 7 && fields[0] == "start"
+		endLine := len(fields) == 5 && fields[0] == "end"
+		if !startLine && !endLine {
 			h.t.Errorf("command log: torn line %q", sc.Text())
 			continue
 		}
