@@ -159,10 +159,7 @@ func (s *Store) End(ctx context.Context, run Run, r Result, rev uint64) (Run, ui
 	}
 	run.UpdatedAt = r.FinishedAt
 	run.Result = &r
-	nrev, err := s.UpdateRun(ctx, run, rev)
-	if errors.Is(err, ErrConflict) {
-		return run, 0, fmt.Errorf("%s: %w", run.Spec.ID, ErrFenced)
-	}
+	nrev, err := s.Move(ctx, run, rev)
 	return run, nrev, err
 }
 

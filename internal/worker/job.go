@@ -119,14 +119,14 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	// from a freeze runs on before that fires. Starting a process is what
 	// cannot be taken back, so ask the clock first (TestChaos seed 142).
 	// A cancel request that arrived since the claim (the watch delivers
-	// one a moment after it is acknowledged) stops the job here too.
-	switch {
-	case j.keeper.Valid() != nil:
-		err = fmt.Errorf("%w: %w", errLeaseLost, j.keeper.Valid())
+	// one a moment after it is acknowledged) stops the job here too. The
+	// backend asks the same gate again just before its start, where it
+	// can (Spec.StartGate).
+	switch gate := j.startGate(); {
+	case gate != nil:
+		err = gate
 	case context.Cause(tctx) != nil:
 		err = context.Cause(tctx)
-	case w.cancelRequested(j.run.OwnerString(), j.spec.ID):
-		err = errCanceled
 	default:
 		// A backend that ignores its context would keep the job running
 		// forever: past its kill grace and a minute, it is given up on,

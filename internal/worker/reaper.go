@@ -94,13 +94,18 @@ func (x reapIndex) apply(e jetstream.KeyValueEntry) (id string, expired bool) {
 		return id, e.Operation() == jetstream.KeyValuePurge
 	}
 	id = strings.TrimPrefix(e.Key(), jobs.RunKey(""))
-	var run jobs.Run
+	// Only what the pass decides on: every record write reaches the
+	// reaper, and decoding its spec and result would be wasted.
+	var run struct {
+		State         jobs.State `json:"state"`
+		UpdatedAt     time.Time  `json:"updated_at"`
+		NextAttemptAt time.Time  `json:"next_attempt_at"`
+	}
 	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &run) != nil || run.State.Terminal() {
 		delete(x.live, id)
 		return id, false
 	}
-	run.Spec = jobs.Spec{ID: id}
-	x.live[id] = run
+	x.live[id] = jobs.Run{Spec: jobs.Spec{ID: id}, State: run.State, UpdatedAt: run.UpdatedAt, NextAttemptAt: run.NextAttemptAt}
 	return id, false
 }
 
