@@ -115,9 +115,24 @@ type PolicyRecord struct {
 	Capped    bool          `json:"capped,omitempty"` // the worker ceiling lowered the requested mode
 	Reason    string        `json:"reason,omitempty"`
 	Matches   []PolicyMatch `json:"matches,omitempty"`
+	// MatchesOmitted counts the matches past the first MaxPolicyMatches,
+	// which the record leaves out; a match's Text is cut at
+	// MaxPolicyMatchText bytes. The record must fit in the job record's
+	// one message with the spec.
+	MatchesOmitted int `json:"matches_omitted,omitempty"`
 	// Shell is the dialect the command was read in (sh or bash).
 	Shell string `json:"shell,omitempty"`
 }
+
+// Bounds of a recorded policy decision: the terminal record carries the
+// spec and the result in one message (1 MiB by default). A 120 KiB command
+// of repeated dangerous commands made 7,926 matches, filling most of it;
+// a longer text per match would pass the limit, and the denial could
+// never be committed.
+const (
+	MaxPolicyMatches   = 100
+	MaxPolicyMatchText = 1 << 10
+)
 
 // PolicyMatch is one rule that fired, with where in the command.
 type PolicyMatch struct {

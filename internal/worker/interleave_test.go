@@ -292,3 +292,25 @@ func TestEarlyRetryCopyWaitsForItsBackoff(t *testing.T) {
 		t.Errorf("attempt 2 started %s before its backoff ended", next.Sub(r.StartedAt).Round(time.Millisecond))
 	}
 }
+
+// TestHugeDenialIsCommitted: a command near the size limit made of
+// dangerous commands recorded all of its 7,926 matches, most of the 1 MiB
+// message the terminal record (spec and result together) must fit in. The
+// recorded decision is bounded: the first matches and a count of the rest.
+func TestHugeDenialIsCommitted(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	sandruntest.StartWorker(t, e.st, sandruntest.FastConfig())
+	unit := "dd of=/dev/sda; mkfs /dev/sdb; "
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: strings.Repeat(unit, (120<<10)/len(unit)), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second)
+	if r.State != jobs.StateDenied || r.Policy == nil {
+		t.Fatalf("%s %q, want denied with its decision", r.State, r.Error)
+	}
+	if len(r.Policy.Matches) != jobs.MaxPolicyMatches || r.Policy.MatchesOmitted == 0 {
+		t.Errorf("%d matches recorded, %d omitted: want the first %d and a count of the rest", len(r.Policy.Matches), r.Policy.MatchesOmitted, jobs.MaxPolicyMatches)
+	}
+}

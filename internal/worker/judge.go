@@ -67,8 +67,16 @@ func (w *Worker) judge(j *job, isolated bool, shell string) policy.Decision {
 		decision = "deny"
 	}
 	rec := &jobs.PolicyRecord{Decision: decision, Mode: string(dec.Mode), Dangerous: dec.Dangerous, Capped: dec.Capped, Reason: dec.Reason, Shell: string(dec.Shell)}
-	for _, m := range dec.Matches {
-		rec.Matches = append(rec.Matches, jobs.PolicyMatch{Rule: m.Rule, Text: m.Text, Pos: m.Pos, Line: m.Line, Col: m.Col, Via: m.Via})
+	for i, m := range dec.Matches {
+		if i == jobs.MaxPolicyMatches {
+			rec.MatchesOmitted = len(dec.Matches) - i
+			break
+		}
+		text := m.Text
+		if len(text) > jobs.MaxPolicyMatchText {
+			text = strings.ToValidUTF8(text[:jobs.MaxPolicyMatchText], "") + "…"
+		}
+		rec.Matches = append(rec.Matches, jobs.PolicyMatch{Rule: m.Rule, Text: text, Pos: m.Pos, Line: m.Line, Col: m.Col, Via: m.Via})
 	}
 	j.policy = rec
 	// One count per rule that fired ("" for a clean command), so a
