@@ -304,21 +304,50 @@ func (w *Worker) register(ctx context.Context) {
 	}
 	info, _ := json.Marshal(jobs.WorkerInfo{Name: w.cfg.Name, Queues: w.cfg.Queues, Slots: w.cfg.Slots,
 		Backends: w.deps.Backends.Profiles(), Profiles: profiles, StartedAt: w.now().UTC()})
+	// A registration lost to a fault (a heartbeat that could not land
+	// while a stream leader moved) is taken again: a worker that outlives
+	// the fault is listed again, after at most its lease TTL.
+	retry := max(w.cfg.LeaseTTL/2, time.Second)
+	for warned := false; ; {
+		if w.registerOnce(ctx, info) || ctx.Err() != nil {
+			return
+		}
+		if !warned {
+			warned = true
+			w.log.Warn("worker registration failed (status will not list this worker until it succeeds)")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+	}
+}
+
+// registerOnce holds the registration until ctx ends (true) or the entry
+// is lost or cannot be taken (false).
+func (w *Worker) registerOnce(ctx context.Context, info []byte) bool {
 	l, err := lease.Acquire(ctx, w.store.JS, w.store.Workers, w.cfg.Name, w.cfg.LeaseTTL, info)
 	if err != nil {
-		w.log.Warn("worker registration failed (status will not list this worker)", "err", err)
-		return
+		if ctx.Err() == nil {
+			w.log.Debug("worker registration", "err", err)
+		}
+		return false
 	}
+	w.log.Debug("worker registered")
 	k := lease.Keep(l, lease.KeeperConfig{Value: info})
+	ended := false
 	select {
 	case <-ctx.Done():
+		ended = true
 	case <-k.Lost():
-		w.log.Warn("worker registration lost", "err", k.Err())
+		w.log.Warn("worker registration lost; taking it again", "err", k.Err())
 	}
 	k.Stop()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = l.Release(rctx)
+	return ended
 }
 
 // stateSource reads the JetStream state behind the worker's metrics: its
