@@ -172,6 +172,11 @@ func (s Status) State() jobs.State {
 // Status returns the job's record (secrets redacted) and result.
 func (c *Client) Status(ctx context.Context, id string) (Status, error) {
 	run, _, err := c.store.GetRun(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		if at, ok := c.store.Expired(ctx, id); ok {
+			return Status{}, fmt.Errorf("%s: %w at %s", id, jobs.ErrExpired, at.UTC().Format(time.RFC3339))
+		}
+	}
 	if err != nil {
 		return Status{}, err
 	}

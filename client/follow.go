@@ -169,6 +169,19 @@ func (c *Client) Output(ctx context.Context, r jobs.Result, stdout, stderr io.Wr
 		if s.o.Size == 0 || s.w == nil {
 			continue
 		}
+		if s.o.Subject != "" {
+			want := s.o.Size
+			if s.o.Capped {
+				want = s.o.Stored
+			}
+			if err := c.store.ReadOutput(ctx, s.o.Subject, want, s.w); err != nil {
+				return err
+			}
+			if s.o.Capped {
+				_, _ = fmt.Fprintf(s.w, "\n[sandrun: output capped at %d of %d bytes (worker.output_max); the rest was not kept]\n", s.o.Stored, s.o.Size)
+			}
+			continue
+		}
 		if s.o.Object == "" {
 			_, _ = io.WriteString(s.w, s.o.Head)
 			if s.o.Truncated {

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,41 +19,130 @@ type ListFilter struct {
 	State jobs.State // empty: any
 	Queue string     // empty: any
 	Limit int        // 0: 1000
+	// Continue is a previous page's Next: the page after it.
+	Continue string
 }
 
-// List returns job records matching f, newest first (IDs sort by time).
+// Page is one page of List: the jobs, most recently changed first, and
+// the token of the next page ("" after the last).
+type Page struct {
+	Jobs []Status
+	Next string
+}
+
+// List returns the first page of job records matching f, most recently
+// changed first.
 func (c *Client) List(ctx context.Context, f ListFilter) ([]Status, error) {
+	p, err := c.ListPage(ctx, f)
+	return p.Jobs, err
+}
+
+// ListPage returns one page of the job records matching f, most
+// recently changed first. It reads the jobstate stream backwards in
+// windows from the newest record (or from f.Continue), so a page costs
+// what it reads, not the number of jobs retained; a job changed between
+// two pages may show on both, or on neither.
+func (c *Client) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
-	lister, err := c.store.State.ListKeysFiltered(ctx, jobs.RunKey(">"))
+	stream, err := c.store.JS.Stream(ctx, "KV_"+jobs.BucketState)
+	if err != nil {
+		return Page{}, err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	hi := info.State.LastSeq + 1 // read below hi
+	if f.Continue != "" {
+		before, err := strconv.ParseUint(f.Continue, 10, 64)
+		if err != nil || before == 0 {
+			return Page{}, fmt.Errorf("continue: %q is not a page token of sandrun ls", f.Continue)
+		}
+		hi = min(hi, before)
+	}
+	first := max(info.State.FirstSeq, 1)
+	var page Page
+	window := uint64(4 * f.Limit)
+	for hi > first && len(page.Jobs) < f.Limit {
+		lo := max(first, hi-min(window, hi-first))
+		found, err := c.readRecords(ctx, lo, hi)
+		if err != nil {
+			return Page{}, err
+		}
+		for i := len(found) - 1; i >= 0; i-- { // newest first
+			st := found[i]
+			if (f.State != "" && st.State() != f.State) || (f.Queue != "" && st.Run.Spec.Queue != f.Queue) {
+				continue
+			}
+			page.Jobs = append(page.Jobs, st.Status)
+			if len(page.Jobs) == f.Limit {
+				if st.seq > first {
+					page.Next = strconv.FormatUint(st.seq, 10)
+				}
+				return page, nil
+			}
+		}
+		hi = lo
+		window *= 2
+	}
+	return page, nil
+}
+
+type seqStatus struct {
+	Status
+	seq uint64
+}
+
+// readRecords reads the job records stored at sequences [lo, hi) of the
+// jobstate stream, oldest first (one ordered consumer: the server skips
+// what was replaced or removed).
+func (c *Client) readRecords(ctx context.Context, lo, hi uint64) ([]seqStatus, error) {
+	cons, err := c.store.JS.OrderedConsumer(ctx, "KV_"+jobs.BucketState, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"$KV." + jobs.BucketState + "." + jobs.RunKey(">")},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    lo,
+	})
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for k := range lister.Keys() {
-		ids = append(ids, strings.TrimPrefix(k, jobs.RunKey("")))
-	}
-	slices.Sort(ids)
-	slices.Reverse(ids)
-	var out []Status
-	for _, id := range ids {
-		st, err := c.Status(ctx, id)
-		if errors.Is(err, jobs.ErrNotFound) {
-			continue
-		}
+	var out []seqStatus
+	for {
+		batch, err := cons.FetchNoWait(256)
 		if err != nil {
 			return nil, err
 		}
-		if (f.State != "" && st.State() != f.State) || (f.Queue != "" && st.Run.Spec.Queue != f.Queue) {
-			continue
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			if md.Sequence.Stream >= hi {
+				return out, nil
+			}
+			if len(m.Data()) == 0 || m.Headers().Get("KV-Operation") != "" || m.Headers().Get(jetstream.MarkerReasonHeader) != "" {
+				continue // a removal or an expiry's marker
+			}
+			var run jobs.Run
+			if json.Unmarshal(m.Data(), &run) != nil {
+				continue
+			}
+			run.Spec = run.Spec.Redacted()
+			out = append(out, seqStatus{Status: Status{Run: run, Result: run.Result}, seq: md.Sequence.Stream})
+			if md.NumPending == 0 {
+				return out, nil
+			}
 		}
-		out = append(out, st)
-		if len(out) == f.Limit {
-			break
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // DLQ returns the dead-letter entries, oldest first.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/csv"
@@ -401,7 +402,7 @@ func writeResults(w io.Writer, v client.BatchView, format string) error {
 			if len(row.Output) > 200 {
 				row.Output = row.Output[:200]
 			}
-			row.OutputRef = r.Stdout.Object
+			row.OutputRef = cmp.Or(r.Stdout.Subject, r.Stdout.Object)
 		}
 		rows = append(rows, row)
 	}

@@ -57,8 +57,16 @@ func (c cli) status(ctx context.Context, args []string) error {
 
 func (c cli) printStatus(ctx context.Context, cl *client.Client, id string, asJSON bool) error {
 	st, err := cl.Status(ctx, id)
+	if errors.Is(err, jobs.ErrExpired) {
+		return fmt.Errorf("%w (this deployment keeps %s)", err, cl.Store().Retention.String())
+	}
 	if errors.Is(err, jobs.ErrNotFound) {
-		// Workers write a job's record when they claim it.
+		// Workers write a job's record when they claim it; the record
+		// of a finished job goes when its retention has passed.
+		if at, ok := jobs.IDTime(id); ok && time.Since(at) > cl.Store().Retention.Shortest() {
+			return fmt.Errorf("%s: no record: submitted %s ago, so most likely finished and expired (this deployment keeps %s), or still queued and never claimed (%w)",
+				id, time.Since(at).Round(time.Minute), cl.Store().Retention.String(), err)
+		}
 		return fmt.Errorf("%s: no record yet: queued and not claimed by a worker of its queue, or no such job (%w)", id, err)
 	}
 	if err != nil {
@@ -140,12 +148,16 @@ func (c cli) ls(ctx context.Context, args []string) error {
 	fs := c.flags("ls", &n)
 	state := fs.String("state", "", "only jobs in this state")
 	queue := fs.String("queue", "", "only jobs of this queue")
-	limit := fs.Int("limit", 100, "at most this many jobs, newest first")
+	limit := fs.Int("limit", 100, "at most this many jobs, most recently changed first")
+	cont := fs.String("continue", "", "the page after the one that printed this token")
 	asJSON := fs.Bool("json", false, "JSON output")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	f := client.ListFilter{Queue: *queue, Limit: *limit}
+	if *limit < 1 {
+		return usageErr("--limit: must be at least 1, got %d", *limit)
+	}
+	f := client.ListFilter{Queue: *queue, Limit: *limit, Continue: *cont}
 	if *state != "" {
 		s, err := jobs.ParseState(*state)
 		if err != nil {
@@ -158,9 +170,13 @@ func (c cli) ls(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeFn()
-	list, err := cl.List(ctx, f)
+	page, err := cl.ListPage(ctx, f)
 	if err != nil {
 		return err
+	}
+	list := page.Jobs
+	if page.Next != "" {
+		fmt.Fprintf(c.stderr, "more: sandrun ls --continue %s (with the same filters)\n", page.Next)
 	}
 	if *asJSON {
 		out := make([]statusOut, 0, len(list))

@@ -63,8 +63,8 @@ func (n NATSConfig) Conn(name string, daemon bool) natsutil.ConnConfig {
 
 // LayoutConfig sizes the JetStream assets.
 type LayoutConfig struct {
-	Replicas  int           `yaml:"replicas"`
-	Retention time.Duration `yaml:"retention"`
+	Replicas  int            `yaml:"replicas"`
+	Retention jobs.Retention `yaml:"retention"`
 }
 
 func (l LayoutConfig) jobs() jobs.LayoutConfig {
@@ -192,6 +192,9 @@ func LoadFile(path string) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Layout.Retention.WithDefaults().Validate(); err != nil {
+		return c, fmt.Errorf("config %s: layout.%w", path, err)
 	}
 	return c, nil
 }

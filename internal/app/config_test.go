@@ -4,9 +4,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/jobs"
 )
 
 func TestExampleConfigsLoad(t *testing.T) {
@@ -18,6 +21,10 @@ func TestExampleConfigsLoad(t *testing.T) {
 	if cfg.Worker.LeaseTTL != 30*time.Second || cfg.Backends["local"].Kind != "local" {
 		t.Fatalf("decoded %+v", cfg)
 	}
+	// The example shows the defaults.
+	if got, want := cfg.Layout.Retention.WithDefaults(), jobs.DefaultRetention(); !reflect.DeepEqual(got, want) {
+		t.Errorf("examples/worker.yaml retention %+v, the defaults are %+v", got, want)
+	}
 	if _, err := Backends(cfg.Backends, nil, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +35,35 @@ func TestExampleConfigsLoad(t *testing.T) {
 	s, err := cfg.LoadSchedules()
 	if err != nil || len(s) != 2 {
 		t.Fatalf("schedules: %v %v", s, err)
+	}
+}
+
+// TestRetentionDocsBlockLoads: the retention block of
+// docs/configuration.md loads, and means what the text says.
+func TestRetentionDocsBlockLoads(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Retention")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/configuration.md has no YAML block under ## Retention")
+	}
+	p := filepath.Join(t.TempDir(), "retention.yaml")
+	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Layout.Retention.WithDefaults()
+	if r.For("default", jobs.StateSucceeded) != 6*time.Hour || r.For("eval", jobs.StateSucceeded) != time.Hour ||
+		r.For("eval", jobs.StateFailed) != 48*time.Hour || r.For("eval", jobs.StateDead) != 720*time.Hour {
+		t.Fatalf("docs block decoded as %+v", r)
 	}
 }
 

@@ -23,12 +23,26 @@ const (
 	BucketSchedules = "schedules"
 	BucketElections = "elections"
 	BucketWorkers   = "workers"
-	BucketOutputs   = "outputs"
+	// BucketOutputs is the object store that held full output before
+	// StreamOutputs; it is read for results that name an object, and no
+	// longer created.
+	BucketOutputs = "outputs"
+	// StreamOutputs holds the full output of finished attempts, as
+	// chunks on one subject per attempt and stream, each chunk with the
+	// job's retention as its TTL.
+	StreamOutputs = "OUTPUTS"
 
 	subjectJobs   = "sandrun.jobs."
 	subjectEvents = "sandrun.events."
 	subjectDLQ    = "sandrun.dlq."
+	subjectOutput = "sandrun.out."
 )
+
+// OutputSubject holds the output stream (stdout or stderr) of a job's
+// attempt in StreamOutputs.
+func OutputSubject(id string, attempt int, stream string) string {
+	return subjectOutput + id + "." + strconv.Itoa(attempt) + "." + stream
+}
 
 // JobSubject is where owner's jobs of queue are dispatched. owner is
 // ORIGIN.NAME (auth.Identity.Owner): the server lets each identity publish
@@ -139,14 +153,15 @@ type LayoutConfig struct {
 	Replicas int
 	// Memory selects memory storage (tests); the default is file storage.
 	Memory bool
-	// Retention is how long job records, results, events, outputs and
-	// DLQ entries are kept.
-	Retention time.Duration
+	// Retention is how long finished jobs (records, results, outputs)
+	// are kept, by final state, and events; DLQ entries are kept twice
+	// as long as dead jobs.
+	Retention Retention
 	// DedupeWindow is JOBS' duplicate window (Nats-Msg-Id).
 	DedupeWindow time.Duration
 	// MaxEventBytes bounds the EVENTS stream (live output included).
 	MaxEventBytes int64
-	// MaxOutputBytes bounds the outputs object store: past it the oldest
+	// MaxOutputBytes bounds the OUTPUTS stream: past it the oldest
 	// outputs go, and one job's output can never fill JetStream's storage
 	// and stop every write of the deployment.
 	MaxOutputBytes int64
@@ -167,9 +182,7 @@ func (c LayoutConfig) WithDefaults() LayoutConfig {
 	if c.Replicas == 0 {
 		c.Replicas = 1
 	}
-	if c.Retention == 0 {
-		c.Retention = 7 * 24 * time.Hour
-	}
+	c.Retention = c.Retention.WithDefaults()
 	if c.DedupeWindow == 0 {
 		c.DedupeWindow = 20 * time.Minute
 	}
@@ -228,7 +241,7 @@ func versionParts(v string) [3]int {
 	return out
 }
 
-// EnsureLayout creates or updates every stream, bucket and object store
+// EnsureLayout creates or updates every stream and bucket
 // sandrun uses. It is idempotent and safe to run from every component at
 // start-up. serverVersion is nc.ConnectedServerVersion().
 func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion string, cfg LayoutConfig) (*Store, error) {
@@ -236,6 +249,9 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	if err := cfg.Retention.Validate(); err != nil {
+		return nil, err
+	}
 	storage := jetstream.FileStorage
 	if cfg.Memory {
 		storage = jetstream.MemoryStorage
@@ -256,7 +272,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		Name:      StreamEvents,
 		Subjects:  []string{subjectEvents + ">"},
 		Retention: jetstream.LimitsPolicy,
-		MaxAge:    cfg.Retention,
+		MaxAge:    cfg.Retention.Events,
 		MaxBytes:  cfg.MaxEventBytes,
 		Discard:   jetstream.DiscardOld,
 		Storage:   storage,
@@ -265,10 +281,25 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		Name:              StreamDLQ,
 		Subjects:          []string{subjectDLQ + ">"},
 		Retention:         jetstream.LimitsPolicy,
-		MaxAge:            4 * cfg.Retention,
+		MaxAge:            2 * cfg.Retention.Dead,
 		MaxMsgsPerSubject: 1,
 		Storage:           storage,
 		Replicas:          cfg.Replicas,
+	}, {
+		// Full output: each chunk carries its job's retention as a TTL,
+		// so a finished job's output goes with its record; MaxAge is the
+		// backstop, and the byte limit keeps output from filling the
+		// storage every write of the deployment needs.
+		Name:        StreamOutputs,
+		Subjects:    []string{subjectOutput + ">"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      cfg.Retention.Longest(),
+		MaxBytes:    cfg.MaxOutputBytes,
+		Discard:     jetstream.DiscardOld,
+		AllowMsgTTL: true,
+		AllowDirect: true,
+		Storage:     storage,
+		Replicas:    cfg.Replicas,
 	}}
 	for _, sc := range streams {
 		err := placing(ctx, cfg, "stream "+sc.Name, func(ctx context.Context) error {
@@ -285,9 +316,10 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 	}
 	buckets := []jetstream.KeyValueConfig{{
 		Bucket:         BucketState,
-		Description:    "sandrun job records, leases, results and cancel requests",
+		Description:    "sandrun job records, leases and cancel requests",
 		History:        1,
-		TTL:            cfg.Retention,
+		TTL:            cfg.Retention.Longest(),
+		Metadata:       map[string]string{metadataRetention: cfg.Retention.metadata()},
 		LimitMarkerTTL: time.Hour,
 		Storage:        kvStorage,
 		Replicas:       cfg.Replicas,
@@ -331,20 +363,11 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 			return nil, err
 		}
 	}
-	var obj jetstream.ObjectStore
-	err := placing(ctx, cfg, "object store "+BucketOutputs, func(ctx context.Context) (err error) {
-		obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket:      BucketOutputs,
-			Description: "sandrun job output",
-			TTL:         cfg.Retention,
-			MaxBytes:    cfg.MaxOutputBytes,
-			Storage:     storage,
-			Replicas:    cfg.Replicas,
-		})
-		return err
-	})
-	if err != nil {
-		return nil, err
+	// The object store of earlier versions is opened if it is there:
+	// results committed before StreamOutputs name their objects in it.
+	obj, err := js.ObjectStore(ctx, BucketOutputs)
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
 	}
 	dep, err := deploymentID(ctx, js)
 	if err != nil {
@@ -358,6 +381,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		Elections:  kvs[BucketElections],
 		Workers:    kvs[BucketWorkers],
 		Outputs:    obj,
+		Retention:  cfg.Retention,
 	}, nil
 }
 
@@ -412,16 +436,16 @@ func OpenLayout(ctx context.Context, js jetstream.JetStream, serverVersion strin
 			return nil, fmt.Errorf("bucket %s: %w", b.name, err)
 		}
 	}
-	if st.Outputs, err = js.ObjectStore(ctx, BucketOutputs); err != nil {
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			return nil, ErrNoLayout
-		}
+	if st.Outputs, err = js.ObjectStore(ctx, BucketOutputs); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("object store %s: %w", BucketOutputs, err)
+	}
+	if st.Retention, err = readRetention(ctx, st.State); err != nil {
+		return nil, err
 	}
 	if st.Deployment, err = deploymentID(ctx, js); err != nil {
 		return nil, err
 	}
-	for _, s := range []string{StreamJobs, StreamEvents, StreamDLQ} {
+	for _, s := range []string{StreamJobs, StreamEvents, StreamDLQ, StreamOutputs} {
 		if _, err := js.Stream(ctx, s); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				return nil, ErrNoLayout
@@ -521,4 +545,23 @@ func retryablePlacement(err error) bool {
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+}
+
+// readRetention reads the deployment's retention from the jobstate
+// bucket; a bucket created before retention had states gives the
+// defaults.
+func readRetention(ctx context.Context, kv jetstream.KeyValue) (Retention, error) {
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return Retention{}, fmt.Errorf("bucket %s: %w", BucketState, err)
+	}
+	md, ok := status.Metadata()[metadataRetention]
+	if !ok {
+		return DefaultRetention(), nil
+	}
+	r, err := parseRetention(md)
+	if err != nil {
+		return Retention{}, fmt.Errorf("bucket %s: metadata %s: %w", BucketState, metadataRetention, err)
+	}
+	return r, nil
 }

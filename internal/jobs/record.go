@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"crypto/rand"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -149,7 +150,12 @@ type PolicyMatch struct {
 type Output struct {
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256,omitempty"`
-	Object string `json:"object,omitempty"` // name in the outputs object store
+	// Subject holds the full output in the OUTPUTS stream (chunks of
+	// it, Stored bytes when Capped, else Size), kept as long as the job.
+	Subject string `json:"subject,omitempty"`
+	// Object names the full output in the outputs object store, for
+	// results committed before the OUTPUTS stream.
+	Object string `json:"object,omitempty"`
 	Head   string `json:"head,omitempty"`
 	Tail   string `json:"tail,omitempty"`
 	// Truncated is true when Head+Tail do not hold the whole output.
@@ -179,6 +185,17 @@ func (r Result) ExitCodeFor() int {
 		return 130
 	}
 	return 125
+}
+
+// IDTime is when a job ID made by NewID was made (a batch item's too);
+// false for an ID of the submitter's own choosing.
+func IDTime(id string) (time.Time, bool) {
+	base, _, _ := strings.Cut(id, ".")
+	u, err := ulid.ParseStrict(base)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()), true
 }
 
 // NewID returns a new sortable job ID.

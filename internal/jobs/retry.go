@@ -106,15 +106,25 @@ func (s *Store) ownWrite(ctx context.Context, attempt int, key string, data []by
 // get), while the write itself is committed.
 const committedWithin = 5 * time.Second
 
-// OutputObject opens the output object name, which a committed result
-// names: it exists, so "not found" is a replica behind the leader, and
-// the read is tried again for a few seconds.
+// errNoObjectStore is OutputObject's error where the object store of
+// earlier versions never existed.
+var errNoObjectStore = errors.New("this deployment has no outputs object store (output is in the OUTPUTS stream)")
+
+// OutputObject opens the output object name, which a committed result of
+// an earlier version names: it exists, so "not found" is a replica behind
+// the leader, and the read is tried again for a few seconds.
 func (s *Store) OutputObject(ctx context.Context, name string) (jetstream.ObjectResult, error) {
+	if s.Outputs == nil {
+		return nil, errNoObjectStore
+	}
 	return untilFound(ctx, func() (jetstream.ObjectResult, error) { return s.Outputs.Get(ctx, name) })
 }
 
 // OutputInfo is OutputObject's metadata (size, digest).
 func (s *Store) OutputInfo(ctx context.Context, name string) (*jetstream.ObjectInfo, error) {
+	if s.Outputs == nil {
+		return nil, errNoObjectStore
+	}
 	return untilFound(ctx, func() (*jetstream.ObjectInfo, error) { return s.Outputs.GetInfo(ctx, name) })
 }
 
@@ -122,7 +132,8 @@ func untilFound[T any](ctx context.Context, read func() (T, error)) (T, error) {
 	deadline := time.Now().Add(committedWithin)
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		v, err := read()
-		if !errors.Is(err, jetstream.ErrObjectNotFound) || time.Now().After(deadline) {
+		notFound := errors.Is(err, jetstream.ErrObjectNotFound) || errors.Is(err, jetstream.ErrMsgNotFound)
+		if !notFound || time.Now().After(deadline) {
 			return v, err
 		}
 		select {

@@ -21,7 +21,12 @@ type Store struct {
 	Schedules  jetstream.KeyValue
 	Elections  jetstream.KeyValue
 	Workers    jetstream.KeyValue
-	Outputs    jetstream.ObjectStore
+	// Outputs is the object store of earlier versions' output, nil
+	// where there never was one.
+	Outputs jetstream.ObjectStore
+	// Retention is the deployment's, as the jobstate bucket records it:
+	// a record's terminal write carries the TTL of its state.
+	Retention Retention
 
 	// WriteWithin bounds how long each write below is retried through
 	// transient trouble (Transient); 0 means DefaultWriteWithin. Every
@@ -62,6 +67,26 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, uint64, error) {
 	return r, e.Revision(), nil
 }
 
+// ErrExpired is returned for a job that ended and whose record was removed
+// when its retention passed. It wraps ErrNotFound.
+var ErrExpired = fmt.Errorf("%w: its record expired (finished jobs are kept for their state's retention)", ErrNotFound)
+
+// Expired reports whether job id's record was removed by its retention,
+// and when. The server marks such a removal for an hour (the bucket's
+// LimitMarkerTTL); after that, or for a job that never was, it reports
+// false. Call it after GetRun found nothing.
+func (s *Store) Expired(ctx context.Context, id string) (time.Time, bool) {
+	st, err := s.JS.Stream(ctx, "KV_"+s.State.Bucket())
+	if err != nil {
+		return time.Time{}, false
+	}
+	m, err := st.GetLastMsgForSubject(ctx, "$KV."+s.State.Bucket()+"."+RunKey(id))
+	if err != nil || m.Header.Get(jetstream.MarkerReasonHeader) != "MaxAge" {
+		return time.Time{}, false
+	}
+	return m.Time, true
+}
+
 // CreateRun writes a new job record; ErrExists if the ID is taken.
 func (s *Store) CreateRun(ctx context.Context, r Run) (uint64, error) {
 	data, err := json.Marshal(r)
@@ -69,9 +94,13 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (uint64, error) {
 		return 0, err
 	}
 	key := RunKey(r.Spec.ID)
+	var opts []jetstream.KVCreateOpt
+	if ttl := s.Retention.For(r.Spec.Queue, r.State); ttl > 0 {
+		opts = append(opts, jetstream.KeyTTL(ttl))
+	}
 	var rev uint64
 	err = s.write(ctx, "create "+key, func(ctx context.Context, attempt int) (err error) {
-		rev, err = s.State.Create(ctx, key, data)
+		rev, err = s.State.Create(ctx, key, data, opts...)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			if own, ok := s.ownWrite(ctx, attempt, key, data); ok {
 				rev = own
@@ -105,16 +134,23 @@ func (s *Store) SubmitPipelined(ctx context.Context, spec Spec, owner, msgID str
 	})
 }
 
-// UpdateRun replaces the job record if it is still at rev.
+// UpdateRun replaces the job record if it is still at rev. A record that
+// ends the job carries its state's retention as a TTL: the server removes
+// it when the time is up.
 func (s *Store) UpdateRun(ctx context.Context, r Run, rev uint64) (uint64, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return 0, err
 	}
 	key := RunKey(r.Spec.ID)
+	ttl := s.Retention.For(r.Spec.Queue, r.State)
 	var nrev uint64
 	err = s.write(ctx, "update "+key, func(ctx context.Context, attempt int) (err error) {
-		nrev, err = s.State.Update(ctx, key, data, rev)
+		if ttl > 0 {
+			nrev, err = s.updateTTL(ctx, key, data, rev, ttl)
+		} else {
+			nrev, err = s.State.Update(ctx, key, data, rev)
+		}
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			if own, ok := s.ownWrite(ctx, attempt, key, data); ok {
 				nrev = own
@@ -127,11 +163,32 @@ func (s *Store) UpdateRun(ctx context.Context, r Run, rev uint64) (uint64, error
 	return nrev, err
 }
 
+// updateTTL is the KV's Update with a TTL on the new value (the KV API
+// sets TTLs on creates only): a publish on the key's subject, expecting
+// rev as the subject's last sequence.
+func (s *Store) updateTTL(ctx context.Context, key string, data []byte, rev uint64, ttl time.Duration) (uint64, error) {
+	m := nats.NewMsg("$KV." + s.State.Bucket() + "." + key)
+	m.Data = data
+	ack, err := s.JS.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+	if isWrongLastSequence(err) {
+		return 0, jetstream.ErrKeyRevisionMismatch
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
 // DeleteRun removes a job record (used to undo a submit whose publish
 // failed).
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	return s.State.Purge(ctx, RunKey(id))
+	return s.State.Purge(ctx, RunKey(id), jetstream.PurgeTTL(markerTTL))
 }
+
+// markerTTL is how long a purge's marker stays: long enough for a watch
+// that reconnects to see it, short enough that a deleted key costs the
+// server nothing for long.
+const markerTTL = time.Minute
 
 // GetResult returns the committed result of job id, from its record, or
 // ErrNotFound while it has none.
@@ -173,11 +230,20 @@ func (s *Store) Move(ctx context.Context, run Run, rev uint64) (uint64, error) {
 	return nrev, err
 }
 
-// RequestCancel records owner's request to cancel job id.
+// RequestCancel records owner's request to cancel job id. The request
+// goes by itself after the longest retention: a job may wait in its queue
+// that long (it has no record until a worker claims it).
 func (s *Store) RequestCancel(ctx context.Context, owner, id string) error {
 	at := []byte(time.Now().UTC().Format(time.RFC3339Nano))
+	var opts []jetstream.KVCreateOpt
+	if ttl := s.Retention.Longest(); ttl > 0 {
+		opts = append(opts, jetstream.KeyTTL(ttl))
+	}
 	return s.write(ctx, "cancel "+id, func(ctx context.Context, _ int) error {
-		_, err := s.State.Put(ctx, CancelKey(owner, id), at)
+		_, err := s.State.Create(ctx, CancelKey(owner, id), at, opts...)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil // asked already
+		}
 		return err
 	})
 }

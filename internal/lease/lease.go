@@ -144,29 +144,37 @@ func (l *Lease) ownRenewal(ctx context.Context, mark string) (uint64, bool) {
 	return msg.Sequence, true
 }
 
-// Release deletes the lease if it is still ours. Releasing a lost lease
-// is not an error.
+// Release removes the lease if it is still ours. Releasing a lost lease
+// is not an error. The removal is a purge whose marker goes after a
+// second: a released lease leaves nothing on the server, where a delete
+// would keep a tombstone per key for the bucket's whole age.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
+	err := l.kv.Purge(ctx, l.key, jetstream.LastRevision(l.rev), jetstream.PurgeTTL(releaseMarkerTTL))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("release %s: %w", l.key, err)
 	}
 	return nil
 }
 
-// ReleaseAsync deletes the lease if it is still ours, without waiting for
-// the server's answer: a holder that has committed its work has nothing
-// left to decide on it, and a release that is lost costs only the TTL
-// (the lease expires, and whoever looks next finds the work done).
+// ReleaseAsync removes the lease if it is still ours, as Release does,
+// without waiting for the server's answer: a holder that has committed
+// its work has nothing left to decide on it, and a release that is lost
+// costs only the TTL (the lease expires, and whoever looks next finds the
+// work done).
 func (l *Lease) ReleaseAsync() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m := nats.NewMsg(l.subject)
-	m.Header.Set(kvOperation, "DEL")
-	_, _ = l.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(l.rev))
+	m.Header.Set(kvOperation, "PURGE")
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	_, _ = l.js.PublishMsgAsync(m, jetstream.WithExpectLastSequencePerSubject(l.rev), jetstream.WithMsgTTL(releaseMarkerTTL))
 }
+
+// releaseMarkerTTL is how long a release's marker stays (the server's
+// minimum TTL). Its expiry places no further marker.
+const releaseMarkerTTL = time.Second
 
 // kvOperation is the header by which a KV message marks a delete.
 const kvOperation = "KV-Operation"

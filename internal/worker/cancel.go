@@ -32,6 +32,10 @@ func (w *Worker) watchCancels(ctx context.Context, ready chan<- error) {
 	}
 	w.store.FollowLive(ctx, w.store.State, jobs.CancelFilter, loaded, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
+			// The request expired (or was removed): forgotten here too.
+			w.mu.Lock()
+			delete(w.cancels, e.Key())
+			w.mu.Unlock()
 			return
 		}
 		owner, id, ok := jobs.ParseCancelKey(e.Key())

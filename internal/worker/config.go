@@ -50,14 +50,14 @@ type Config struct {
 	// ElectionTTL is the reaper leadership lease. Default 15s.
 	ElectionTTL time.Duration `yaml:"election_ttl"`
 	// OutputHead and OutputTail bound the output kept in a result (the
-	// full output goes to the object store). Default 8 KiB each.
+	// full output goes to the OUTPUTS stream). Default 8 KiB each.
 	OutputHead int `yaml:"output_head"`
 	OutputTail int `yaml:"output_tail"`
 	// LiveOutputMax bounds the live output events of one attempt's
 	// stream. Default 4 MiB.
 	LiveOutputMax int64 `yaml:"live_output_max"`
 	// OutputMax bounds the output of one attempt's stream kept on the
-	// worker's disk and in the object store; past it the output is
+	// worker's disk and in the OUTPUTS stream; past it the output is
 	// counted and hashed but not kept, and the result says so (capped).
 	// Default 64 MiB.
 	OutputMax int64 `yaml:"output_max"`

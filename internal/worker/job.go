@@ -303,8 +303,9 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	defer cancel()
 	w := j.w
 	if j.stdout != nil {
-		r.Stdout = j.stdout.upload(ctx)
-		r.Stderr = j.stderr.upload(ctx)
+		ttl := w.store.Retention.For(j.spec.Queue, r.State)
+		r.Stdout = j.stdout.upload(ctx, ttl)
+		r.Stderr = j.stderr.upload(ctx, ttl)
 	}
 	err := j.retryWrite(ctx, "commit result", func() error {
 		return w.end(ctx, j.run, j.rev, r)

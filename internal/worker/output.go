@@ -13,8 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
@@ -140,10 +138,11 @@ func (s *sink) flushLiveLocked() {
 	s.live = nil
 }
 
-// upload stores the full output in the object store and returns its
-// description for the result. Upload errors are reported in the result,
-// not fatal: the head and tail are still there.
-func (s *sink) upload(ctx context.Context) jobs.Output {
+// upload stores the full output, kept for ttl (the retention of the
+// state the job ends in), and returns its description for the result.
+// Upload errors are reported in the result, not fatal: the head and
+// tail are still there.
+func (s *sink) upload(ctx context.Context, ttl time.Duration) jobs.Output {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := jobs.Output{Size: s.size}
@@ -170,19 +169,18 @@ func (s *sink) upload(ctx context.Context) jobs.Output {
 		return out
 	}
 	if s.spoolErr != nil {
-		out.Object = ""
 		s.w.log.Warn("output spool failed; only head and tail are kept", "job", s.j.spec.ID, "err", s.spoolErr)
 		return out
 	}
-	name := fmt.Sprintf("%s/%d/%s", s.j.spec.ID, s.j.attempt, s.stream)
+	subject := jobs.OutputSubject(s.j.spec.ID, s.j.attempt, s.stream)
 	if _, err := s.spool.Seek(0, io.SeekStart); err != nil {
 		return out
 	}
-	if _, err := s.w.store.Outputs.Put(ctx, jetstream.ObjectMeta{Name: name}, s.spool); err != nil {
+	if _, err := s.w.store.PutOutput(ctx, subject, s.spool, ttl); err != nil {
 		s.w.log.Warn("output upload failed; only head and tail are kept", "job", s.j.spec.ID, "err", err)
 		return out
 	}
-	out.Object = name
+	out.Subject = subject
 	return out
 }
 

@@ -84,14 +84,19 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 }
 
 // apply folds one watch entry into the index. expired is true for a
-// lease's expiry marker (a holder's own release is a delete).
+// lease's expiry marker.
 func (x reapIndex) apply(e jetstream.KeyValueEntry) (id string, expired bool) {
 	if id, ok := strings.CutPrefix(e.Key(), jobs.LeaseKey("")); ok {
-		x.leased[id] = e.Operation() == jetstream.KeyValuePut
-		if !x.leased[id] {
+		held := e.Operation() == jetstream.KeyValuePut
+		if held {
+			x.leased[id] = true
+		} else {
 			delete(x.leased, id)
 		}
-		return id, e.Operation() == jetstream.KeyValuePurge
+		// A holder releases its lease (a purge) after its last write of
+		// the record, which this watch has seen: only the lease of a job
+		// still running can be gone with its holder (an expiry marker).
+		return id, !held && x.live[id].State == jobs.StateRunning
 	}
 	id = strings.TrimPrefix(e.Key(), jobs.RunKey(""))
 	// Only what the pass decides on: every record write reaches the

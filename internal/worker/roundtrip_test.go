@@ -60,7 +60,7 @@ func TestHotPathRoundTrips(t *testing.T) {
 	for _, p := range wire.pubs() {
 		switch {
 		case !p.reply: // an ack: no answer asked for
-		case strings.HasPrefix(p.subject, jobs.EventSubject("hot-path", "")), bytes.Contains(p.header, []byte("KV-Operation: DEL")):
+		case strings.HasPrefix(p.subject, jobs.EventSubject("hot-path", "")), bytes.Contains(p.header, []byte("KV-Operation: PURGE")):
 			async++
 		default:
 			waited++

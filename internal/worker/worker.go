@@ -360,7 +360,7 @@ type stateSource struct {
 
 // layoutStreams are the streams whose sizes are exported.
 var layoutStreams = []string{jobs.StreamJobs, jobs.StreamEvents, jobs.StreamDLQ,
-	"KV_" + jobs.BucketState, "KV_" + jobs.BucketSchedules, "OBJ_" + jobs.BucketOutputs}
+	"KV_" + jobs.BucketState, "KV_" + jobs.BucketSchedules, jobs.StreamOutputs}
 
 func (d stateSource) JetStreamState(ctx context.Context) (metrics.JetStreamState, error) {
 	st := metrics.JetStreamState{Consumers: map[string]metrics.ConsumerState{}, Streams: map[string]metrics.StreamState{}}

@@ -1,0 +1,87 @@
+package client_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
+)
+
+// TestListPagesThroughManyJobs: 2,500 records, listed 1,000 at a time,
+// come back on three pages, each job once, most recently changed first;
+// a filtered listing pages the same way.
+func TestListPagesThroughManyJobs(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	c := sandruntest.Client(st)
+	ctx := sandruntest.Ctx(t)
+	const n = 2500
+	// Written in order, so that job i is the i-th most recent from the
+	// end; every third one failed. Leases and other keys in between.
+	for i := range n {
+		state := jobs.StateSucceeded
+		if i%3 == 0 {
+			state = jobs.StateFailed
+		}
+		spec := jobs.Spec{ID: fmt.Sprintf("job-%05d", i), Command: "true"}.WithDefaults()
+		r := jobs.Result{JobID: spec.ID, State: state}
+		if _, err := st.CreateRun(ctx, jobs.Run{Spec: spec, State: state, Result: &r}); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if _, err := st.State.Put(ctx, jobs.LeaseKey(spec.ID), []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	list := func(f client.ListFilter) []string {
+		t.Helper()
+		var ids []string
+		seen := map[string]bool{}
+		pages := 0
+		for {
+			p, err := c.ListPage(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			if len(p.Jobs) > f.Limit {
+				t.Fatalf("page of %d, limit %d", len(p.Jobs), f.Limit)
+			}
+			for _, j := range p.Jobs {
+				if seen[j.Run.Spec.ID] {
+					t.Fatalf("%s listed twice", j.Run.Spec.ID)
+				}
+				seen[j.Run.Spec.ID] = true
+				ids = append(ids, j.Run.Spec.ID)
+			}
+			if p.Next == "" {
+				break
+			}
+			f.Continue = p.Next
+			if pages > 100 {
+				t.Fatal("no end to the pages")
+			}
+		}
+		return ids
+	}
+	all := list(client.ListFilter{Limit: 1000})
+	if len(all) != n || all[0] != "job-02499" || all[n-1] != "job-00000" {
+		t.Fatalf("listed %d jobs, first %s last %s: want %d, newest first", len(all), all[0], all[len(all)-1], n)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i] > all[i-1] {
+			t.Fatalf("order: %s after %s", all[i], all[i-1])
+		}
+	}
+	failed := list(client.ListFilter{Limit: 300, State: jobs.StateFailed})
+	if len(failed) != (n+2)/3 {
+		t.Fatalf("listed %d failed jobs, want %d", len(failed), (n+2)/3)
+	}
+	if _, err := c.ListPage(ctx, client.ListFilter{Continue: "soon"}); err == nil {
+		t.Fatal("a bad page token was taken")
+	}
+}
