@@ -41,10 +41,24 @@ func main() {
 	batch := flag.Int("batch", 0, "run the batch benchmark with this many items instead")
 	slots := flag.Int("slots", 16, "worker slots for -batch")
 	workerAfter := flag.Bool("worker-after", false, "with -batch: start the worker once the submit is done")
+	soak := flag.Int("soak", 0, "run the soak benchmark with this many jobs instead")
+	soakEvery := flag.Int("soak-every", 100_000, "with -soak: sample every this many jobs")
+	soakBatch := flag.Int("soak-batch", 10_000, "with -soak: jobs per batch")
+	soakRetention := flag.Duration("soak-retention", 10*time.Minute, "with -soak: retention of succeeded jobs")
+	soakIdle := flag.Duration("soak-idle", 20*time.Second, "with -soak: how long idle CPU is measured at each sample")
+	soakRetained := flag.Int("soak-retained", 0, "with -soak: then write this many finished records (kept a day) and sample once more")
 	serveDir := flag.String("serve", "", "run only an embedded server storing in this directory (the -batch benchmark's server process)")
 	flag.Parse()
 	if *serveDir != "" {
 		if err := serve(*serveDir); err != nil {
+			fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *soak > 0 {
+		if err := benchSoak(soakConfig{Jobs: *soak, Every: *soakEvery, Batch: *soakBatch, Slots: *slots,
+			Retention: *soakRetention, Idle: *soakIdle, Retained: *soakRetained}); err != nil {
 			fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
 			os.Exit(1)
 		}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
+)
+
+// soakConfig sizes the soak benchmark.
+type soakConfig struct {
+	Jobs, Every, Batch, Slots int
+	Retention                 time.Duration // of succeeded jobs
+	Idle                      time.Duration // how long idle CPU is measured
+	// Retained, if set, is how many finished records are then written
+	// straight into the bucket (copies of a real one, kept a day), to
+	// sample the idle cost of that many retained jobs without running
+	// them.
+	Retained int
+}
+
+// benchSoak runs cfg.Jobs `true` jobs through an embedded server (this
+// binary with -serve) and a `sandrun worker` process, in batches, and
+// every cfg.Every jobs stops submitting and samples the server's and the
+// worker's RSS, the data directory's size, what the streams hold, and the
+// CPU both processes use while nothing runs. After the last job it waits
+// for the succeeded jobs' retention to pass and samples again.
+func benchSoak(cfg soakConfig) error {
+	dir, err := os.MkdirTemp("", "sandrun-soak")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	bin := filepath.Join(dir, "sandrun")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sandrun").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the CLI (run from the repository root): %w\n%s", err, out)
+	}
+	data := filepath.Join(dir, "js")
+	srv, url, err := startChild(exec.Command(os.Args[0], "-serve", data)) //nolint:gosec // this binary, re-run as the server
+	if err != nil {
+		return err
+	}
+	defer stopChild(srv)
+	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "soak-worker", "--slots", fmt.Sprint(cfg.Slots), //nolint:gosec // the CLI just built
+		"--log-format", "text", "--retention", "succeeded="+cfg.Retention.String())
+	worker.Stdout, worker.Stderr = io.Discard, io.Discard
+	if err := worker.Start(); err != nil {
+		return err
+	}
+	defer stopChild(worker)
+	if err := waitLayout(url); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	cl, err := client.Connect(ctx, client.Options{URL: url})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	fmt.Printf("soak: %d `true` jobs in batches of %d, one worker of %d slots, succeeded retention %s, idle CPU over %s\n\n",
+		cfg.Jobs, cfg.Batch, cfg.Slots, cfg.Retention, cfg.Idle)
+	fmt.Println("| jobs done | elapsed | jobs/s since last | jobstate msgs / subjects | OUTPUTS msgs | EVENTS msgs | disk MiB | server RSS MiB | worker RSS MiB | idle CPU server + worker, % of a core |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	began := time.Now()
+	lastAt, lastDone := began, 0
+	sample := func(done int, label string) error {
+		rate := float64(done-lastDone) / time.Since(lastAt).Seconds()
+		time.Sleep(5 * time.Second) // the last commits' events and releases land
+		cpu := idleCPU(cfg.Idle, srv.Process.Pid, worker.Process.Pid)
+		st := cl.Store()
+		msgs := func(name string) (uint64, uint64) {
+			s, err := st.JS.Stream(ctx, name)
+			if err != nil {
+				return 0, 0
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return 0, 0
+			}
+			return info.State.Msgs, uint64(info.State.NumSubjects)
+		}
+		kvMsgs, kvSubjects := msgs("KV_" + jobs.BucketState)
+		outMsgs, _ := msgs(jobs.StreamOutputs)
+		evMsgs, _ := msgs(jobs.StreamEvents)
+		fmt.Printf("| %s | %s | %.0f | %d / %d | %d | %d | %.0f | %.0f | %.0f | %.2f |\n", label, time.Since(began).Round(time.Second), rate,
+			kvMsgs, kvSubjects, outMsgs, evMsgs, float64(dirSize(data))/(1<<20), rssMiB(srv.Process.Pid), rssMiB(worker.Process.Pid), cpu)
+		lastAt, lastDone = time.Now(), done
+		return nil
+	}
+	if err := sample(0, "0"); err != nil {
+		return err
+	}
+	items := make([]client.Spec, cfg.Batch)
+	for i := range items {
+		items[i] = client.Spec{Command: "true", MaxAttempts: 1}
+	}
+	done := 0
+	for b := 0; done < cfg.Jobs; b++ {
+		n := min(cfg.Batch, cfg.Jobs-done)
+		id := fmt.Sprintf("soak-%04d", b)
+		if _, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: id, InFlight: 4096}, items[:n]); err != nil {
+			return err
+		}
+		p, err := cl.WaitBatch(ctx, id, client.WaitOptions{Interval: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		if !p.Succeeded() {
+			return fmt.Errorf("batch %s: %v", id, p.Counts)
+		}
+		done += n
+		if done%cfg.Every == 0 || done == cfg.Jobs {
+			if err := sample(done, fmt.Sprint(done)); err != nil {
+				return err
+			}
+		}
+	}
+	// The succeeded jobs' retention passes (counted from the last commit).
+	wait := cfg.Retention + time.Minute
+	fmt.Fprintf(os.Stderr, "soak: waiting %s for the retention to pass\n", wait)
+	time.Sleep(wait)
+	if err := sample(done, fmt.Sprintf("%d, retention passed", done)); err != nil || cfg.Retained == 0 {
+		return err
+	}
+	if err := seedRecords(ctx, cl, cfg.Retained); err != nil {
+		return err
+	}
+	return sample(done, fmt.Sprintf("%d more finished records written, kept 24h", cfg.Retained))
+}
+
+// seedRecords writes n finished job records, each a copy of a real
+// committed `true` job's record under its own ID, with a day's TTL, as
+// the terminal write of a worker would.
+func seedRecords(ctx context.Context, cl *client.Client, n int) error {
+	st := cl.Store()
+	spec := jobs.Spec{ID: "seed-template", Command: "true", MaxAttempts: 1}.WithDefaults()
+	now := time.Now().UTC()
+	r := jobs.Result{JobID: spec.ID, Queue: spec.Queue, Backend: spec.Backend, State: jobs.StateSucceeded, Attempt: 1,
+		Worker: "soak-worker", StartedAt: now, FinishedAt: now, WallSeconds: 0.003}
+	began := time.Now()
+	var futures []jetstream.PubAckFuture
+	for i := range n {
+		run := jobs.Run{Spec: spec, State: jobs.StateSucceeded, Attempt: 1, Worker: "soak-worker", UpdatedAt: now, Result: &r}
+		run.Spec.ID = fmt.Sprintf("seed-%07d", i)
+		run.Result = &jobs.Result{}
+		*run.Result = r
+		run.Result.JobID = run.Spec.ID
+		data, err := json.Marshal(run)
+		if err != nil {
+			return err
+		}
+		m := nats.NewMsg("$KV." + jobs.BucketState + "." + jobs.RunKey(run.Spec.ID))
+		m.Data = data
+		f, err := st.JS.PublishMsgAsync(m, jetstream.WithMsgTTL(24*time.Hour))
+		if err != nil {
+			return err
+		}
+		futures = append(futures, f)
+		if len(futures) == 4096 {
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return err
+				}
+			}
+			futures = futures[:0]
+		}
+	}
+	select {
+	case <-st.JS.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		return fmt.Errorf("seeding: acks still pending after a minute")
+	}
+	fmt.Fprintf(os.Stderr, "soak: wrote %d records in %s\n", n, time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// idleCPU is the CPU time the processes use over d, in percent of one
+// core.
+func idleCPU(d time.Duration, pids ...int) float64 {
+	before := cpuTicks(pids...)
+	time.Sleep(d)
+	after := cpuTicks(pids...)
+	return float64(after-before) / 100 / d.Seconds() * 100 // 100 ticks a second (USER_HZ)
+}
+
+// cpuTicks sums the user and system time of pids, in clock ticks.
+func cpuTicks(pids ...int) int64 {
+	var total int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		var u, k int64
+		_, _ = fmt.Sscan(fields[11], &u) // utime, field 14 of stat
+		_, _ = fmt.Sscan(fields[12], &k) // stime, field 15
+		total += u + k
+	}
+	return total
+}
+
+// rssMiB is a running process's resident set size.
+func rssMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kb int
+			_, _ = fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+// dirSize is the bytes of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
