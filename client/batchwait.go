@@ -27,6 +27,9 @@ type BatchProgress struct {
 	// Completed is the batch's last announced completion, as its record
 	// held it when the batch was read.
 	Completed *BatchCompletion `json:"completed,omitempty"`
+	// Expired counts the items whose records were removed by their
+	// retention; the counts are then the batch's completion's.
+	Expired int `json:"expired,omitempty"`
 }
 
 // Succeeded reports whether every item ended and succeeded.
@@ -113,6 +116,15 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 			}
 			if e == nil { // the values that were there are read
 				initial = false
+				if t.completed != nil && t.seen < t.total {
+					// Items' records expired after the batch completed:
+					// its completion holds what they ended as.
+					p := t.fromCompletion()
+					if o.OnProgress != nil {
+						o.OnProgress(p)
+					}
+					return p, nil
+				}
 				if once {
 					return t.progress(), nil
 				}
@@ -139,6 +151,7 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 // tally counts a batch's items from their records.
 type tally struct {
 	total, done int
+	seen        int // items with a record
 	state       []State // latest record state, by index
 	ended       []bool  // has a result, by index
 	byState     map[State]int
@@ -192,9 +205,25 @@ func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, erro
 func (t *tally) setState(idx int, s State) {
 	if old := t.state[idx]; old != "" {
 		t.byState[old]--
+	} else {
+		t.seen++
 	}
 	t.state[idx] = s
 	t.byState[s]++
+}
+
+// fromCompletion is the progress of a completed batch whose items'
+// records expired: the counts its completion recorded.
+func (t *tally) fromCompletion() BatchProgress {
+	p := t.progress()
+	p.Counts, p.Done, p.Running = map[State]int{}, 0, 0
+	for s, n := range t.completed.Counts {
+		p.Counts[s] = n
+		p.Done += n
+	}
+	p.Expired = t.total - t.seen
+	p.ETA = 0
+	return p
 }
 
 func (t *tally) progress() BatchProgress {

@@ -321,6 +321,9 @@ func progressLine(p client.BatchProgress) string {
 	if p.ETA > 0 {
 		s += ", ETA " + p.ETA.String()
 	}
+	if p.Expired > 0 {
+		s += fmt.Sprintf("; %d items' records expired (counts as the batch completed)", p.Expired)
+	}
 	return s
 }
 

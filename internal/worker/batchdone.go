@@ -136,6 +136,13 @@ func (w *Worker) applyBatchEntry(e jetstream.KeyValueEntry, get func(string) *ba
 	b := get(id)
 	if !put {
 		b.set(idx, "")
+		if b.done == 0 && b.rec != nil && b.rec.Completed != nil {
+			// Every ended item of a completed batch has expired: nothing
+			// is left to announce, and its state would be kept for
+			// nothing until the batch record goes.
+			delete(batches, id)
+			return ""
+		}
 		return id
 	}
 	var r struct {

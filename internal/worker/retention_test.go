@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
@@ -104,5 +105,41 @@ func TestStatusOfAnUnknownJob(t *testing.T) {
 	_, err := c.Status(sandruntest.Ctx(t), "never-was")
 	if !errors.Is(err, jobs.ErrNotFound) || errors.Is(err, jobs.ErrExpired) {
 		t.Fatalf("status of an unknown job: %v", err)
+	}
+}
+
+// TestBatchStatusAfterItemsExpire: once a completed batch's items have
+// expired, its status still says how they ended (from the completion its
+// record keeps), and how many records are gone.
+func TestBatchStatusAfterItemsExpire(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	const short = 2 * time.Second
+	st, err := sandruntest.StoreWith(t, s.ClientURL(), jobs.LayoutConfig{Retention: jobs.Retention{Succeeded: short}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.StartWorker(t, st, sandruntest.FastConfig())
+	c := sandruntest.Client(st)
+	ctx := sandruntest.Ctx(t)
+	items := []jobs.Spec{{Command: "true"}, {Command: "true"}, {Command: "exit 2", MaxAttempts: 1}, {Command: "true"}}
+	if _, err := c.SubmitBatch(ctx, client.BatchOptions{ID: "expiring"}, items); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.WaitBatch(ctx, "expiring", client.WaitOptions{}); err != nil || p.Done != 4 {
+		t.Fatalf("wait: %+v %v", p, err)
+	}
+	var p client.BatchProgress
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		p, err = c.BatchStatus(ctx, "expiring")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Expired == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if p.Expired != 3 || p.Done != 4 || p.Counts[jobs.StateSucceeded] != 3 || p.Counts[jobs.StateFailed] != 1 {
+		t.Fatalf("status after the successes expired: %+v, want 4 done (3 succeeded, 1 failed), 3 expired", p)
 	}
 }
