@@ -128,11 +128,12 @@ func benchSoak(cfg soakConfig) error {
 			}
 		}
 	}
-	// The succeeded jobs' retention passes (counted from the last commit).
-	wait := cfg.Retention + time.Minute
+	// The succeeded jobs' retention passes (counted from the last
+	// commit), and then their records' expiry markers go.
+	wait := cfg.Retention + jobs.ExpiryMarkerTTL + time.Minute
 	fmt.Fprintf(os.Stderr, "soak: waiting %s for the retention to pass\n", wait)
 	time.Sleep(wait)
-	if err := sample(done, fmt.Sprintf("%d, retention passed", done)); err != nil || cfg.Retained == 0 {
+	if err := sample(done, fmt.Sprintf("%d, retention and expiry markers passed", done)); err != nil || cfg.Retained == 0 {
 		return err
 	}
 	if err := seedRecords(ctx, cl, cfg.Retained); err != nil {

@@ -177,6 +177,14 @@ type LayoutConfig struct {
 	PlaceWithin time.Duration
 }
 
+// ExpiryMarkerTTL is how long the server's marker of a removed key (a
+// record whose retention passed, a lease that expired) stays in the
+// jobstate bucket: long enough for the reaper to see a lease's expiry
+// across a leadership change and for `status` to say a job expired, short
+// enough that the markers of a busy deployment (one per finished job)
+// add little to what the server holds: at 200 jobs/s, 120,000 markers.
+const ExpiryMarkerTTL = 10 * time.Minute
+
 // WithDefaults fills zero fields.
 func (c LayoutConfig) WithDefaults() LayoutConfig {
 	if c.Replicas == 0 {
@@ -320,7 +328,7 @@ func EnsureLayout(ctx context.Context, js jetstream.JetStream, serverVersion str
 		History:        1,
 		TTL:            cfg.Retention.Longest(),
 		Metadata:       map[string]string{metadataRetention: cfg.Retention.metadata()},
-		LimitMarkerTTL: time.Hour,
+		LimitMarkerTTL: ExpiryMarkerTTL,
 		Storage:        kvStorage,
 		Replicas:       cfg.Replicas,
 	}, {

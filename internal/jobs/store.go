@@ -72,8 +72,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, uint64, error) {
 var ErrExpired = fmt.Errorf("%w: its record expired (finished jobs are kept for their state's retention)", ErrNotFound)
 
 // Expired reports whether job id's record was removed by its retention,
-// and when. The server marks such a removal for an hour (the bucket's
-// LimitMarkerTTL); after that, or for a job that never was, it reports
+// and when. The server marks such a removal for ExpiryMarkerTTL (the
+// bucket's LimitMarkerTTL); after that, or for a job that never was, it reports
 // false. Call it after GetRun found nothing.
 func (s *Store) Expired(ctx context.Context, id string) (time.Time, bool) {
 	st, err := s.JS.Stream(ctx, "KV_"+s.State.Bucket())
