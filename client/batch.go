@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/lease"
@@ -213,6 +214,53 @@ func (c *Client) Batch(ctx context.Context, id string) (BatchView, error) {
 		v.Items = append(v.Items, *items[idx])
 	}
 	return v, nil
+}
+
+// BatchPage reads the items of batch id with indexes [from, from+limit)
+// and returns them with the index of the next page (-1 after the last):
+// one read per item, so a page costs its size, not the batch's. Items
+// with no record (not claimed yet, or expired after the batch ended)
+// are absent, as in Batch.
+func (c *Client) BatchPage(ctx context.Context, id string, from, limit int) (BatchView, int, error) {
+	b, err := c.store.GetBatch(ctx, id)
+	if err != nil {
+		return BatchView{}, -1, err
+	}
+	if from < 0 || limit < 1 {
+		return BatchView{}, -1, fmt.Errorf("batch page: from %d, limit %d: want from >= 0 and limit >= 1", from, limit)
+	}
+	end := min(from+limit, b.Total)
+	items := make([]*BatchItem, max(end-from, 0))
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := range items {
+		g.Go(func() error {
+			run, _, err := c.store.GetRun(ctx, jobs.BatchItemID(id, from+i))
+			if errors.Is(err, jobs.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			run.Spec = run.Spec.Redacted()
+			items[i] = &BatchItem{Index: from + i, Run: run, Result: run.Result}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return BatchView{}, -1, err
+	}
+	v := BatchView{Batch: b}
+	for _, it := range items {
+		if it != nil {
+			v.Items = append(v.Items, *it)
+		}
+	}
+	next := end
+	if next >= b.Total {
+		next = -1
+	}
+	return v, next, nil
 }
 
 // scan calls f with the latest value of every key matching filter.

@@ -151,7 +151,7 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 // tally counts a batch's items from their records.
 type tally struct {
 	total, done int
-	seen        int // items with a record
+	seen        int     // items with a record
 	state       []State // latest record state, by index
 	ended       []bool  // has a result, by index
 	byState     map[State]int

@@ -85,3 +85,46 @@ func TestListPagesThroughManyJobs(t *testing.T) {
 		t.Fatal("a bad page token was taken")
 	}
 }
+
+// TestBatchPages: a batch's items are read a page at a time, in index
+// order, with the index of the next page.
+func TestBatchPages(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	sandruntest.StartWorker(t, st, sandruntest.FastConfig())
+	c := sandruntest.Client(st)
+	ctx := sandruntest.Ctx(t)
+	items := make([]jobs.Spec, 25)
+	for i := range items {
+		items[i] = jobs.Spec{Command: fmt.Sprintf("echo %d", i)}
+	}
+	if _, err := c.SubmitBatch(ctx, client.BatchOptions{ID: "paged"}, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitBatch(ctx, "paged", client.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	var nexts []int
+	for from := 0; from >= 0; {
+		v, next, err := c.BatchPage(ctx, "paged", from, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range v.Items {
+			if it.Result == nil || it.Result.Stdout.Head != fmt.Sprintf("%d\n", it.Index) {
+				t.Fatalf("item %d: %+v", it.Index, it.Result)
+			}
+			got = append(got, it.Index)
+		}
+		nexts = append(nexts, next)
+		from = next
+	}
+	if fmt.Sprint(nexts) != "[10 20 -1]" || len(got) != 25 || got[0] != 0 || got[24] != 24 {
+		t.Fatalf("pages: next %v, items %v", nexts, got)
+	}
+	if _, _, err := c.BatchPage(ctx, "paged", 0, 0); err == nil {
+		t.Fatal("a page of 0 items was taken")
+	}
+}

@@ -38,7 +38,7 @@ func (c cli) batch(ctx context.Context, args []string) error {
 	fs := c.flags("batch "+sub, &n)
 	var (
 		id, queue, backend, timeout, approval, origin, tmpl, params, format string
-		maxAttempts, inFlight, maxParallel                                  int
+		maxAttempts, inFlight, maxParallel, from, limit                     int
 		failed, asJSON                                                      bool
 		labels                                                              []string
 		interval                                                            time.Duration
@@ -63,6 +63,8 @@ func (c cli) batch(ctx context.Context, args []string) error {
 		fs.DurationVar(&interval, "interval", 0, "progress interval (default 500ms on a terminal, 2s otherwise)")
 	case "results":
 		fs.StringVar(&format, "format", "jsonl", "jsonl or csv")
+		fs.IntVar(&from, "from", 0, "with --limit: the first item's index")
+		fs.IntVar(&limit, "limit", 0, "at most this many items, from --from (0: every item, read in one pass)")
 	case "retry":
 		fs.BoolVar(&failed, "failed", false, "run again the items that failed, timed out, died or were canceled")
 	case "cancel":
@@ -148,6 +150,19 @@ func (c cli) batch(ctx context.Context, args []string) error {
 	case "wait":
 		return c.batchWait(ctx, cl, id, interval)
 	case "results":
+		if limit < 0 || from < 0 || (from > 0 && limit == 0) {
+			return usageErr("batch results: --limit must be >= 1 with --from, and neither negative")
+		}
+		if limit > 0 {
+			v, next, err := cl.BatchPage(ctx, id, from, limit)
+			if err != nil {
+				return err
+			}
+			if next >= 0 {
+				fmt.Fprintf(c.stderr, "more: sandrun batch results %s --from %d --limit %d\n", id, next, limit)
+			}
+			return writeResults(c.stdout, v, format)
+		}
 		v, err := cl.Batch(ctx, id)
 		if err != nil {
 			return err
