@@ -70,7 +70,7 @@ func registerDaemonFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.SchedulesFile, "schedules", c.SchedulesFile, "schedules YAML file")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text (default json)")
 	fs.IntVar(&c.Layout.Replicas, "replicas", c.Layout.Replicas, "stream and bucket replicas (1, or 3 on a cluster)")
-	fs.Func("retention", "how long finished jobs are kept: a duration for every state, or STATE=DURATION,... (succeeded, failed, timed_out, canceled, denied, dead, events); default succeeded=24h, failed, timed_out, denied=168h, canceled=72h, dead=336h, events=24h", func(s string) error {
+	fs.Func("retention", "how long finished jobs are kept: a duration for every state, or STATE=DURATION,... (succeeded, failed, timed_out, canceled, denied, dead, events); default succeeded=24h, failed, timed_out, denied=168h, canceled=72h, dead=336h, events=1h", func(s string) error {
 		return c.Layout.Retention.Set(s)
 	})
 	fs.StringVar(&c.Worker.SecretsKeyFile, "secrets-key", c.Worker.SecretsKeyFile, "the workers' secrets key (DATA/auth/secrets.nk): opens secret_env values (worker.secrets_key_file)")

@@ -19,8 +19,8 @@ import (
 // what to delete, and nothing a finished job left behind outlives it.
 //
 // Events (lifecycle events and live output chunks) serve those who
-// follow a job while it runs; they go after Events, whatever the job's
-// state.
+// follow a job while it runs (a finished job is read from its record);
+// they go after Events, whatever the job's state.
 type Retention struct {
 	Succeeded time.Duration
 	Failed    time.Duration
@@ -46,7 +46,7 @@ func DefaultRetention() Retention {
 		Canceled:  3 * 24 * time.Hour,
 		Denied:    7 * 24 * time.Hour,
 		Dead:      14 * 24 * time.Hour,
-		Events:    24 * time.Hour,
+		Events:    time.Hour,
 	}
 }
 
@@ -77,7 +77,7 @@ func (r *Retention) field(name string) *time.Duration {
 }
 
 // WithDefaults fills zero fields from DefaultRetention. Events defaults to
-// the shorter of a day and the succeeded time: events never outlive the
+// the shorter of an hour and the succeeded time: events never outlive the
 // records they describe.
 func (r Retention) WithDefaults() Retention {
 	d := DefaultRetention()

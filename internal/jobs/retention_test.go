@@ -50,7 +50,10 @@ retention:
 		}
 	}
 	if r.Events != time.Hour {
-		t.Errorf("events: %s, want the succeeded time (1h), shorter than a day", r.Events)
+		t.Errorf("events: %s, want an hour", r.Events)
+	}
+	if e := (jobs.Retention{Succeeded: 20 * time.Minute}).WithDefaults().Events; e != 20*time.Minute {
+		t.Errorf("events with succeeded jobs kept 20m: %s, want 20m (never longer than the records)", e)
 	}
 	if r.Longest() != 30*day || r.Shortest() != 10*time.Minute {
 		t.Errorf("longest %s shortest %s", r.Longest(), r.Shortest())
@@ -100,7 +103,7 @@ retention:
 func TestRetentionTravelsWithTheLayout(t *testing.T) {
 	t.Parallel()
 	s := sandruntest.Server(t, "")
-	want := jobs.Retention{Succeeded: 90 * time.Minute, Queues: map[string]jobs.Retention{"eval": {Dead: 3 * time.Hour}}}
+	want := jobs.Retention{Succeeded: 30 * time.Minute, Queues: map[string]jobs.Retention{"eval": {Dead: 3 * time.Hour}}}
 	if _, err := sandruntest.StoreWith(t, s.ClientURL(), jobs.LayoutConfig{Retention: want}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +113,7 @@ func TestRetentionTravelsWithTheLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.Retention
-	if r.For("default", jobs.StateSucceeded) != 90*time.Minute || r.For("eval", jobs.StateDead) != 3*time.Hour ||
+	if r.For("default", jobs.StateSucceeded) != 30*time.Minute || r.For("eval", jobs.StateDead) != 3*time.Hour ||
 		r.For("default", jobs.StateDead) != 14*24*time.Hour {
 		t.Fatalf("retention read back: %+v", r)
 	}
@@ -118,7 +121,7 @@ func TestRetentionTravelsWithTheLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := events.CachedInfo().Config.MaxAge; got != 90*time.Minute {
+	if got := events.CachedInfo().Config.MaxAge; got != 30*time.Minute {
 		t.Errorf("EVENTS MaxAge %s, want the succeeded time (events never outlive the records)", got)
 	}
 }
