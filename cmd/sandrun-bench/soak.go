@@ -176,6 +176,8 @@ func seedRecords(ctx context.Context, cl *client.Client, n int) error {
 				case <-f.Ok():
 				case err := <-f.Err():
 					return err
+				case <-ctx.Done():
+					return ctx.Err()
 				}
 			}
 			futures = futures[:0]
