@@ -24,6 +24,9 @@ type soakConfig struct {
 	Jobs, Every, Batch, Slots int
 	Retention                 time.Duration // of succeeded jobs
 	Idle                      time.Duration // how long idle CPU is measured
+	Settle                    time.Duration // how long a sample waits before it measures
+	// NoWait skips the wait for the retention to pass.
+	NoWait bool
 	// Retained, if set, is how many finished records are then written
 	// straight into the bucket (copies of a real one, kept a day), to
 	// sample the idle cost of that many retained jobs without running
@@ -78,7 +81,7 @@ func benchSoak(cfg soakConfig) error {
 	lastAt, lastDone := began, 0
 	sample := func(done int, label string) error {
 		rate := float64(done-lastDone) / time.Since(lastAt).Seconds()
-		time.Sleep(5 * time.Second) // the last commits' events and releases land
+		time.Sleep(cfg.Settle) // the last writes' watchers and the server's flushes settle
 		cpu := idleCPU(cfg.Idle, srv.Process.Pid, worker.Process.Pid)
 		st := cl.Store()
 		msgs := func(name string) (uint64, uint64) {
@@ -130,11 +133,16 @@ func benchSoak(cfg soakConfig) error {
 	}
 	// The succeeded jobs' retention passes (counted from the last
 	// commit), and then their records' expiry markers go.
-	wait := cfg.Retention + jobs.ExpiryMarkerTTL + time.Minute
-	fmt.Fprintf(os.Stderr, "soak: waiting %s for the retention to pass\n", wait)
-	time.Sleep(wait)
-	if err := sample(done, fmt.Sprintf("%d, retention and expiry markers passed", done)); err != nil || cfg.Retained == 0 {
-		return err
+	if !cfg.NoWait {
+		wait := cfg.Retention + jobs.ExpiryMarkerTTL + time.Minute
+		fmt.Fprintf(os.Stderr, "soak: waiting %s for the retention to pass\n", wait)
+		time.Sleep(wait)
+		if err := sample(done, fmt.Sprintf("%d, retention and expiry markers passed", done)); err != nil {
+			return err
+		}
+	}
+	if cfg.Retained == 0 {
+		return nil
 	}
 	if err := seedRecords(ctx, cl, cfg.Retained); err != nil {
 		return err
@@ -170,7 +178,7 @@ func seedRecords(ctx context.Context, cl *client.Client, n int) error {
 			return err
 		}
 		futures = append(futures, f)
-		if len(futures) == 4096 {
+		if len(futures) == 2048 { // under the connection's 4,000 unacknowledged
 			for _, f := range futures {
 				select {
 				case <-f.Ok():
