@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"net"
 	"strconv"
 	"strings"
@@ -229,10 +230,18 @@ func TestReaperPassSkipsFinishedJobs(t *testing.T) {
 	wst := countedStore(t, s.ClientURL(), &wire, "reaper")
 	cfg := sandruntest.FastConfig()
 	cfg.ReaperScan = 100 * time.Millisecond
-	sandruntest.StartWorker(t, wst, cfg)
+	w := sandruntest.StartWorker(t, wst, cfg)
 	c := sandruntest.Client(st)
 	if r := sandruntest.WaitResult(t, c, "orphan", 30*time.Second); r.State != jobs.StateDead {
 		t.Fatalf("orphan: %s %q, want dead (its one attempt spent by a lost worker)", r.State, r.Error)
+	}
+	// The reaper's own watch has seen the orphan end (a pass that runs
+	// before it does looks at the orphan once more, which is not a pass
+	// over finished jobs).
+	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(w.Metrics.ReaperIndexed) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reaper still indexes %v jobs", testutil.ToFloat64(w.Metrics.ReaperIndexed))
+		}
 	}
 	wire.reset("")
 	time.Sleep(2 * time.Second) // about 20 passes
