@@ -33,16 +33,12 @@ func benchBatch(n, slots int, workerAfter bool) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	bin := filepath.Join(dir, "sandrun")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sandrun").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the CLI (run from the repository root): %w\n%s", err, out)
-	}
-	srv, url, err := startChild(exec.Command(os.Args[0], "-serve", filepath.Join(dir, "js"))) //nolint:gosec // this binary, re-run as the server
+	bin, srv, url, err := cliAndServer(dir)
 	if err != nil {
 		return err
 	}
 	defer stopChild(srv)
-	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text") //nolint:gosec // the CLI just built
+	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text")
 	worker.Stdout, worker.Stderr = io.Discard, io.Discard
 	startWorker := func() error {
 		if err := worker.Start(); err != nil {
@@ -60,7 +56,7 @@ func benchBatch(n, slots int, workerAfter bool) error {
 			return err
 		}
 		stopChild(worker)
-		worker = exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text") //nolint:gosec // the CLI just built
+		worker = exec.Command(bin, "worker", "--nats-url", url, "--name", "bench-worker", "--slots", fmt.Sprint(slots), "--log-format", "text")
 		worker.Stdout, worker.Stderr = io.Discard, io.Discard
 	}
 	defer func() {
@@ -172,18 +168,39 @@ func stopChild(cmd *exec.Cmd) {
 
 // peakRSS reads a running process's peak resident set size (VmHWM).
 func peakRSS(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	kb, ok := procStatusKB(pid, "VmHWM")
+	if !ok {
 		return "?"
 	}
+	return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+}
+
+// procStatusKB reads a kB field of a running process's /proc status.
+func procStatusKB(pid int, field string) (int, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
 	for l := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			var kb int
-			_, _ = fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+			_, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb, err == nil
 		}
 	}
-	return "?"
+	return 0, false
+}
+
+// cliAndServer builds the CLI into dir and starts an embedded server
+// (this binary with -serve) storing in dir/js. Run from the repository
+// root.
+func cliAndServer(dir string) (bin string, srv *exec.Cmd, url string, err error) {
+	bin = filepath.Join(dir, "sandrun")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sandrun").CombinedOutput(); err != nil {
+		return "", nil, "", fmt.Errorf("build the CLI (run from the repository root): %w\n%s", err, out)
+	}
+	srv, url, err = startChild(exec.Command(os.Args[0], "-serve", filepath.Join(dir, "js"))) //nolint:gosec // this binary, re-run as the server
+	return bin, srv, url, err
 }
 
 // waitLayout waits until sandrun's layout exists on the server at url.

@@ -46,17 +46,13 @@ func benchSoak(cfg soakConfig) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	bin := filepath.Join(dir, "sandrun")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sandrun").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the CLI (run from the repository root): %w\n%s", err, out)
-	}
 	data := filepath.Join(dir, "js")
-	srv, url, err := startChild(exec.Command(os.Args[0], "-serve", data)) //nolint:gosec // this binary, re-run as the server
+	bin, srv, url, err := cliAndServer(dir)
 	if err != nil {
 		return err
 	}
 	defer stopChild(srv)
-	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "soak-worker", "--slots", fmt.Sprint(cfg.Slots), //nolint:gosec // the CLI just built
+	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "soak-worker", "--slots", fmt.Sprint(cfg.Slots),
 		"--log-format", "text", "--retention", "succeeded="+cfg.Retention.String())
 	worker.Stdout, worker.Stderr = io.Discard, io.Discard
 	if err := worker.Start(); err != nil {
@@ -229,18 +225,8 @@ func cpuTicks(pids ...int) int64 {
 
 // rssMiB is a running process's resident set size.
 func rssMiB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for l := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kb int
-			_, _ = fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return float64(kb) / 1024
-		}
-	}
-	return 0
+	kb, _ := procStatusKB(pid, "VmRSS")
+	return float64(kb) / 1024
 }
 
 // dirSize is the bytes of the files under dir.
