@@ -31,20 +31,37 @@ type HistoryEntry struct {
 // expire: an export that falls behind by more than the shortest
 // retention misses what expired meanwhile.
 func (c *Client) History(ctx context.Context, after uint64, follow bool, fn func(HistoryEntry) error) error {
-	cfg := jetstream.OrderedConsumerConfig{
+	return c.walkRecords(ctx, after+1, 0, follow, func(seq uint64, at time.Time, run jobs.Run) (bool, error) {
+		if !run.State.Terminal() {
+			return true, nil
+		}
+		return true, fn(HistoryEntry{Seq: seq, Time: at.UTC(), Run: run})
+	})
+}
+
+// walkRecords calls fn with each job record stored in the jobstate stream
+// at sequences from (at least 1) up to until (0: no bound), oldest first,
+// its spec redacted;
+// removals, expiry markers and what does not decode are skipped (one
+// ordered consumer: the server skips what was replaced or removed). It
+// returns when fn says no more, at until, at the end of what is stored, or, with
+// follow, when ctx ends.
+func (c *Client) walkRecords(ctx context.Context, from, until uint64, follow bool, fn func(seq uint64, at time.Time, run jobs.Run) (more bool, err error)) error {
+	cons, err := c.store.JS.OrderedConsumer(ctx, "KV_"+jobs.BucketState, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{"$KV." + jobs.BucketState + "." + jobs.RunKey(">")},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-	}
-	cons, err := c.store.JS.OrderedConsumer(ctx, "KV_"+jobs.BucketState, cfg)
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    max(from, 1),
+	})
 	if err != nil {
 		return err
 	}
 	for {
-		wait := jetstream.FetchMaxWait(time.Second)
-		batch, err := cons.Fetch(512, wait)
+		var batch jetstream.MessageBatch
+		if follow {
+			batch, err = cons.Fetch(512, jetstream.FetchMaxWait(time.Second))
+		} else {
+			batch, err = cons.FetchNoWait(512)
+		}
 		if err != nil {
 			return err
 		}
@@ -56,20 +73,23 @@ func (c *Client) History(ctx context.Context, after uint64, follow bool, fn func
 				return err
 			}
 			last = md.NumPending == 0
-			if m.Headers().Get("KV-Operation") != "" || m.Headers().Get(jetstream.MarkerReasonHeader) != "" {
-				continue
+			if until > 0 && md.Sequence.Stream >= until {
+				return nil
+			}
+			if len(m.Data()) == 0 || m.Headers().Get("KV-Operation") != "" || m.Headers().Get(jetstream.MarkerReasonHeader) != "" {
+				continue // a removal or an expiry's marker
 			}
 			var run jobs.Run
-			if json.Unmarshal(m.Data(), &run) != nil || !run.State.Terminal() {
+			if json.Unmarshal(m.Data(), &run) != nil {
 				continue
 			}
 			run.Spec = run.Spec.Redacted()
-			if err := fn(HistoryEntry{Seq: md.Sequence.Stream, Time: md.Timestamp.UTC(), Run: run}); err != nil {
+			if more, err := fn(md.Sequence.Stream, md.Timestamp, run); err != nil || !more {
 				return err
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			if ctx.Err() != nil && follow {
+			if follow && ctx.Err() != nil {
 				return nil
 			}
 			return err

@@ -46,7 +46,7 @@ func (c *Client) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
-	stream, err := c.store.JS.Stream(ctx, "KV_"+jobs.BucketState)
+	stream, err := c.store.Stream(ctx, "KV_"+jobs.BucketState)
 	if err != nil {
 		return Page{}, err
 	}
@@ -99,55 +99,17 @@ type seqStatus struct {
 // jobstate stream, oldest first (one ordered consumer: the server skips
 // what was replaced or removed).
 func (c *Client) readRecords(ctx context.Context, lo, hi uint64) ([]seqStatus, error) {
-	cons, err := c.store.JS.OrderedConsumer(ctx, "KV_"+jobs.BucketState, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"$KV." + jobs.BucketState + "." + jobs.RunKey(">")},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    lo,
-	})
-	if err != nil {
-		return nil, err
-	}
 	var out []seqStatus
-	for {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return nil, err
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			if md.Sequence.Stream >= hi {
-				return out, nil
-			}
-			if len(m.Data()) == 0 || m.Headers().Get("KV-Operation") != "" || m.Headers().Get(jetstream.MarkerReasonHeader) != "" {
-				continue // a removal or an expiry's marker
-			}
-			var run jobs.Run
-			if json.Unmarshal(m.Data(), &run) != nil {
-				continue
-			}
-			run.Spec = run.Spec.Redacted()
-			out = append(out, seqStatus{Status: Status{Run: run, Result: run.Result}, seq: md.Sequence.Stream})
-			if md.NumPending == 0 {
-				return out, nil
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return out, nil
-		}
-	}
+	err := c.walkRecords(ctx, lo, hi, false, func(seq uint64, _ time.Time, run jobs.Run) (bool, error) {
+		out = append(out, seqStatus{Status: Status{Run: run, Result: run.Result}, seq: seq})
+		return true, nil
+	})
+	return out, err
 }
 
 // DLQ returns the dead-letter entries, oldest first.
 func (c *Client) DLQ(ctx context.Context) ([]jobs.DLQEntry, error) {
-	st, err := c.store.JS.Stream(ctx, jobs.StreamDLQ)
+	st, err := c.store.Stream(ctx, jobs.StreamDLQ)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +166,7 @@ func (c *Client) RetryDLQ(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	st, err := c.store.JS.Stream(ctx, jobs.StreamDLQ)
+	st, err := c.store.Stream(ctx, jobs.StreamDLQ)
 	if err != nil {
 		return err
 	}

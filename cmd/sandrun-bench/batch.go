@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +126,11 @@ func serve(dir string) error {
 	srv, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: dir, Port: -1})
 	if err != nil {
 		return err
+	}
+	if addr := os.Getenv("SANDRUN_BENCH_PPROF"); addr != "" {
+		// net/http/pprof's handlers, for profiling the server while a
+		// benchmark runs: go tool pprof http://ADDR/debug/pprof/profile
+		go func() { _ = http.ListenAndServe(addr, nil) }() //nolint:gosec // a local benchmark's profiler
 	}
 	fmt.Println(srv.ClientURL())
 	_, _ = io.Copy(io.Discard, os.Stdin)

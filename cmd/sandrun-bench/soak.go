@@ -54,6 +54,9 @@ func benchSoak(cfg soakConfig) error {
 	defer stopChild(srv)
 	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "soak-worker", "--slots", fmt.Sprint(cfg.Slots),
 		"--log-format", "text", "--retention", "succeeded="+cfg.Retention.String())
+	if addr := os.Getenv("SANDRUN_BENCH_WORKER_PPROF"); addr != "" {
+		worker.Args = append(worker.Args, "--metrics-addr", addr, "--profiles")
+	}
 	worker.Stdout, worker.Stderr = io.Discard, io.Discard
 	if err := worker.Start(); err != nil {
 		return err
@@ -71,7 +74,7 @@ func benchSoak(cfg soakConfig) error {
 
 	fmt.Printf("soak: %d `true` jobs in batches of %d, one worker of %d slots, succeeded retention %s, idle CPU over %s\n\n",
 		cfg.Jobs, cfg.Batch, cfg.Slots, cfg.Retention, cfg.Idle)
-	fmt.Println("| jobs done | elapsed | jobs/s since last | jobstate msgs / subjects | OUTPUTS msgs | EVENTS msgs | disk MiB | server RSS MiB | worker RSS MiB | idle CPU server + worker, % of a core |")
+	fmt.Println("| jobs done | elapsed | jobs/s since last | jobstate msgs / subjects | OUTPUTS msgs | EVENTS msgs | disk MiB | server RSS MiB | worker RSS MiB | idle CPU server / worker, % of a core |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	began := time.Now()
 	lastAt, lastDone := began, 0
@@ -94,8 +97,8 @@ func benchSoak(cfg soakConfig) error {
 		kvMsgs, kvSubjects := msgs("KV_" + jobs.BucketState)
 		outMsgs, _ := msgs(jobs.StreamOutputs)
 		evMsgs, _ := msgs(jobs.StreamEvents)
-		fmt.Printf("| %s | %s | %.0f | %d / %d | %d | %d | %.0f | %.0f | %.0f | %.2f |\n", label, time.Since(began).Round(time.Second), rate,
-			kvMsgs, kvSubjects, outMsgs, evMsgs, float64(dirSize(data))/(1<<20), rssMiB(srv.Process.Pid), rssMiB(worker.Process.Pid), cpu)
+		fmt.Printf("| %s | %s | %.0f | %d / %d | %d | %d | %.0f | %.0f | %.0f | %.2f / %.2f |\n", label, time.Since(began).Round(time.Second), rate,
+			kvMsgs, kvSubjects, outMsgs, evMsgs, float64(dirSize(data))/(1<<20), rssMiB(srv.Process.Pid), rssMiB(worker.Process.Pid), cpu[0], cpu[1])
 		lastAt, lastDone = time.Now(), done
 		return nil
 	}
@@ -198,29 +201,31 @@ func seedRecords(ctx context.Context, cl *client.Client, n int) error {
 
 // idleCPU is the CPU time the processes use over d, in percent of one
 // core.
-func idleCPU(d time.Duration, pids ...int) float64 {
-	before := cpuTicks(pids...)
+func idleCPU(d time.Duration, pids ...int) []float64 {
+	before := make([]int64, len(pids))
+	for i, pid := range pids {
+		before[i] = cpuTicks(pid)
+	}
 	time.Sleep(d)
-	after := cpuTicks(pids...)
-	return float64(after-before) / 100 / d.Seconds() * 100 // 100 ticks a second (USER_HZ)
+	out := make([]float64, len(pids))
+	for i, pid := range pids {
+		out[i] = float64(cpuTicks(pid)-before[i]) / 100 / d.Seconds() * 100 // 100 ticks a second (USER_HZ)
+	}
+	return out
 }
 
-// cpuTicks sums the user and system time of pids, in clock ticks.
-func cpuTicks(pids ...int) int64 {
-	var total int64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		var u, k int64
-		_, _ = fmt.Sscan(fields[11], &u) // utime, field 14 of stat
-		_, _ = fmt.Sscan(fields[12], &k) // stime, field 15
-		total += u + k
+// cpuTicks is the user and system time of pid, in clock ticks.
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
 	}
-	return total
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var u, k int64
+	_, _ = fmt.Sscan(fields[11], &u) // utime, field 14 of stat
+	_, _ = fmt.Sscan(fields[12], &k) // stime, field 15
+	return u + k
 }
 
 // rssMiB is a running process's resident set size.

@@ -29,12 +29,15 @@ import (
 // Config is the daemons' configuration: a YAML file, then SANDRUN_*
 // environment variables, then flags, validated once at start-up.
 type Config struct {
-	NATS        NATSConfig               `yaml:"nats"`
-	MetricsAddr string                   `yaml:"metrics_addr"`
-	Layout      LayoutConfig             `yaml:"layout"`
-	Worker      worker.Config            `yaml:"worker"`
-	Backends    map[string]BackendConfig `yaml:"backends"`
-	Policy      PolicyConfig             `yaml:"policy"`
+	NATS        NATSConfig `yaml:"nats"`
+	MetricsAddr string     `yaml:"metrics_addr"`
+	// Profiles adds Go's runtime profiles (/debug/pprof/) to the metrics
+	// address. They need no credentials: keep that address private.
+	Profiles bool                     `yaml:"profiles"`
+	Layout   LayoutConfig             `yaml:"layout"`
+	Worker   worker.Config            `yaml:"worker"`
+	Backends map[string]BackendConfig `yaml:"backends"`
+	Policy   PolicyConfig             `yaml:"policy"`
 	// SchedulesFile is a YAML file with a top-level `schedules:` list.
 	SchedulesFile string `yaml:"schedules_file"`
 	// Schedules are added to those of SchedulesFile (sandrun dev's

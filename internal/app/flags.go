@@ -54,6 +54,7 @@ func ParseDaemonFlags(name string, args []string, stderr io.Writer) (Config, err
 func registerDaemonFlags(fs *flag.FlagSet, c *Config) {
 	NATSFlags(fs, &c.NATS)
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "serve Prometheus metrics on this address (e.g. :9464)")
+	fs.BoolVar(&c.Profiles, "profiles", c.Profiles, "also serve Go's runtime profiles (/debug/pprof/) on the metrics address; they need no credentials")
 	fs.StringVar(&c.Worker.Name, "name", c.Worker.Name, "worker name (default hostname-pid)")
 	fs.Func("queues", "comma-separated queues to serve (default \"default\")", func(s string) error {
 		c.Worker.Queues = strings.Split(s, ",")

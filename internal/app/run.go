@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 			return err
 		}
 	}
-	if _, err := m.Serve(ctx, cfg.MetricsAddr, log); err != nil {
+	if _, err := m.Serve(ctx, cfg.MetricsAddr, cfg.Profiles, log); err != nil {
 		return fmt.Errorf("metrics_addr: %w", err)
 	}
 	conn := cfg.NATS.Conn("sandrun-"+wcfg.Name, true)

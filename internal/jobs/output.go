@@ -69,7 +69,7 @@ var ErrOutputGone = errors.New("output no longer stored (its retention passed, o
 // names the output, so a first chunk "not found" is a replica behind
 // the leader, and is tried again for a few seconds.
 func (s *Store) ReadOutput(ctx context.Context, subject string, size int64, w io.Writer) error {
-	st, err := s.JS.Stream(ctx, StreamOutputs)
+	st, err := s.Stream(ctx, StreamOutputs)
 	if err != nil {
 		return fmt.Errorf("output %s: %w", subject, err)
 	}

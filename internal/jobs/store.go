@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,25 @@ type Store struct {
 	WriteWithin time.Duration
 	// OnRetry, if set, is told of each retried attempt.
 	OnRetry Retried
+
+	// streams caches stream handles by name: a handle is the stream's
+	// info as first read, and a direct get through it needs no second
+	// round trip for that info.
+	streams sync.Map // string -> jetstream.Stream
+}
+
+// Stream returns a handle on the named stream, read from the server the
+// first time it is asked for. A failed read is not cached.
+func (s *Store) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if st, ok := s.streams.Load(name); ok {
+		return st.(jetstream.Stream), nil
+	}
+	st, err := s.JS.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.streams.Store(name, st)
+	return st, nil
 }
 
 // Sentinel errors of the store.
@@ -76,7 +96,7 @@ var ErrExpired = fmt.Errorf("%w: its record expired (finished jobs are kept for 
 // bucket's LimitMarkerTTL); after that, or for a job that never was, it reports
 // false. Call it after GetRun found nothing.
 func (s *Store) Expired(ctx context.Context, id string) (time.Time, bool) {
-	st, err := s.JS.Stream(ctx, "KV_"+s.State.Bucket())
+	st, err := s.Stream(ctx, "KV_"+s.State.Bucket())
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -330,7 +350,7 @@ func (s *Store) PublishDLQ(ctx context.Context, e DLQEntry) error {
 
 // GetDLQ returns the DLQ entry of job id and its stream sequence.
 func (s *Store) GetDLQ(ctx context.Context, id string) (DLQEntry, uint64, error) {
-	st, err := s.JS.Stream(ctx, StreamDLQ)
+	st, err := s.Stream(ctx, StreamDLQ)
 	if err != nil {
 		return DLQEntry{}, 0, err
 	}
