@@ -132,7 +132,11 @@ func TestRules(t *testing.T) {
 		if r.Description == "" {
 			t.Errorf("rule %q has no description", r.ID)
 		}
-		ids = append(ids, r.ID)
+		if r.Pack == "" {
+			ids = append(ids, r.ID)
+		} else if !strings.HasPrefix(r.ID, r.Pack+":") {
+			t.Errorf("pack rule %q is not named pack:rule", r.ID)
+		}
 	}
 	want := []string{"rm-root", "mkfs", "dd-device", "fork-bomb", "kill-all", "shutdown", "chmod-system",
 		"write-system", "pipe-to-shell", "decoded-exec", "git-destructive", "sql-destructive", "docker-host",

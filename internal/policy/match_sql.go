@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -14,6 +15,12 @@ var sqlClients = map[string]sqlArgs{
 	"mysql":             optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"mariadb":           optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"clickhouse-client": optionSQL(optSpec{short: "qhdu", long: []string{"query", "host", "port", "user", "password", "database", "format"}}, "q", "query", "", ""),
+	"sqlcmd":            optionSQL(optSpec{short: "SUPdQqiolsvHAWhtwcf", long: nil}, "Q", "", "q", "i"),
+	"snowsql":           optionSQL(optSpec{short: "acdqrswuohf", long: []string{"accountname", "config", "dbname", "query", "rolename", "schemaname", "warehouse", "username", "option", "filename", "connection", "host", "port"}}, "q", "query", "", "f"),
+	"cqlsh":             optionSQL(optSpec{short: "eukpf", long: []string{"execute", "username", "keyspace", "password", "file", "cqlversion", "encoding", "request-timeout", "connect-timeout", "cqlshrc"}}, "e", "execute", "", "f"),
+	"cockroach":         subcommandSQL("sql", optSpec{short: "edf", long: []string{"execute", "database", "url", "host", "user", "certs-dir", "format", "file"}}, "e", "execute"),
+	"bq":                bqSQL,
+	"influx":            influxQL,
 	"sqlite3":           positionalSQL,
 	"duckdb":            positionalSQL,
 }
@@ -37,6 +44,42 @@ func optionSQL(spec optSpec, short, long, extra, fileShort string) sqlArgs {
 		}
 		return sql, len(sql) == 0 && !file
 	}
+}
+
+// subcommandSQL reads SQL from options of one subcommand (cockroach sql -e).
+func subcommandSQL(sub string, spec optSpec, short, long string) sqlArgs {
+	inner := optionSQL(spec, short, long, "", "f")
+	return func(args []arg) ([]arg, bool) {
+		ops, _ := operands(args, spec)
+		if len(ops) == 0 || ops[0].val != sub {
+			return nil, false
+		}
+		return inner(args)
+	}
+}
+
+// bqSQL reads the SQL of bq query: its operands after "query".
+func bqSQL(args []arg) ([]arg, bool) {
+	ops, _ := operands(args, optSpec{long: []string{"project_id", "dataset_id", "location", "format", "parameter", "destination_table", "max_rows"}})
+	if len(ops) == 0 || ops[0].val != "query" {
+		return nil, false
+	}
+	for _, a := range args {
+		if a.lit && (a.val == "--dry_run" || a.val == "--dry_run=true") {
+			return nil, false // validated, not run
+		}
+	}
+	return ops[1:], len(ops) == 1
+}
+
+// influxQL reads the statements of influx (1.x) -execute.
+func influxQL(args []arg) ([]arg, bool) {
+	for i, a := range args {
+		if a.lit && (a.val == "-execute" || a.val == "--execute") && i+1 < len(args) {
+			return []arg{args[i+1]}, false
+		}
+	}
+	return nil, false
 }
 
 // positionalSQL reads sqlite3/duckdb's SQL: -cmd/-c values and the operands
@@ -77,13 +120,18 @@ func (w *walker) sqlClient(c *command) {
 
 // matchDropDB judges dropdb and mysqladmin drop.
 func matchDropDB(c *command, h *hits) {
+	for _, a := range c.args {
+		if a.lit && (a.val == "--help" || a.val == "--version" || a.val == "-?" || a.val == "-V") {
+			return
+		}
+	}
 	if c.name == "dropdb" {
 		h.add(ruleSQLDestructive, "dropdb")
 		return
 	}
 	for _, a := range c.args {
 		if a.lit && strings.EqualFold(a.val, "drop") {
-			h.add(ruleSQLDestructive, "mysqladmin drop")
+			h.add(ruleSQLDestructive, c.name+" drop")
 			return
 		}
 	}
@@ -193,14 +241,27 @@ func isIdentByte(c byte) bool {
 	return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// destructiveStatement reports DROP TABLE|DATABASE|SCHEMA, TRUNCATE, and
-// DELETE FROM without WHERE.
+// droppable are the objects whose DROP destroys data or what depends on
+// it (DROP DEFAULT, DROP NOT NULL and the like change a definition only).
+var droppable = map[string]bool{
+	"TABLE": true, "DATABASE": true, "SCHEMA": true, "VIEW": true, "MATERIALIZED": true, "INDEX": true,
+	"USER": true, "ROLE": true, "TYPE": true, "SEQUENCE": true, "EXTENSION": true, "OWNED": true,
+	"COLUMN": true, "CONSTRAINT": true, "PARTITION": true, "KEYSPACE": true, "COLUMNFAMILY": true,
+	"SERIES": true, "MEASUREMENT": true, "RETENTION": true, "SHARD": true, "TABLESPACE": true,
+	"FUNCTION": true, "PROCEDURE": true, "TRIGGER": true, "DOMAIN": true, "COLLECTION": true,
+	"DICTIONARY": true, "STAGE": true, "WAREHOUSE": true, "STREAM": true, "DATASET": true, "LOGIN": true,
+}
+
+// destructiveStatement reports DROP of a table, database, schema, column
+// and the other droppable objects, TRUNCATE, DELETE FROM (and ClickHouse's
+// ALTER TABLE ... DELETE) or UPDATE without a WHERE that selects rows, and
+// RESTORE ... WITH REPLACE.
 func destructiveStatement(words []string) (string, bool) {
 	for i, w := range words {
 		switch w {
 		case "DROP":
 			for _, next := range words[i+1 : min(i+3, len(words))] {
-				if next == "TABLE" || next == "DATABASE" || next == "SCHEMA" {
+				if droppable[next] {
 					return "DROP " + next, true
 				}
 			}
@@ -209,17 +270,42 @@ func destructiveStatement(words []string) (string, bool) {
 				return "TRUNCATE", true
 			}
 		case "DELETE":
-			if i+1 < len(words) && words[i+1] == "FROM" {
-				for _, later := range words[i+2:] {
-					if later == "WHERE" {
-						return "", false
-					}
+			if i+1 < len(words) && words[i+1] == "FROM" || i >= 2 && words[0] == "ALTER" {
+				if !selectsRows(words[i+1:]) {
+					return "DELETE without a WHERE that selects rows", true
 				}
-				return "DELETE FROM without WHERE", true
+			}
+		case "UPDATE":
+			if i == 0 && !selectsRows(words[i+1:]) {
+				return "UPDATE without WHERE", true
+			}
+		case "REPLACE":
+			if i >= 1 && words[i-1] == "WITH" && words[0] == "RESTORE" {
+				return "RESTORE ... WITH REPLACE", true
 			}
 		}
 	}
 	return "", false
+}
+
+// selectsRows reports a WHERE clause among words that is not always true
+// (WHERE 1, WHERE 1=1, WHERE TRUE select every row).
+func selectsRows(words []string) bool {
+	for k, w := range words {
+		if w != "WHERE" {
+			continue
+		}
+		cond := words[k+1:]
+		if n := slices.Index(cond, "LIMIT"); n >= 0 {
+			cond = cond[:n]
+		}
+		switch strings.Join(cond, " ") {
+		case "1", "1 1", "TRUE", "0 0":
+			return false
+		}
+		return true
+	}
+	return false
 }
 
 // skipDollarQuote skips a PostgreSQL $$...$$ or $tag$...$tag$ string at i,

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ var matcherTable = map[string][]matcher{
 	"brew": {matchPackages}, "snap": {matchPackages}, "flatpak": {matchPackages}, "port": {matchPackages},
 	// history, databases, version control
 	"history": {matchHistory}, "set": {matchHistory},
-	"git": {matchGit}, "dropdb": {matchDropDB}, "mysqladmin": {matchDropDB},
+	"git": {matchGit}, "dropdb": {matchDropDB}, "mysqladmin": {matchDropDB}, "mariadb-admin": {matchDropDB},
 }
 
 // matchersFor returns the matchers for the program c runs.
@@ -54,7 +55,11 @@ func matchersFor(c *command) []matcher {
 	if strings.HasPrefix(c.prog, "/etc/init.d/") || strings.HasPrefix(c.prog, "/etc/rc.d/") {
 		return []matcher{matchInitScript}
 	}
-	return matcherTable[canonical(c.name)]
+	name := canonical(c.name)
+	if _, ok := packTools[name]; ok {
+		return append(slices.Clip(matcherTable[name]), matchPacks)
+	}
+	return matcherTable[name]
 }
 
 // canonical maps versioned and variant program names to one name:

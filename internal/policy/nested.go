@@ -49,6 +49,7 @@ func argCode(a arg) code {
 // into shells), the commands of xargs, find -exec and parallel, inline
 // interpreter code, and the body of a function the script defined.
 func (w *walker) nest(c *command) {
+	w.packNest(c)
 	switch c.name {
 	case "eval":
 		w.eval(c)

@@ -33,7 +33,9 @@ const (
 type RuleInfo struct {
 	ID          string
 	Description string
-	HostOnly    bool // the rule is skipped when the backend has no host access
+	HostOnly    bool   // the rule is skipped when the backend has no host access
+	Critical    bool   // a pack rule no allowlist admits (only turning its pack off does)
+	Pack        string // the rule pack it belongs to, "" for the built-in rules
 }
 
 // rule is one entry of the rule table. The matchers that raise it live in
@@ -41,12 +43,14 @@ type RuleInfo struct {
 type rule struct {
 	id       string
 	hostOnly bool
-	fixed    bool // raised by the detector itself (fail closed); never allowlistable
+	fixed    bool   // raised by the detector itself (fail closed); never allowlistable
+	critical bool   // a critical pack rule: never allowlistable
+	pack     string // its rule pack; "" for the built-in rules
 	desc     string
 }
 
 // allowlistable reports whether the rule may be named in Config.Allowlist.
-func (r rule) allowlistable() bool { return !r.fixed }
+func (r rule) allowlistable() bool { return !r.fixed && !r.critical }
 
 // rules is the fixed rule table, in documentation order.
 //
@@ -150,18 +154,36 @@ var rules = []rule{
 func Rules() []RuleInfo {
 	out := make([]RuleInfo, len(rules))
 	for i, r := range rules {
-		out[i] = RuleInfo{ID: r.id, Description: r.desc, HostOnly: r.hostOnly}
+		out[i] = RuleInfo{ID: r.id, Description: r.desc, HostOnly: r.hostOnly, Critical: r.critical, Pack: r.pack}
 	}
 	return out
 }
 
-func lookupRule(id string) (rule, bool) {
-	for _, r := range rules {
-		if r.id == id {
-			return r, true
-		}
+// ruleIndex maps a rule ID to its place in rules (built by indexRules once
+// the packs are loaded).
+var ruleIndex map[string]int
+
+func indexRules() {
+	ruleIndex = make(map[string]int, len(rules))
+	for i, r := range rules {
+		ruleIndex[r.id] = i
 	}
-	return rule{}, false
+}
+
+func lookupRule(id string) (rule, bool) {
+	if ruleIndex == nil {
+		for _, r := range rules {
+			if r.id == id {
+				return r, true
+			}
+		}
+		return rule{}, false
+	}
+	i, ok := ruleIndex[id]
+	if !ok {
+		return rule{}, false
+	}
+	return rules[i], true
 }
 
 func allowlistableIDs() []string {

@@ -1,0 +1,648 @@
+package policy
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Rule packs are the detector's knowledge of tools whose harm reaches
+// beyond the host: cloud CLIs, clusters, infrastructure as code, data
+// stores, forges, secrets managers, backups, DNS, messaging. Each pack is
+// a YAML table in packs/ (see packs/README.md): per tool, how to find its
+// command path (the subcommand words), which words and options are
+// read-only, and rules that name a destructive command path, verb class or
+// option. The tables are data: a tool is added without code.
+//
+// A pack rule's ID is "pack:rule". Its findings apply on every backend
+// (the harm is not to the host the command runs on), and a critical rule
+// cannot be allowlisted: only turning its pack off admits it.
+
+//go:embed packs/*.yaml
+var packFiles embed.FS
+
+// PackInfo describes one rule pack, for docs and `sandrun policy rules`.
+type PackInfo struct {
+	Name        string
+	Description string
+	Tools       []string
+	Rules       []RuleInfo
+}
+
+// pack is one parsed packs/*.yaml file.
+type pack struct {
+	Name        string     `yaml:"pack"`
+	Description string     `yaml:"description"`
+	Tools       []packTool `yaml:"tools"`
+}
+
+// packTool is what a pack knows of one program (or several spellings of it).
+type packTool struct {
+	Names []string `yaml:"names"`
+	// Values are the options that take a value as the next word (skipped
+	// with it when the command path is read).
+	Values []string `yaml:"values"`
+	// Depth is how many leading operands form the command path (aws: 2,
+	// service and operation; kubectl: 1); 0 means 3.
+	Depth int `yaml:"depth"`
+	// Safe are options or path words after which the invocation only
+	// prints or previews (--help, --dry-run, help, plan): no rule of the
+	// tool applies. An option given as "--dry-run=none" or "=false" is not
+	// safe.
+	Safe []string `yaml:"safe"`
+	// Fold compares path words case-insensitively (redis-cli FLUSHALL).
+	Fold bool `yaml:"fold"`
+	// Read and Destroy add verbs to the shared classes for this tool.
+	Read    []string `yaml:"read"`
+	Destroy []string `yaml:"destroy"`
+	// Script are options whose value is a shell command the tool runs
+	// (on this host or others): it is judged as a script, when one of
+	// ScriptWhen is given (or always, if none is named). Exec says the
+	// words after "--" are a command the tool runs.
+	Script     []string `yaml:"script"`
+	ScriptWhen []string `yaml:"script_when"`
+	Exec       bool     `yaml:"exec"`
+	// Runs are command paths after which the remaining words are a
+	// command the tool runs ("" for the first operand: npx TOOL ...,
+	// "exec *" for docker exec CONTAINER TOOL ...): it is judged too.
+	Runs  wordList   `yaml:"runs"`
+	Rules []packRule `yaml:"rules"`
+	// Allow are commands of the tool the packs must approve: its
+	// read-only and look-alike forms (run by TestPackExamples).
+	Allow []string `yaml:"allow"`
+	runs  [][][]string
+
+	pack    string
+	depth   int
+	values  map[string]bool
+	read    []string
+	destroy []string
+}
+
+// packRule is one rule of a tool. Every condition given must hold; the
+// first rule of the tool that matches is the finding.
+type packRule struct {
+	ID       string `yaml:"id"`
+	Severity string `yaml:"severity"` // critical (never allowlisted) or high
+	Reason   string `yaml:"reason"`
+	// Path is a prefix of the command path, or a list of them: words
+	// separated by spaces, each a set of alternatives separated by "|",
+	// "*" for any word; a word may end in "*" (delete*).
+	Path wordList `yaml:"path"`
+	// Verb "destroy" requires the operation (the first word of the command
+	// path after Path that is in a verb class) to be a destroy verb.
+	Verb string `yaml:"verb"`
+	// Any needs one of these options; All needs every one; Unless refuses
+	// the rule when one is given. An option is "-x" (short, also inside
+	// a cluster such as -xv), "--long" (also --long=value), "-word"
+	// (single-dash long: exactly -word or -word=value), or any of these
+	// with "=value" to require that value (--replicas=0 matches
+	// "--replicas 0" too).
+	Any    []string `yaml:"any"`
+	All    []string `yaml:"all"`
+	Unless []string `yaml:"unless"`
+	// Match is a regular expression (case-insensitive) some argument,
+	// or the text the command reads on stdin, must contain.
+	Match string `yaml:"match"`
+	// UnlessMatch refuses the rule when an argument matches it.
+	UnlessMatch string `yaml:"unless_match"`
+	// Deny are commands the rule must refuse (run by TestPackExamples).
+	Deny []string `yaml:"deny"`
+	// Via requires the command to be run by this (xargs, find -exec):
+	// its operands come from a list.
+	Via string `yaml:"via"`
+	// Always applies the rule to every call of the tool that is not safe
+	// (a program that only destroys: k3s-uninstall.sh).
+	Always bool `yaml:"always"`
+
+	id      string       // pack:rule
+	paths   [][][]string // each alternative path: words, each a set of alternatives
+	match   *regexp.Regexp
+	unlessM *regexp.Regexp
+}
+
+// wordList is a YAML scalar or a list of scalars.
+type wordList []string
+
+func (l *wordList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = wordList{n.Value}
+		return nil
+	}
+	var s []string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*l = s
+	return nil
+}
+
+// Shared verb classes. A word matches a pattern exactly, or by prefix when
+// the pattern ends in "*", or by suffix when it starts with "*".
+var (
+	destroyVerbs = []string{
+		"delete", "delete*", "*-delete", "*-delete-*", "batch-delete*", "del", "remove", "remove*", "*-remove", "rm", "rmi", "rb",
+		"destroy", "destroy*", "terminate", "terminate*", "purge", "purge*", "drop", "drop-*", "dropall", "flush*", "prune",
+		"wipe*", "erase*", "deregister*", "uninstall", "schedule-key-deletion", "deletefile", "rmdir", "rmdirs",
+		"truncate", "zap", "nuke", "evict",
+	}
+	// Read verbs are verbs only: nouns that also name a read (logs,
+	// history, plan) would stop the search for the operation early.
+	readVerbs = []string{
+		"get", "get-*", "list", "list-*", "ls", "describe", "describe-*", "show", "show-*", "status", "view", "inspect",
+		"explain", "diff", "validate", "preview", "search", "cat", "help", "version", "check", "stat", "whoami",
+		"can-i", "wait", "watch", "download", "lookup", "test-*", "read", "head", "tail", "find", "lint", "fmt",
+		"template", "ping", "exists", "estimate-*", "preview-*",
+	}
+)
+
+// matchWord reports whether word matches pattern (see the classes above).
+func matchWord(pattern, word string) bool {
+	switch {
+	case pattern == "*":
+		return true
+	case strings.HasSuffix(pattern, "*") && strings.HasPrefix(pattern, "*"):
+		return strings.Contains(word, strings.Trim(pattern, "*"))
+	case strings.HasSuffix(pattern, "*"):
+		return strings.HasPrefix(word, pattern[:len(pattern)-1])
+	case strings.HasPrefix(pattern, "*"):
+		return strings.HasSuffix(word, pattern[1:])
+	}
+	return word == pattern
+}
+
+func matchAnyWord(patterns []string, word string) bool {
+	for _, p := range patterns {
+		if matchWord(p, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// packs and packTools are the embedded packs, loaded once.
+var (
+	packs     []pack
+	packTools map[string][]*packTool // program name -> the packs' tools
+)
+
+func init() {
+	var err error
+	packs, err = loadPacks(packFiles)
+	if err != nil {
+		panic(err) // the embedded tables are tested; a broken one is a build defect
+	}
+	packTools = map[string][]*packTool{}
+	for i := range packs {
+		p := &packs[i]
+		for j := range p.Tools {
+			t := &p.Tools[j]
+			for _, n := range t.Names {
+				packTools[n] = append(packTools[n], t)
+			}
+			for k := range t.Rules {
+				r := &t.Rules[k]
+				if _, ok := lookupRule(r.id); !ok {
+					rules = append(rules, rule{id: r.id, critical: r.Severity == "critical", pack: p.Name, desc: r.Reason})
+				}
+			}
+		}
+	}
+	indexRules()
+}
+
+// loadPacks parses and checks every packs/*.yaml of fsys.
+func loadPacks(fsys fs.FS) ([]pack, error) {
+	names, err := fs.Glob(fsys, "packs/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []pack
+	seen := map[string]bool{}
+	for _, name := range names {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		var p pack
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if err := p.compile(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if seen[p.Name] {
+			return nil, fmt.Errorf("%s: pack %q defined twice", name, p.Name)
+		}
+		seen[p.Name] = true
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b pack) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+var packNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+func (p *pack) compile() error {
+	if !packNameRE.MatchString(p.Name) {
+		return fmt.Errorf("pack: %q is not a pack name", p.Name)
+	}
+	ids := map[string]packRule{} // one rule may be raised by several tools
+	for i := range p.Tools {
+		t := &p.Tools[i]
+		field := fmt.Sprintf("tools[%d]", i)
+		if len(t.Names) == 0 {
+			return fmt.Errorf("%s.names: empty", field)
+		}
+		t.pack, t.depth = p.Name, t.Depth
+		if t.depth == 0 {
+			t.depth = 3
+		}
+		t.values = map[string]bool{}
+		for _, v := range t.Values {
+			t.values[v] = true
+		}
+		for _, p := range t.Runs {
+			var path [][]string
+			for _, w := range strings.Fields(p) {
+				path = append(path, strings.Split(w, "|"))
+			}
+			t.runs = append(t.runs, path)
+		}
+		t.read = append(slices.Clone(readVerbs), t.Read...)
+		t.destroy = append(slices.Clone(destroyVerbs), t.Destroy...)
+		for j := range t.Rules {
+			r := &t.Rules[j]
+			rf := fmt.Sprintf("%s.rules[%d]", field, j)
+			if !packNameRE.MatchString(r.ID) {
+				return fmt.Errorf("%s.id: %q is not a rule name", rf, r.ID)
+			}
+			if r.Severity != "critical" && r.Severity != "high" {
+				return fmt.Errorf("%s.severity: %q (want critical or high)", rf, r.Severity)
+			}
+			if o, ok := ids[r.ID]; ok && r.Reason == "" {
+				r.Reason = o.Reason // said once for a rule several tools raise
+			}
+			if r.Reason == "" {
+				return fmt.Errorf("%s.reason: empty", rf)
+			}
+			if r.Verb != "" && r.Verb != "destroy" {
+				return fmt.Errorf("%s.verb: %q (want destroy)", rf, r.Verb)
+			}
+			if len(r.Path) == 0 && r.Verb == "" && len(r.Any) == 0 && len(r.All) == 0 && r.Match == "" && !r.Always {
+				return fmt.Errorf("%s: no condition (path, verb, any, all, match or always)", rf)
+			}
+			r.id = p.Name + ":" + r.ID
+			if o, ok := ids[r.ID]; ok && o.Severity != r.Severity {
+				return fmt.Errorf("%s.severity: %q is %s for tools %s", rf, r.ID, o.Severity, o.id)
+			}
+			if _, ok := ids[r.ID]; !ok {
+				ids[r.ID] = packRule{Severity: r.Severity, Reason: r.Reason, id: strings.Join(t.Names, ",")}
+			}
+			for _, p := range r.Path {
+				var path [][]string
+				for _, w := range strings.Fields(p) {
+					path = append(path, strings.Split(w, "|"))
+				}
+				r.paths = append(r.paths, path)
+			}
+			if r.Match != "" {
+				re, err := regexp.Compile("(?i)" + r.Match)
+				if err != nil {
+					return fmt.Errorf("%s.match: %w", rf, err)
+				}
+				r.match = re
+			}
+			if r.UnlessMatch != "" {
+				re, err := regexp.Compile("(?i)" + r.UnlessMatch)
+				if err != nil {
+					return fmt.Errorf("%s.unless_match: %w", rf, err)
+				}
+				r.unlessM = re
+			}
+		}
+	}
+	return nil
+}
+
+// Packs lists the rule packs, by name.
+func Packs() []PackInfo {
+	out := make([]PackInfo, 0, len(packs))
+	for _, p := range packs {
+		info := PackInfo{Name: p.Name, Description: p.Description}
+		seen := map[string]bool{}
+		for _, t := range p.Tools {
+			info.Tools = append(info.Tools, t.Names...)
+			for _, r := range t.Rules {
+				if !seen[r.id] {
+					seen[r.id] = true
+					info.Rules = append(info.Rules, RuleInfo{ID: r.id, Description: r.Reason, Critical: r.Severity == "critical", Pack: p.Name})
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// matchPacks runs the packs' rules for the program c runs.
+func matchPacks(c *command, h *hits) {
+	for _, t := range packTools[canonical(c.name)] {
+		t.judge(c, h)
+	}
+}
+
+// packCall is a tool's command line as the rules read it.
+type packCall struct {
+	path    []string // the command path: leading operands, lower-cased when the tool folds
+	opts    []int    // the indexes in args of the option words
+	pathIdx []int    // the indexes in args of the path words
+	args    []arg
+}
+
+// parse reads c's command path and options.
+func (t *packTool) parse(c *command) packCall {
+	pc := packCall{args: c.args}
+	pathOpen := true
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		if !a.lit {
+			pathOpen = false
+			continue
+		}
+		if a.val == "--" {
+			break
+		}
+		if len(a.val) > 1 && a.val[0] == '-' {
+			pc.opts = append(pc.opts, i)
+			if t.values[a.val] && i+1 < len(c.args) {
+				i++
+			}
+			continue
+		}
+		if pathOpen && len(pc.path) < t.depth {
+			w := a.val
+			if t.Fold {
+				w = strings.ToLower(w)
+			}
+			if !pathWord(w) {
+				pathOpen = false
+				continue
+			}
+			pc.path = append(pc.path, w)
+			pc.pathIdx = append(pc.pathIdx, i)
+		}
+	}
+	return pc
+}
+
+// pathWord reports whether w can be a subcommand: a word, not a path, URL
+// or file name.
+func pathWord(w string) bool {
+	if w == "" || strings.Contains(w, "://") {
+		return false
+	}
+	for i, r := range w {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':' || r == '.' || r == '/'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// hasOption reports whether the call gives option spec (see packRule.Any).
+func (pc packCall) hasOption(spec string) bool {
+	name, want, hasWant := strings.Cut(spec, "=")
+	for _, i := range pc.opts {
+		a := pc.args[i]
+		if !a.lit {
+			continue
+		}
+		next := ""
+		if i+1 < len(pc.args) && pc.args[i+1].lit {
+			next = pc.args[i+1].val
+		}
+		v := a.val
+		switch {
+		case strings.HasPrefix(name, "--") || len(name) > 2:
+			n, val, inline := strings.Cut(v, "=")
+			if n != name {
+				continue
+			}
+			if !hasWant {
+				return true
+			}
+			if !inline && !strings.HasPrefix(next, "-") {
+				val = next
+			}
+			if strings.EqualFold(val, want) {
+				return true
+			}
+		default: // -x, alone or in a cluster of short options
+			switch {
+			case v == name && !hasWant:
+				return true
+			case v == name:
+				if strings.EqualFold(next, want) {
+					return true
+				}
+			case hasWant && strings.EqualFold(v, name+want):
+				return true // -XDELETE
+			case !hasWant && !strings.HasPrefix(v, "--") && shortCluster(v) && strings.ContainsRune(v[1:], rune(name[1])):
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shortCluster reports whether v reads as bundled short flags (-rf), not a
+// single-dash long option (-auto-approve) or a negative number.
+func shortCluster(v string) bool {
+	if len(v) > 6 {
+		return false
+	}
+	for _, r := range v[1:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// safe reports an invocation that only prints or previews.
+func (t *packTool) safe(pc packCall) bool {
+	for _, s := range t.Safe {
+		if strings.HasPrefix(s, "-") {
+			for _, i := range pc.opts {
+				n, v, _ := strings.Cut(pc.args[i].val, "=")
+				if n == s && v != "none" && v != "false" {
+					return true
+				}
+			}
+			continue
+		}
+		for _, a := range pc.args {
+			if a.lit && a.val == s {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// judge applies the tool's rules to c.
+func (t *packTool) judge(c *command, h *hits) {
+	pc := t.parse(c)
+	if t.safe(pc) {
+		return
+	}
+	for i := range t.Rules {
+		r := &t.Rules[i]
+		if detail, ok := t.matches(r, c, pc); ok {
+			h.add(r.id, detail)
+			return
+		}
+	}
+}
+
+// matches reports whether r applies to the call, and how to show it.
+func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) {
+	n, ok := matchPath(r.paths, pc.path)
+	if !ok {
+		return "", false
+	}
+	shown := pc.path[:n]
+	if r.Verb == "destroy" {
+		verb := ""
+		for _, w := range pc.path[n:] {
+			if matchAnyWord(t.destroy, w) || matchAnyWord(t.read, w) {
+				verb = w
+				break
+			}
+		}
+		if verb == "" || !matchAnyWord(t.destroy, verb) || matchAnyWord(t.Read, verb) {
+			return "", false
+		}
+		shown = pc.path[:slices.Index(pc.path, verb)+1]
+	}
+	for _, o := range r.All {
+		if !pc.hasOption(o) {
+			return "", false
+		}
+	}
+	var flag string
+	if len(r.Any) > 0 {
+		for _, o := range r.Any {
+			if pc.hasOption(o) {
+				flag = o
+				break
+			}
+		}
+		if flag == "" {
+			return "", false
+		}
+	}
+	for _, o := range r.Unless {
+		if pc.hasOption(o) {
+			return "", false
+		}
+	}
+	if r.Via != "" && !strings.Contains(c.via, r.Via) {
+		return "", false
+	}
+	if r.match != nil && !matchText(r.match, c) {
+		return "", false
+	}
+	if r.unlessM != nil && matchText(r.unlessM, c) {
+		return "", false
+	}
+	detail := strings.Join(append([]string{c.name}, shown...), " ")
+	if flag != "" {
+		detail += " " + flag
+	}
+	return detail, true
+}
+
+// matchPath reports whether one of paths is a prefix of path, and its
+// length. No paths matches every path, with length 0.
+func matchPath(paths [][][]string, path []string) (int, bool) {
+	if len(paths) == 0 {
+		return 0, true
+	}
+next:
+	for _, p := range paths {
+		if len(p) > len(path) {
+			continue
+		}
+		for i, alts := range p {
+			if !matchAnyWord(alts, path[i]) {
+				continue next
+			}
+		}
+		return len(p), true
+	}
+	return 0, false
+}
+
+// matchText reports whether re matches one of c's literal arguments or the
+// known text of its standard input.
+func matchText(re *regexp.Regexp, c *command) bool {
+	for _, a := range c.args {
+		if a.lit && re.MatchString(a.val) {
+			return true
+		}
+	}
+	return c.stdin.known && (re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt))
+}
+
+// packNest walks the commands a pack's tool runs: the values of its Script
+// options as shell scripts, and with Exec the words after "--".
+func (w *walker) packNest(c *command) {
+	for _, t := range packTools[canonical(c.name)] {
+		if len(t.Script) == 0 && !t.Exec && len(t.runs) == 0 {
+			continue
+		}
+		pc := t.parse(c)
+		if len(t.runs) > 0 {
+			if n, ok := matchPath(t.runs, pc.path); ok && n < len(pc.pathIdx) {
+				w.run(c.args[pc.pathIdx[n]:], c.stdin, c.sp, joinVia(c.via, c.name), false)
+			}
+		}
+		when := len(t.ScriptWhen) == 0
+		for _, o := range t.ScriptWhen {
+			when = when || pc.hasOption(o)
+		}
+		for i, a := range c.args {
+			if a.lit && a.val == "--" {
+				if t.Exec && i+1 < len(c.args) {
+					w.run(c.args[i+1:], stream{}, c.sp, joinVia(c.via, c.name), false)
+				}
+				break
+			}
+			if !when || !a.lit || i+1 >= len(c.args) {
+				continue
+			}
+			name, val, inline := strings.Cut(a.val, "=")
+			if !slices.Contains(t.Script, name) {
+				continue
+			}
+			v := c.args[i+1]
+			if inline {
+				v = a
+				v.val = val
+			}
+			w.runCode(c, langShell, argCode(v), c.name+" "+name, c.sp, nil, false)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// TestPackExamples runs every pack's own examples: each rule's deny list
+// must be refused by that rule, each tool's allow list approved, in deny
+// mode as sh; every rule has at least one denial and every tool with rules
+// at least one approved form.
+func TestPackExamples(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	for _, p := range packs {
+		for _, tool := range p.Tools {
+			if len(tool.Rules) > 0 && len(tool.Allow) == 0 {
+				t.Errorf("%s: tool %v has no allow examples", p.Name, tool.Names)
+			}
+			for _, cmd := range tool.Allow {
+				if d := e.Decide(Request{Command: cmd, Origin: "manual", Mode: ModeDeny}); !d.Allow {
+					t.Errorf("%s %v: %q refused: %s", p.Name, tool.Names, cmd, d.Reason)
+				}
+			}
+			for _, r := range tool.Rules {
+				if len(r.Deny) == 0 {
+					t.Errorf("%s: rule %s of %v has no deny examples", p.Name, r.id, tool.Names)
+				}
+				for _, cmd := range r.Deny {
+					d := e.Decide(Request{Command: cmd, Origin: "manual", Mode: ModeDeny})
+					if d.Allow || !strings.Contains(d.Reason, r.id) {
+						t.Errorf("%s: %q: want a denial by %s, got allow=%v: %s", p.Name, cmd, r.id, d.Allow, d.Reason)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackLoadErrors: a broken table names the file and the field.
+func TestPackLoadErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ yaml, want string }{
+		{"pack: x\ntools:\n  - names: [a]\n    rules:\n      - {id: r, severity: critical, reason: x}\n", "no condition"},
+		{"pack: x\ntools:\n  - names: [a]\n    rules:\n      - {id: r, severity: bad, reason: x, always: true}\n", "rules[0].severity"},
+		{"pack: x\ntools:\n  - names: [a]\n    rules:\n      - {id: r, severity: high, always: true}\n", "rules[0].reason"},
+		{"pack: x\ntools:\n  - names: [a]\n    rules:\n      - {id: r, severity: high, reason: y, match: '('}\n", "rules[0].match"},
+		{"pack: x\ntools:\n  - names: [a]\n    bogus: 1\n", "bogus"},
+		{"pack: X\n", "not a pack name"},
+	} {
+		_, err := loadPacks(fstest.MapFS{"packs/x.yaml": {Data: []byte(tc.yaml)}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "packs/x.yaml") {
+			t.Errorf("%q: err = %v, want one naming packs/x.yaml and %q", tc.yaml, err, tc.want)
+		}
+	}
+}
