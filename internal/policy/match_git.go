@@ -79,6 +79,11 @@ func matchGit(c *command, h *hits) {
 func destructivePush(args []arg) (string, bool) {
 	ops, opts := operands(args, optSpec{short: "o", long: []string{"repo", "receive-pack", "exec", "push-option", "signed"}})
 	for _, o := range opts {
+		if optionIs(o, "n", "dry-run", gitPushLong) {
+			return "", false // reports what it would do
+		}
+	}
+	for _, o := range opts {
 		switch {
 		case optionIs(o, "f", "force", gitPushLong):
 			return "--force", true

@@ -70,8 +70,12 @@ type packTool struct {
 	// Runs are command paths after which the remaining words are a
 	// command the tool runs ("" for the first operand: npx TOOL ...,
 	// "exec *" for docker exec CONTAINER TOOL ...): it is judged too.
-	Runs  wordList   `yaml:"runs"`
-	Rules []packRule `yaml:"rules"`
+	Runs wordList `yaml:"runs"`
+	// RunsShell says the words after a Runs path are a shell script
+	// (git submodule foreach 'git clean -fdx'), not a program and its
+	// arguments.
+	RunsShell bool       `yaml:"runs_shell"`
+	Rules     []packRule `yaml:"rules"`
 	// Allow are commands of the tool the packs must approve: its
 	// read-only and look-alike forms (run by TestPackExamples).
 	Allow []string `yaml:"allow"`
@@ -116,6 +120,9 @@ type packRule struct {
 	// Via requires the command to be run by this (xargs, find -exec):
 	// its operands come from a list.
 	Via string `yaml:"via"`
+	// Dynamic requires an operand built at run time ($(docker ps -q), or
+	// appended by xargs): the command acts on a list it cannot see.
+	Dynamic bool `yaml:"dynamic"`
 	// Always applies the rule to every call of the tool that is not safe
 	// (a program that only destroys: k3s-uninstall.sh).
 	Always bool `yaml:"always"`
@@ -561,6 +568,9 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.Via != "" && !strings.Contains(c.via, r.Via) {
 		return "", false
 	}
+	if r.Dynamic && !dynamicOperands(c) {
+		return "", false
+	}
 	if r.match != nil && !matchText(r.match, c) {
 		return "", false
 	}
@@ -572,6 +582,20 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		detail += " " + flag
 	}
 	return detail, true
+}
+
+// dynamicOperands reports a command whose operands are built at run time:
+// a word that is not a literal, or arguments xargs appends.
+func dynamicOperands(c *command) bool {
+	if strings.Contains(c.via, "xargs") {
+		return true
+	}
+	for _, a := range c.args {
+		if !a.lit {
+			return true
+		}
+	}
+	return false
 }
 
 // matchPath reports whether one of paths is a prefix of path, and its
@@ -595,12 +619,13 @@ next:
 	return 0, false
 }
 
-// matchText reports whether re matches one of c's literal arguments or the
-// known text of its standard input.
+// matchText reports whether re matches one of c's arguments (a literal's
+// value, or a word built at run time as written: a URL with $ZONE in it)
+// or the known text of its standard input.
 func matchText(re *regexp.Regexp, c *command) bool {
 	for _, a := range c.args {
-		if a.lit && re.MatchString(a.val) {
-			return true
+		if a.lit && re.MatchString(a.val) || !a.lit && re.MatchString(a.src) {
+			return true // a word with a variable is matched as written
 		}
 	}
 	return c.stdin.known && (re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt))
@@ -615,7 +640,16 @@ func (w *walker) packNest(c *command) {
 		}
 		pc := t.parse(c)
 		if len(t.runs) > 0 {
-			if n, ok := matchPath(t.runs, pc.path); ok && n < len(pc.pathIdx) {
+			if n, ok := matchPath(t.runs, pc.path); ok && n > 0 && t.RunsShell && n <= len(pc.pathIdx) {
+				if rest := c.args[pc.pathIdx[n-1]+1:]; len(rest) > 0 {
+					for len(rest) > 0 && rest[0].lit && strings.HasPrefix(rest[0].val, "-") {
+						rest = rest[1:] // foreach --recursive
+					}
+					if len(rest) > 0 {
+						w.runCode(c, langShell, joinCode(rest), c.name+" "+strings.Join(pc.path[:n], " "), c.sp, nil, false)
+					}
+				}
+			} else if ok && n < len(pc.pathIdx) {
 				w.run(c.args[pc.pathIdx[n]:], c.stdin, c.sp, joinVia(c.via, c.name), false)
 			}
 		}
