@@ -52,6 +52,7 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 	switch {
 	case recursive && protectedRoot(t.path, true):
 		h.add(ruleRmRoot, tool+" -r on "+t.show)
+	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
 	case isHistoryFile(t.path):
 		h.add(ruleHistoryWipe, tool+" of history file "+t.show)
 	case isSystemFile(t.path):

@@ -31,6 +31,8 @@ func writeHits(t target, kind writeKind, label string, h *hits) {
 		}
 	case isSystemFile(p):
 		h.add(ruleWriteSystem, label+t.show)
+	case kind == writeTruncate && isCredentialPath(p):
+		h.add(ruleCredentialDestroy, label+t.show)
 	}
 }
 

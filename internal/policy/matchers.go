@@ -56,10 +56,14 @@ func matchersFor(c *command) []matcher {
 		return []matcher{matchInitScript}
 	}
 	name := canonical(c.name)
-	if _, ok := packTools[name]; ok {
-		return append(slices.Clip(matcherTable[name]), matchPacks)
+	ms := matcherTable[name]
+	if slices.Contains(credentialReaders, name) {
+		ms = append(slices.Clip(ms), matchCredentialRead)
 	}
-	return matcherTable[name]
+	if _, ok := packTools[name]; ok {
+		ms = append(slices.Clip(ms), matchPacks)
+	}
+	return ms
 }
 
 // canonical maps versioned and variant program names to one name:

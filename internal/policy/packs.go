@@ -113,6 +113,12 @@ type packRule struct {
 	// Match is a regular expression (case-insensitive) some argument,
 	// or the text the command reads on stdin, must contain.
 	Match string `yaml:"match"`
+	// MatchAll are regular expressions that must each match (an argument
+	// or stdin, not necessarily the same one).
+	MatchAll []string `yaml:"match_all"`
+	// Piped requires the command's standard input to come from a pipe or
+	// a redirection.
+	Piped bool `yaml:"piped"`
 	// UnlessMatch refuses the rule when an argument matches it.
 	UnlessMatch string `yaml:"unless_match"`
 	// Deny are commands the rule must refuse (run by TestPackExamples).
@@ -127,10 +133,11 @@ type packRule struct {
 	// (a program that only destroys: k3s-uninstall.sh).
 	Always bool `yaml:"always"`
 
-	id      string       // pack:rule
-	paths   [][][]string // each alternative path: words, each a set of alternatives
-	match   *regexp.Regexp
-	unlessM *regexp.Regexp
+	id       string       // pack:rule
+	paths    [][][]string // each alternative path: words, each a set of alternatives
+	match    *regexp.Regexp
+	unlessM  *regexp.Regexp
+	matchAll []*regexp.Regexp
 }
 
 // wordList is a YAML scalar or a list of scalars.
@@ -199,6 +206,7 @@ var (
 )
 
 func init() {
+	rules = append(rules, sensitivePathRules...)
 	var err error
 	packs, err = loadPacks(packFiles)
 	if err != nil {
@@ -303,7 +311,7 @@ func (p *pack) compile() error {
 			if r.Verb != "" && r.Verb != "destroy" {
 				return fmt.Errorf("%s.verb: %q (want destroy)", rf, r.Verb)
 			}
-			if len(r.Path) == 0 && r.Verb == "" && len(r.Any) == 0 && len(r.All) == 0 && r.Match == "" && !r.Always {
+			if len(r.Path) == 0 && r.Verb == "" && len(r.Any) == 0 && len(r.All) == 0 && r.Match == "" && len(r.MatchAll) == 0 && !r.Always {
 				return fmt.Errorf("%s: no condition (path, verb, any, all, match or always)", rf)
 			}
 			r.id = p.Name + ":" + r.ID
@@ -326,6 +334,13 @@ func (p *pack) compile() error {
 					return fmt.Errorf("%s.match: %w", rf, err)
 				}
 				r.match = re
+			}
+			for k, m := range r.MatchAll {
+				re, err := regexp.Compile("(?i)" + m)
+				if err != nil {
+					return fmt.Errorf("%s.match_all[%d]: %w", rf, k, err)
+				}
+				r.matchAll = append(r.matchAll, re)
 			}
 			if r.UnlessMatch != "" {
 				re, err := regexp.Compile("(?i)" + r.UnlessMatch)
@@ -572,6 +587,14 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		return "", false
 	}
 	if r.match != nil && !matchText(r.match, c) {
+		return "", false
+	}
+	for _, re := range r.matchAll {
+		if !matchText(re, c) {
+			return "", false
+		}
+	}
+	if r.Piped && !c.stdin.present {
 		return "", false
 	}
 	if r.unlessM != nil && matchText(r.unlessM, c) {

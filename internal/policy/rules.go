@@ -149,6 +149,23 @@ var rules = []rule{
 			"fail closed: cannot be allowlisted"},
 }
 
+// sensitivePathRules are the packs whose rules are code (the sensitive-path
+// model and egress): see match_paths.go.
+var sensitivePathRules = []rule{
+	{id: ruleCredentialDestroy, pack: "paths", critical: true,
+		desc: "deleting, truncating, overwriting or moving away credentials and keys: ~/.ssh private keys, ~/.aws, ~/.kube/config, " +
+			"~/.docker/config.json, ~/.netrc, ~/.pgpass, ~/.git-credentials, ~/.gnupg, cloud CLI configuration, keychains, /etc/shadow"},
+	{id: ruleHomeDestroy, pack: "paths", critical: true,
+		desc: "recursively deleting or moving away a direct child of a home directory (~/Documents, ~/.config, ~/.local, ~/projects); " +
+			"caches (~/.cache, ~/.npm, ...) are not flagged"},
+	{id: ruleCredentialRead, pack: "paths",
+		desc: "reading credentials or keys with a program that prints, copies, packs or sends them (cat, grep, base64, tar, cp, scp, " +
+			"curl -d @FILE, an input redirection): the job's output and what it sends leave the machine"},
+	{id: ruleShellSocket, pack: "egress", critical: true,
+		desc: "a shell wired to the network: a shell or exec redirected to /dev/tcp or /dev/udp, nc -e, ncat --sh-exec, socat exec:, " +
+			"an interactive shell fed by a pipe"},
+}
+
 // Rules lists every rule the detector knows, in a stable order. The caller
 // owns the returned slice.
 func Rules() []RuleInfo {

@@ -88,6 +88,7 @@ func (w *walker) redirects(s *syntax.Stmt, in stream, sp span) stream {
 		if r.Hdoc != nil {
 			w.subst(r.Hdoc)
 		}
+		w.sensitiveRedirect(s, r, sp)
 		kind, ok := outputKind(r)
 		if !ok {
 			continue

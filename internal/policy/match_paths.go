@@ -1,0 +1,195 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The sensitive-path model, shared by every rule that deletes, writes,
+// reads or sends files: credentials and keys (in a home directory, and the
+// system's own), the home directory's direct children, and (in the older
+// rules) system directories and devices.
+const (
+	ruleCredentialDestroy = "paths:credential-destroy"
+	ruleHomeDestroy       = "paths:home-destroy"
+	ruleCredentialRead    = "paths:credential-read"
+	ruleShellSocket       = "egress:shell-socket"
+)
+
+// credentialDirs are home-relative directories that hold credentials:
+// destroying one destroys them, reading one (tar, scp -r) reads them.
+var credentialDirs = []string{
+	".ssh", ".aws", ".gnupg", ".kube", ".azure", ".config/gcloud", ".config/gh", ".config/doctl", ".password-store",
+	"Library/Keychains", ".oci", ".docker", ".config/hub", ".config/rclone", ".terraform.d", ".vault-token",
+}
+
+// homeCredentialFiles are home-relative files that hold credentials.
+var homeCredentialFiles = []string{
+	".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".my.cnf", ".vault-token", ".boto", ".s3cfg",
+	".docker/config.json", ".kube/config", ".aws/credentials", ".config/rclone/rclone.conf", ".terraformrc",
+	".config/gh/hosts.yml", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".m2/settings-security.xml",
+}
+
+// systemCredentials are absolute credential files and directories.
+var systemCredentials = []string{
+	"/etc/shadow", "/etc/gshadow", "/etc/master.passwd", "/etc/security/opasswd", "/var/run/secrets", "/run/secrets",
+	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
+}
+
+// isCredentialPath reports whether p names a credential or key, or a
+// directory that holds them (~/.ssh, ~/.aws). Public keys (*.pub), known
+// hosts and the SSH client configuration are not credentials.
+func isCredentialPath(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	for _, s := range systemCredentials {
+		if c == s || strings.HasPrefix(c, s+"/") {
+			return true
+		}
+	}
+	rel, ok := homeRelative(c)
+	if !ok {
+		return false
+	}
+	if slices.Contains(homeCredentialFiles, rel) {
+		return true
+	}
+	base := path.Base(rel)
+	if dir, file, ok := strings.Cut(rel, "/"); ok && dir == ".ssh" {
+		return !strings.HasSuffix(file, ".pub") && !strings.Contains(file, "/") &&
+			(strings.HasPrefix(base, "id_") || strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key") || strings.HasSuffix(base, ".ppk"))
+	}
+	for _, d := range credentialDirs {
+		if rel == d || d != ".docker" && d != ".kube" && strings.HasPrefix(rel, d+"/") && !strings.HasSuffix(base, ".pub") {
+			return true
+		}
+	}
+	return false
+}
+
+// homeCaches are direct children of a home directory that only hold what
+// tools download or rebuild: deleting them loses nothing.
+var homeCaches = []string{".cache", "cache", ".npm", ".yarn", ".pnpm-store", ".Trash", "tmp", ".tmp", ".gradle", ".m2", ".nuget", ".bundle", ".cargo", ".rustup", ".nvm", ".pyenv", ".local/share/Trash"}
+
+// homeDirs are the well-known personal directories of a home directory.
+var homeDirs = []string{"Documents", "Desktop", "Downloads", "Pictures", "Music", "Videos", "Movies", "Library", "Public"}
+
+// isHomeChild reports whether p is a direct child of a home directory that
+// holds the user's own data or configuration: a well-known personal
+// directory (~/Documents), a hidden one that is not a cache (~/.config,
+// ~/.local), or a pattern over them (~/.[!.]*). A project directory
+// (/home/user/project) is not one: deleting it is the job's business.
+func isHomeChild(p string, _ bool) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	rel, ok := homeRelative(c)
+	if !ok || rel == "" || strings.Contains(rel, "/") || slices.Contains(homeCaches, rel) {
+		return false
+	}
+	return slices.Contains(homeDirs, rel) || strings.HasPrefix(rel, ".") || strings.ContainsAny(rel, "*?[")
+}
+
+// sensitiveDeleteHits classifies deleting or moving away t by the
+// sensitive-path model; it reports whether it found something.
+func sensitiveDeleteHits(tool string, t target, recursive, moved bool, h *hits) bool {
+	switch {
+	case isCredentialPath(t.path):
+		h.add(ruleCredentialDestroy, tool+" of credentials "+t.show)
+	case recursive && isHomeChild(t.path, moved):
+		h.add(ruleHomeDestroy, tool+" of home directory "+t.show)
+	default:
+		return false
+	}
+	return true
+}
+
+// credentialReaders are the programs that print, copy, pack or send the
+// files they are given: reading a credential with one is a leak (the
+// job's output leaves the machine) or the first half of one.
+var credentialReaders = []string{
+	"cat", "tac", "head", "tail", "less", "more", "nl", "xxd", "od", "hexdump", "hd", "base64", "base32", "basenc",
+	"strings", "grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "mawk", "nawk", "sed", "sort", "uniq", "cut", "paste",
+	"jq", "yq", "openssl", "tar", "zip", "7z", "gzip", "bzip2", "xz", "zstd", "cp", "scp", "rsync", "dd", "socat", "curl",
+	"wget", "http", "xh", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
+}
+
+// matchCredentialRead judges a reader given a credential to read.
+func matchCredentialRead(c *command, h *hits) {
+	args := c.args
+	if c.name == "cp" || c.name == "install" {
+		if ops, _ := operands(args, optSpec{short: "tSm", long: []string{"target-directory", "suffix", "mode"}}); len(ops) > 1 {
+			args = ops[:len(ops)-1] // the sources; the destination is a write
+		}
+	}
+	if c.name == "sed" && slices.ContainsFunc(args, func(a arg) bool { return a.lit && strings.HasPrefix(a.val, "-i") }) {
+		return // in place: a write, judged as one
+	}
+	for _, a := range args {
+		for _, p := range readPaths(a) {
+			for _, t := range c.targets(p) {
+				if isCredentialPath(t.path) {
+					h.add(ruleCredentialRead, c.name+" reads credentials "+t.show)
+					return
+				}
+			}
+		}
+	}
+}
+
+// readPaths returns the paths one argument makes a reader read: itself, or
+// the file of @FILE (curl -d @f, -F k=@f), file://F, if=F, file:F,
+// --post-file=F.
+func readPaths(a arg) []arg {
+	out := []arg{a}
+	v := a.val
+	if !a.lit {
+		return out
+	}
+	for _, sep := range []string{"=@", "@", "file://", "if=", "file:", "open:", "--post-file=", "--body-file=", "--upload-file="} {
+		if i := strings.Index(v, sep); i >= 0 && (sep != "@" || i == 0) {
+			b := a
+			b.val = v[i+len(sep):]
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// sensitiveRedirect judges a redirection by the sensitive-path model: an
+// input redirection from a credential reads it (cmd < ~/.ssh/id_rsa), and
+// a shell or exec whose input or output is /dev/tcp or /dev/udp is a shell
+// wired to the network.
+func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) {
+	if r.Word == nil || r.Hdoc != nil || r.Op == syntax.WordHdoc {
+		return
+	}
+	c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
+	for _, a := range w.value(r.Word) {
+		for _, t := range c.targets(a) {
+			switch {
+			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path):
+				w.d.add(w.f, ruleCredentialRead, "input redirection from credentials "+t.show, "", sp)
+			case (strings.HasPrefix(t.path, "/dev/tcp/") || strings.HasPrefix(t.path, "/dev/udp/")) && stmtShell(s):
+				w.d.add(w.f, ruleShellSocket, "shell redirected to "+t.show, "", sp)
+			}
+		}
+	}
+}
+
+// stmtShell reports whether a statement runs a shell or exec (or nothing
+// but redirections: exec 5<>/dev/tcp/... has the same effect).
+func stmtShell(s *syntax.Stmt) bool {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return false // redirections alone (</dev/tcp/host/port: a port check) run nothing
+	}
+	name := path.Base(call.Args[0].Lit())
+	return shells[name] || name == "exec"
+}
