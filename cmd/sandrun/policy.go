@@ -22,9 +22,29 @@ func (c cli) policyCmd(_ context.Context, args []string) error {
 	switch args[0] {
 	case "rules":
 		tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(tw, "RULE\tHOST-ONLY\tDESCRIPTION")
+		fmt.Fprintln(tw, "RULE\tPACK\tSEVERITY\tHOST-ONLY\tDESCRIPTION")
 		for _, r := range policy.Rules() {
-			fmt.Fprintf(tw, "%s\t%v\t%s\n", r.ID, r.HostOnly, r.Description)
+			pack, severity := r.Pack, "high"
+			if pack == "" {
+				pack = "built-in"
+			}
+			if r.Critical {
+				severity = "critical"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", r.ID, pack, severity, r.HostOnly, r.Description)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout, "\nPACKS (turn one off with policy.disabled_packs; critical rules cannot be allowlisted)")
+		tw = tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "PACK\tRULES\tTOOLS")
+		for _, p := range policy.Packs() {
+			tools := strings.Join(p.Tools, " ")
+			if len(tools) > 60 {
+				tools = tools[:57] + "..."
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Name, len(p.Rules), tools)
 		}
 		return tw.Flush()
 	case "check":

@@ -159,6 +159,9 @@ type PolicyConfig struct {
 	// Shell is the dialect commands are parsed in: sh (dash, busybox
 	// ash: what backends run as /bin/sh -c; the default) or bash.
 	Shell string `yaml:"shell"`
+	// DisabledPacks turns rule packs off (`sandrun policy rules` lists
+	// them): a deployment without Kubernetes may drop kube.
+	DisabledPacks []string `yaml:"disabled_packs"`
 }
 
 // Engine builds the policy engine; errors name the field.
@@ -177,6 +180,7 @@ func (p PolicyConfig) Engine() (*policy.Engine, error) {
 		return nil, fmt.Errorf("policy.shell: %w", err)
 	}
 	cfg.Shell = sh
+	cfg.DisabledPacks = p.DisabledPacks
 	return policy.New(cfg)
 }
 

@@ -30,6 +30,10 @@ type Config struct {
 	// Shell is the dialect of a Request that names none: "sh" (or
 	// "posix"), what backends run as /bin/sh -c, or "bash". "" means sh.
 	Shell Shell
+	// DisabledPacks names rule packs (see Packs) whose rules this worker
+	// does not apply: a deployment without clusters may turn kube off. The
+	// built-in rules cannot be turned off.
+	DisabledPacks []string
 }
 
 // DefaultConfig returns the ceiling a worker gets when it configures none:
@@ -61,6 +65,7 @@ func DefaultCeiling(origin string) Mode {
 var (
 	ErrUnknownOrigin = errors.New("unknown origin")
 	ErrUnknownRule   = errors.New("unknown rule")
+	ErrUnknownPack   = errors.New("unknown rule pack")
 	// ErrNotAllowlistable is returned for a rule that exists but can never
 	// pass in allowlist mode ("unparsable", "unresolved-command",
 	// "shell-dialect").
@@ -105,6 +110,12 @@ func (c Config) validate() error {
 				ErrUnknownRule, id, strings.Join(allowlistableIDs(), ", "))})
 		case !r.allowlistable():
 			errs = append(errs, &FieldError{field, fmt.Errorf("%w: %q", ErrNotAllowlistable, id)})
+		}
+	}
+	for i, name := range c.DisabledPacks {
+		if !slices.ContainsFunc(Packs(), func(p PackInfo) bool { return p.Name == name }) {
+			errs = append(errs, &FieldError{fmt.Sprintf("policy.disabled_packs[%d]", i), fmt.Errorf("%w %q (valid: %s)",
+				ErrUnknownPack, name, strings.Join(packNames(), ", "))})
 		}
 	}
 	if _, err := ParseShell(string(c.Shell)); err != nil {

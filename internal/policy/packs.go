@@ -354,12 +354,19 @@ func (p *pack) compile() error {
 	return nil
 }
 
-// Packs lists the rule packs, by name.
+// Packs lists the rule packs, by name, with their rules (those written as
+// code, the sensitive-path model's, included).
 func Packs() []PackInfo {
 	out := make([]PackInfo, 0, len(packs))
 	for _, p := range packs {
 		info := PackInfo{Name: p.Name, Description: p.Description}
 		seen := map[string]bool{}
+		for _, r := range sensitivePathRules {
+			if r.pack == p.Name {
+				seen[r.id] = true
+				info.Rules = append(info.Rules, RuleInfo{ID: r.id, Description: r.desc, Critical: r.critical, Pack: r.pack})
+			}
+		}
 		for _, t := range p.Tools {
 			info.Tools = append(info.Tools, t.Names...)
 			for _, r := range t.Rules {
@@ -372,6 +379,14 @@ func Packs() []PackInfo {
 		out = append(out, info)
 	}
 	return out
+}
+
+func packNames() []string {
+	names := make([]string, len(packs))
+	for i, p := range packs {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // matchPacks runs the packs' rules for the program c runs.

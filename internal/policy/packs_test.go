@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -105,5 +106,37 @@ func TestSensitivePaths(t *testing.T) {
 		case tc.rule != "" && (d.Allow || !strings.Contains(d.Reason, tc.rule)):
 			t.Errorf("%q: want a denial by %s, got allow=%v: %s", tc.cmd, tc.rule, d.Allow, d.Reason)
 		}
+	}
+}
+
+// TestPackSettings: a deployment turns a pack off; an unknown pack and an
+// allowlisted critical rule are configuration errors naming the field.
+func TestPackSettings(t *testing.T) {
+	t.Parallel()
+	cmd := Request{Command: "kubectl delete ns prod", Origin: "manual", Mode: ModeDeny}
+	if d := newEngine(t, DefaultConfig()).Decide(cmd); d.Allow || d.Rule != "kube:delete" {
+		t.Fatalf("with every pack: %+v", d)
+	}
+	cfg := DefaultConfig()
+	cfg.DisabledPacks = []string{"kube"}
+	if d := newEngine(t, cfg).Decide(cmd); !d.Allow {
+		t.Errorf("kube off: %s", d.Reason)
+	}
+	if d := newEngine(t, cfg).Decide(Request{Command: "terraform destroy -auto-approve", Origin: "manual", Mode: ModeDeny}); d.Allow {
+		t.Error("kube off turned iac off too")
+	}
+	cfg.DisabledPacks = []string{"kube", "nope"}
+	if _, err := New(cfg); !errors.Is(err, ErrUnknownPack) || !strings.Contains(err.Error(), "policy.disabled_packs[1]") {
+		t.Errorf("unknown pack: %v", err)
+	}
+	cfg = DefaultConfig()
+	cfg.Allowlist = []string{"kube:delete"}
+	if _, err := New(cfg); !errors.Is(err, ErrNotAllowlistable) {
+		t.Errorf("allowlisting a critical rule: %v", err)
+	}
+	cfg.Allowlist = []string{"git:branch-delete"}
+	e := newEngine(t, cfg)
+	if d := e.Decide(Request{Command: "git branch -D old", Origin: "manual", Mode: ModeAllowlist}); !d.Allow {
+		t.Errorf("a high rule allowlisted: %s", d.Reason)
 	}
 }

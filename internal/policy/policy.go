@@ -50,6 +50,7 @@ type Engine struct {
 	ceiling   map[string]Mode // every known origin -> its ceiling
 	allowlist map[string]bool // rule IDs that pass in allowlist mode
 	shell     Shell           // the dialect of a request that names none
+	packsOff  map[string]bool // rule packs this worker does not apply
 }
 
 // New validates cfg and builds an Engine. Origins missing from cfg.Ceiling
@@ -76,6 +77,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for _, id := range cfg.Allowlist {
 		e.allowlist[id] = true
+	}
+	if len(cfg.DisabledPacks) > 0 {
+		e.packsOff = make(map[string]bool, len(cfg.DisabledPacks))
+		for _, p := range cfg.DisabledPacks {
+			e.packsOff[p] = true
+		}
 	}
 	return e, nil
 }
@@ -179,6 +186,12 @@ func (e *Engine) Decide(req Request) Decision {
 			detail: fmt.Sprintf("unknown shell %s: the detector reads sh and bash only", quoteDetail(string(req.Shell)))}}, all...)
 	}
 	findings := applicable(slices.Clone(all), !req.Isolated)
+	if len(e.packsOff) > 0 {
+		findings = slices.DeleteFunc(findings, func(f finding) bool {
+			r, _ := lookupRule(f.rule)
+			return e.packsOff[r.pack]
+		})
+	}
 	if skipped := len(all) - len(findings); skipped > 0 {
 		notes = append(notes, fmt.Sprintf("%d host-only match(es) skipped: no host access", skipped))
 	}
