@@ -193,3 +193,34 @@ func stmtShell(s *syntax.Stmt) bool {
 	name := path.Base(call.Args[0].Lit())
 	return shells[name] || name == "exec"
 }
+
+// commandVars are variables whose value the program they are set for runs
+// as a command (GIT_SSH_COMMAND='cmd' git fetch); the value is judged as a
+// script. LESSOPEN's leading | is the pipe marker, not code.
+var commandVars = map[string]bool{
+	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "PAGER": true, "MANPAGER": true, "GIT_EDITOR": true,
+	"EDITOR": true, "VISUAL": true, "GIT_EXTERNAL_DIFF": true, "LESSOPEN": true, "LESSCLOSE": true, "GIT_ASKPASS": true,
+	"SSH_ASKPASS": true, "GIT_SEQUENCE_EDITOR": true, "SUDO_ASKPASS": true, "BROWSER": true, "SYSTEMD_PAGER": true,
+}
+
+// commandEnv judges the commands a statement's prefix assignments hand to
+// the program it runs.
+func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
+	for _, a := range assigns {
+		if a.Name == nil || a.Value == nil || !commandVars[a.Name.Value] {
+			continue
+		}
+		c := command{name: a.Name.Value, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: sp}
+		for _, v := range w.value(a.Value) {
+			if !v.lit {
+				continue // a value built at run time: the program, not this variable, is what is judged
+			}
+			v.val = strings.TrimLeft(strings.TrimSpace(v.val), "|")
+			if a.Name.Value == "LESSOPEN" || a.Name.Value == "LESSCLOSE" {
+				v.val = strings.ReplaceAll(v.val, "%s", "FILE")
+			}
+			v.exact = -1
+			w.runCode(&c, langShell, argCode(v), a.Name.Value, sp, nil, false)
+		}
+	}
+}

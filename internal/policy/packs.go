@@ -66,7 +66,16 @@ type packTool struct {
 	// words after "--" are a command the tool runs.
 	Script     []string `yaml:"script"`
 	ScriptWhen []string `yaml:"script_when"`
-	Exec       bool     `yaml:"exec"`
+	// ScriptRe, when set, is what a script value must match; its first
+	// non-empty group is the script (alias.x=!CMD gives CMD). With
+	// ScriptAll every literal argument is tried against it (vim '+!CMD',
+	// sed '1e CMD'), and with ScriptPairs every two consecutive operands
+	// as KEY=VALUE (git config alias.x '!CMD').
+	ScriptRe    string `yaml:"script_re"`
+	ScriptAll   bool   `yaml:"script_all"`
+	ScriptPairs bool   `yaml:"script_pairs"`
+	scriptRe    *regexp.Regexp
+	Exec        bool `yaml:"exec"`
 	// Runs are command paths after which the remaining words are a
 	// command the tool runs ("" for the first operand: npx TOOL ...,
 	// "exec *" for docker exec CONTAINER TOOL ...): it is judged too.
@@ -283,6 +292,13 @@ func (p *pack) compile() error {
 		t.values = map[string]bool{}
 		for _, v := range t.Values {
 			t.values[v] = true
+		}
+		if t.ScriptRe != "" {
+			re, err := regexp.Compile("(?is)" + t.ScriptRe)
+			if err != nil {
+				return fmt.Errorf("%s.script_re: %w", field, err)
+			}
+			t.scriptRe = re
 		}
 		for _, p := range t.Runs {
 			var path [][]string
@@ -673,7 +689,7 @@ func matchText(re *regexp.Regexp, c *command) bool {
 // options as shell scripts, and with Exec the words after "--".
 func (w *walker) packNest(c *command) {
 	for _, t := range packTools[canonical(c.name)] {
-		if len(t.Script) == 0 && !t.Exec && len(t.runs) == 0 {
+		if len(t.Script) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs {
 			continue
 		}
 		pc := t.parse(c)
@@ -702,19 +718,62 @@ func (w *walker) packNest(c *command) {
 				}
 				break
 			}
-			if !when || !a.lit || i+1 >= len(c.args) {
+			if !when || !a.lit {
 				continue
+			}
+			if t.ScriptAll {
+				t.runScript(w, c, a, c.name)
+			}
+			if t.ScriptPairs && i+1 < len(c.args) && c.args[i+1].lit && !strings.HasPrefix(a.val, "-") {
+				pair := c.args[i+1]
+				pair.val = a.val + "=" + pair.val
+				t.runScript(w, c, pair, c.name+" "+a.val)
 			}
 			name, val, inline := strings.Cut(a.val, "=")
-			if !slices.Contains(t.Script, name) {
+			if !slices.Contains(t.Script, name) && !slices.Contains(t.Script, a.val) {
 				continue
 			}
-			v := c.args[i+1]
-			if inline {
+			v := arg{}
+			switch {
+			case slices.Contains(t.Script, a.val) && i+1 < len(c.args):
+				v = c.args[i+1]
+			case inline:
 				v = a
-				v.val = val
+				v.val, v.exact = val, -1
+			default:
+				continue
 			}
-			w.runCode(c, langShell, argCode(v), c.name+" "+name, c.sp, nil, false)
+			if !v.lit && t.scriptRe == nil {
+				w.runCode(c, langShell, argCode(v), c.name+" "+name, c.sp, nil, false)
+				continue
+			}
+			t.runScript(w, c, v, c.name+" "+name)
 		}
 	}
+}
+
+// runScript judges the script a literal argument holds (after ScriptRe,
+// when the tool has one).
+func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
+	if !a.lit {
+		return
+	}
+	if t.scriptRe != nil {
+		m := t.scriptRe.FindStringSubmatch(a.val)
+		if m == nil {
+			return
+		}
+		script := ""
+		for _, g := range m[1:] {
+			if g != "" {
+				script = g
+				break
+			}
+		}
+		if strings.TrimSpace(script) == "" {
+			return
+		}
+		a.val, a.exact = script, -1
+	}
+	w.runCode(c, langShell, argCode(a), via, c.sp, nil, false)
 }

@@ -265,6 +265,7 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 			return stream{}
 		}
 	}
+	w.commandEnv(ce.Assigns, sp)
 	var out stream
 	for i, words := range w.argLists(ce.Args) {
 		o := w.run(words, in, sp, "", false)
