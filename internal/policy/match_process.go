@@ -124,6 +124,9 @@ func matchShutdown(c *command, h *hits) {
 		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "c", "help", "show") {
 			return
 		}
+		if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "/a" || a.val == "/A" || a.val == "/?") }) {
+			return // Windows: shutdown /a aborts a pending shutdown
+		}
 		h.add(ruleShutdown, c.name)
 	case "reboot", "halt", "poweroff":
 		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "help") {

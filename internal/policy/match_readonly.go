@@ -27,6 +27,20 @@ var readOnly = map[string]func(c *command) bool{
 	"iptables": iptablesReadOnly, "ip6tables": iptablesReadOnly, "iptables-save": nil, "ip6tables-save": nil,
 	"nft": func(c *command) bool { return len(c.args) > 0 && firstWord(c) == "list" },
 	"ip":  ipReadOnly,
+	// volume, RAID, disk and file-system tools in their reporting modes
+	"vgdisplay": nil, "lvdisplay": nil, "pvdisplay": nil, "vgs": nil, "lvs": nil, "pvs": nil, "pvscan": nil, "vgscan": nil,
+	"lvscan": nil, "fdesetup": firstWordIn("list", "status", "isactive", "supportsrecovery", "haspersonalrecoverykey"),
+	"mdadm": func(c *command) bool {
+		return noneOf(c, "zero-superblock", "stop", "S", "fail", "f", "remove", "r", "create", "C", "grow", "G")
+	},
+	"nvme":     firstWordIn("list", "smart-log", "id-ctrl", "id-ns", "error-log", "fw-log", "list-subsys", "show-regs"),
+	"smartctl": func(c *command) bool { return noneOf(c, "s", "smart", "t", "test", "X", "abort") },
+	"hdparm": func(c *command) bool {
+		return noneOf(c, "security-erase", "security-erase-enhanced", "security-set-pass", "z", "W", "write-sector", "trim-sector-ranges", "fwdownload")
+	},
+	"btrfs": btrfsReadOnly,
+	"zpool": firstWordIn("list", "status", "iostat", "get", "history", "events"),
+	"zfs":   firstWordIn("list", "get", "diff"),
 	// the partition tools in their listing modes (fdisk -l, parted -l, wipefs --no-act)
 	"fdisk": diskListing, "sfdisk": diskListing, "sgdisk": diskListing, "gdisk": diskListing,
 	"parted": diskListing, "wipefs": diskListing,
@@ -176,4 +190,28 @@ func ipReadOnly(c *command) bool {
 		return false
 	}
 	return len(ops) == 1 || ops[1].lit && slices.Contains([]string{"show", "list", "ls", "lst", "get"}, ops[1].val)
+}
+
+// firstWordIn is a readOnly check: the command's first operand (its
+// subcommand) is one of words.
+func firstWordIn(words ...string) func(c *command) bool {
+	return func(c *command) bool { return len(c.args) > 0 && slices.Contains(words, firstWord(c)) }
+}
+
+// btrfsReadOnly: btrfs ... list, show, df, usage, scrub status.
+func btrfsReadOnly(c *command) bool {
+	var ops []string
+	for _, a := range c.args {
+		if a.lit && !strings.HasPrefix(a.val, "-") {
+			ops = append(ops, a.val)
+		}
+	}
+	if len(ops) < 2 {
+		return false
+	}
+	switch ops[1] {
+	case "list", "show", "df", "usage", "status", "get":
+		return true
+	}
+	return len(ops) > 2 && ops[1] == "scrub" && ops[2] == "status"
 }

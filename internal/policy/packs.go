@@ -2,11 +2,13 @@ package policy
 
 import (
 	"embed"
+	"encoding/base64"
 	"fmt"
 	"io/fs"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf16"
 
 	"gopkg.in/yaml.v3"
 )
@@ -57,6 +59,14 @@ type packTool struct {
 	Safe []string `yaml:"safe"`
 	// Fold compares path words case-insensitively (redis-cli FLUSHALL).
 	Fold bool `yaml:"fold"`
+	// Joined also matches rules' regular expressions against the whole
+	// command line (program name and arguments joined by spaces), for
+	// tools whose commands arrive as one string or as words alike
+	// (cmd /c "rd /s /q X" and cmd /c rd /s /q X). Encoded are options
+	// whose value is a base64 UTF-16LE script (powershell -EncodedCommand),
+	// decoded and matched too.
+	Joined  bool     `yaml:"joined"`
+	Encoded []string `yaml:"encoded"`
 	// Read and Destroy add verbs to the shared classes for this tool.
 	Read    []string `yaml:"read"`
 	Destroy []string `yaml:"destroy"`
@@ -556,6 +566,9 @@ func (t *packTool) safe(pc packCall) bool {
 
 // judge applies the tool's rules to c.
 func (t *packTool) judge(c *command, h *hits) {
+	if t.Joined || len(t.Encoded) > 0 {
+		c = t.withText(c)
+	}
 	pc := t.parse(c)
 	if t.safe(pc) {
 		return
@@ -776,4 +789,41 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		a.val, a.exact = script, -1
 	}
 	w.runCode(c, langShell, argCode(a), via, c.sp, nil, false)
+}
+
+// withText returns c with its whole line (Joined) and its decoded
+// -EncodedCommand scripts (Encoded) added as arguments, for matching.
+func (t *packTool) withText(c *command) *command {
+	cc := *c
+	cc.args = slices.Clone(c.args)
+	var words []string
+	for i, a := range c.args {
+		v := a.val
+		if !a.lit {
+			v = a.src
+		}
+		words = append(words, v)
+		if a.lit && i+1 < len(c.args) && slices.ContainsFunc(t.Encoded, func(o string) bool { return strings.EqualFold(o, a.val) }) {
+			if text, ok := decodeUTF16Base64(c.args[i+1].val); ok {
+				cc.args = append(cc.args, arg{val: text, lit: true, exact: -1})
+			}
+		}
+	}
+	if t.Joined {
+		cc.args = append(cc.args, arg{val: c.name + " " + strings.Join(words, " "), lit: true, exact: -1})
+	}
+	return &cc
+}
+
+// decodeUTF16Base64 decodes a PowerShell -EncodedCommand value.
+func decodeUTF16Base64(s string) (string, bool) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b)%2 != 0 {
+		return "", false
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
+	}
+	return string(utf16.Decode(u)), true
 }
