@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/policy"
 )
 
 func TestExampleConfigsLoad(t *testing.T) {
@@ -64,6 +65,52 @@ func TestRetentionDocsBlockLoads(t *testing.T) {
 	if r.For("default", jobs.StateSucceeded) != 6*time.Hour || r.For("eval", jobs.StateSucceeded) != time.Hour ||
 		r.For("eval", jobs.StateFailed) != 48*time.Hour || r.For("eval", jobs.StateDead) != 720*time.Hour {
 		t.Fatalf("docs block decoded as %+v", r)
+	}
+}
+
+// TestPolicyPacksDocsBlockLoads: the disabled_packs block of the approval
+// policy section loads and turns the pack it names off; a pack that does
+// not exist is an error naming the field.
+func TestPolicyPacksDocsBlockLoads(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Approval policy")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 || !strings.Contains(block, "disabled_packs") {
+		t.Fatal("docs/configuration.md has no disabled_packs YAML block under ## Approval policy")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cfg.Policy.Engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := policy.Request{Command: `cmd /c "rd /s /q %USERPROFILE%"`, Origin: "manual", Mode: policy.ModeDeny}
+	if d := e.Decide(cmd); !d.Allow {
+		t.Errorf("windows pack off, still: %s", d.Reason)
+	}
+	if d := e.Decide(policy.Request{Command: "kubectl delete ns prod", Origin: "manual", Mode: policy.ModeDeny}); d.Allow {
+		t.Error("the other packs are off too")
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("policy:\n  disabled_packs: [windoze]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := LoadFile(bad); err == nil {
+		if _, err = cfg.Policy.Engine(); err == nil || !strings.Contains(err.Error(), "policy.disabled_packs[0]") {
+			t.Errorf("unknown pack: %v", err)
+		}
 	}
 }
 

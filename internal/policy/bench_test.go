@@ -26,6 +26,13 @@ var agentCommands = []string{
 	"python3 -c 'import sys; print(sys.version)'",
 	"export PATH=\"$HOME/.local/bin:$PATH\"; uv run pytest",
 	"kubectl get pods -n default -o wide",
+	"terraform plan -out=tfplan",
+	"aws s3 ls s3://acme-artifacts/builds/",
+	"gh pr list --state open",
+	"docker compose up -d --build",
+	"helm list -A",
+	"git checkout -b feature/search main",
+	"npx prisma migrate dev --name init",
 }
 
 // BenchmarkDecide measures decisions per second over typical agent

@@ -117,7 +117,7 @@ var credentialReaders = []string{
 	"cat", "tac", "head", "tail", "less", "more", "nl", "xxd", "od", "hexdump", "hd", "base64", "base32", "basenc",
 	"strings", "grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "mawk", "nawk", "sed", "sort", "uniq", "cut", "paste",
 	"jq", "yq", "openssl", "tar", "zip", "7z", "gzip", "bzip2", "xz", "zstd", "cp", "scp", "rsync", "dd", "socat", "curl",
-	"wget", "http", "xh", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
+	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
 }
 
 // matchCredentialRead judges a reader given a credential to read.

@@ -265,6 +265,9 @@ func destructiveStatement(words []string) (string, bool) {
 					return "DROP " + next, true
 				}
 			}
+			if words[0] == "ALTER" && i+1 < len(words) && !slices.Contains([]string{"DEFAULT", "NOT", "IDENTITY", "EXPRESSION", "STORED"}, words[i+1]) {
+				return "ALTER ... DROP " + words[i+1], true // a column, without the COLUMN keyword
+			}
 		case "TRUNCATE":
 			if i == 0 || words[i-1] != "ON" { // not a trigger event
 				return "TRUNCATE", true

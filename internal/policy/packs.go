@@ -445,8 +445,8 @@ func (t *packTool) parse(c *command) packCall {
 		}
 		if len(a.val) > 1 && a.val[0] == '-' {
 			pc.opts = append(pc.opts, i)
-			if t.values[a.val] && i+1 < len(c.args) {
-				i++
+			if t.values[a.val] && i+1 < len(c.args) && !(c.args[i+1].lit && strings.HasPrefix(c.args[i+1].val, "-")) {
+				i++ // its value; an option after it means it took none here (docker system prune -f --volumes)
 			}
 			continue
 		}
@@ -475,7 +475,7 @@ func pathWord(w string) bool {
 	for i, r := range w {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':' || r == '.' || r == '/'):
+		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':' || r == '.' || r == '/' || r == '~' || r == '^'):
 		default:
 			return false
 		}
