@@ -48,6 +48,7 @@ func main() {
 	soakIdle := flag.Duration("soak-idle", 20*time.Second, "with -soak: how long idle CPU is measured at each sample")
 	soakSettle := flag.Duration("soak-settle", 5*time.Second, "with -soak: how long each sample waits before it measures")
 	soakNoWait := flag.Bool("soak-no-wait", false, "with -soak: do not wait for the retention to pass")
+	soakWorkerConfig := flag.String("soak-config", "", "with -soak: the worker's YAML config file (backends, policy)")
 	soakRetained := flag.Int("soak-retained", 0, "with -soak: then write this many finished records (kept a day) and sample once more")
 	serveDir := flag.String("serve", "", "run only an embedded server storing in this directory (the -batch benchmark's server process)")
 	flag.Parse()
@@ -60,7 +61,7 @@ func main() {
 	}
 	if *soak > 0 {
 		if err := benchSoak(soakConfig{Jobs: *soak, Every: *soakEvery, Batch: *soakBatch, Slots: *slots,
-			Retention: *soakRetention, Idle: *soakIdle, Retained: *soakRetained, NoWait: *soakNoWait, Settle: *soakSettle}); err != nil {
+			Retention: *soakRetention, Idle: *soakIdle, Retained: *soakRetained, NoWait: *soakNoWait, Settle: *soakSettle, Config: *soakWorkerConfig}); err != nil {
 			fmt.Fprintln(os.Stderr, "sandrun-bench:", err)
 			os.Exit(1)
 		}

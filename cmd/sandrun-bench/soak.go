@@ -21,6 +21,7 @@ import (
 
 // soakConfig sizes the soak benchmark.
 type soakConfig struct {
+	Config                    string // the worker's config file, if any
 	Jobs, Every, Batch, Slots int
 	Retention                 time.Duration // of succeeded jobs
 	Idle                      time.Duration // how long idle CPU is measured
@@ -54,6 +55,9 @@ func benchSoak(cfg soakConfig) error {
 	defer stopChild(srv)
 	worker := exec.Command(bin, "worker", "--nats-url", url, "--name", "soak-worker", "--slots", fmt.Sprint(cfg.Slots),
 		"--log-format", "text", "--retention", "succeeded="+cfg.Retention.String())
+	if cfg.Config != "" {
+		worker.Args = append(worker.Args, "--config", cfg.Config)
+	}
 	if addr := os.Getenv("SANDRUN_BENCH_WORKER_PPROF"); addr != "" {
 		worker.Args = append(worker.Args, "--metrics-addr", addr, "--profiles")
 	}
