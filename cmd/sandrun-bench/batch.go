@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	_ "net/http/pprof"
+	_ "net/http/pprof" //nolint:gosec // the benchmark server serves profiles only when SANDRUN_BENCH_PPROF asks
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -13,9 +13,9 @@ import (
 // system's own), the home directory's direct children, and (in the older
 // rules) system directories and devices.
 const (
-	ruleCredentialDestroy = "paths:credential-destroy"
+	ruleCredentialDestroy = "paths:credential-destroy" //nolint:gosec // a rule name, not a credential
 	ruleHomeDestroy       = "paths:home-destroy"
-	ruleCredentialRead    = "paths:credential-read"
+	ruleCredentialRead    = "paths:credential-read" //nolint:gosec // a rule name, not a credential
 	ruleShellSocket       = "egress:shell-socket"
 )
 

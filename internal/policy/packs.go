@@ -445,7 +445,7 @@ func (t *packTool) parse(c *command) packCall {
 		}
 		if len(a.val) > 1 && a.val[0] == '-' {
 			pc.opts = append(pc.opts, i)
-			if t.values[a.val] && i+1 < len(c.args) && !(c.args[i+1].lit && strings.HasPrefix(c.args[i+1].val, "-")) {
+			if t.values[a.val] && i+1 < len(c.args) && (!c.args[i+1].lit || !strings.HasPrefix(c.args[i+1].val, "-")) {
 				i++ // its value; an option after it means it took none here (docker system prune -f --volumes)
 			}
 			continue
@@ -536,7 +536,7 @@ func shortCluster(v string) bool {
 		return false
 	}
 	for _, r := range v[1:] {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') {
 			return false
 		}
 	}
