@@ -22,6 +22,7 @@ func (w *walker) recordWrite(a arg, s stream, appendTo bool) {
 	if !a.lit || a.val == "" || strings.HasPrefix(a.val, "/dev/") {
 		return
 	}
+	w.scriptSink(a, s)
 	if w.env.files == nil {
 		w.env.files = make(map[string]written)
 	}

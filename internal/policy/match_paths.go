@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -222,5 +223,44 @@ func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
 			v.exact = -1
 			w.runCode(&c, langShell, argCode(v), a.Name.Value, sp, nil, false)
 		}
+	}
+}
+
+// Places where what is written runs later (persistence through
+// configuration): git hooks, shell start-up files, the SSH client's
+// command options, vim's ! commands.
+var (
+	shellStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+		".zshenv", ".zlogin", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", "config.fish"}
+	sshCommandLine = regexp.MustCompile(`(?im)^\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand|RemoteCommand)[ \t=]+(.+)$`)
+	vimShellLine   = regexp.MustCompile(`(?m)^\s*:?\s*(?:silent!?\s*)?!(.+)$`)
+)
+
+// scriptSink judges content written to a place that runs it later, as the
+// script it will be: a hook that deletes the home directory is refused when
+// it is written, not when git runs it.
+func (w *walker) scriptSink(a arg, s stream) {
+	if !s.known || s.text == "" {
+		return
+	}
+	p := strings.ReplaceAll(a.val, homeMarker, "~")
+	base := path.Base(p)
+	var scripts []string
+	switch {
+	case strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/"),
+		slices.Contains(shellStartup, base):
+		scripts = []string{s.text}
+	case strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config"):
+		for _, m := range sshCommandLine.FindAllStringSubmatch(s.text, -1) {
+			scripts = append(scripts, m[1])
+		}
+	case base == ".vimrc" || base == ".exrc" || base == "init.vim" || base == ".gvimrc":
+		for _, m := range vimShellLine.FindAllStringSubmatch(s.text, -1) {
+			scripts = append(scripts, m[1])
+		}
+	}
+	c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
+	for _, text := range scripts {
+		w.runCode(&c, langShell, code{text: text, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
 	}
 }
