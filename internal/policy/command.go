@@ -108,9 +108,15 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			priv = name
 		}
 		var more bool
+		orig := words[1:]
 		if words, more = strip(words[1:]); !more || len(words) == 0 {
 			if privileged[name] { // sudo -s, sudo -l, doas with no command: still privileged
 				return command{name: name, prog: w.val}, w, runsProgram
+			}
+			if !more && len(orig) > 0 {
+				// runs a script string (runuser -c, flock -c) or only looks a
+				// name up (command -v): the program itself, for nest to judge
+				return command{name: name, prog: w.val, args: orig, priv: priv}, w, runsProgram
 			}
 			return command{}, w, runsNothing
 		}
@@ -225,10 +231,15 @@ func flock(args []arg) ([]arg, bool) {
 // runuser -u USER COMMAND...; runuser -c STRING is a script.
 func runuser(args []arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "ugGcsw", long: []string{"user", "group", "supp-group", "command", "shell", "whitelist-environment"}})
+	user := false
 	for _, o := range opts {
 		if o.name == "c" || o.name == "command" || o.name == "l" || o.name == "login" {
 			return nil, false
 		}
+		user = user || o.name == "u" || o.name == "user"
+	}
+	if !user {
+		return nil, false // runuser USER [-c CMD]: su's form, judged as su (nest)
 	}
 	return rest, true
 }

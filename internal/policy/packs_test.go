@@ -91,6 +91,7 @@ func TestSensitivePaths(t *testing.T) {
 		{"echo 'rm -rf ~' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit", ruleRmRoot},
 		{"printf 'Host *\\n  ProxyCommand sh -c \"rm -rf ~\"\\n' >> ~/.ssh/config", ruleRmRoot},
 		{"echo '!rm -rf ~' >> ~/.vimrc", ruleRmRoot},
+		{"runuser builder -c 'rm -rf /home/builder'", ruleRmRoot}, // su's form: the script is judged
 		{"echo 'make lint' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push", ""},
 		{"printf 'Host app\\n  ProxyCommand ssh -W %%h:%%p bastion.example.com\\n' >> ~/.ssh/config", ""},
 		{"echo 'set number' >> ~/.vimrc", ""},
