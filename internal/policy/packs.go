@@ -83,6 +83,9 @@ type packTool struct {
 	// as KEY=VALUE (git config alias.x '!CMD').
 	ScriptRe    string `yaml:"script_re"`
 	ScriptAll   bool   `yaml:"script_all"`
+	// ScriptRaw are Script options whose value is the script as it is,
+	// ScriptRe aside (git grep --open-files-in-pager=CMD).
+	ScriptRaw []string `yaml:"script_raw"`
 	ScriptPairs bool   `yaml:"script_pairs"`
 	scriptRe    *regexp.Regexp
 	Exec        bool `yaml:"exec"`
@@ -702,7 +705,7 @@ func matchText(re *regexp.Regexp, c *command) bool {
 // options as shell scripts, and with Exec the words after "--".
 func (w *walker) packNest(c *command) {
 	for _, t := range packTools[canonical(c.name)] {
-		if len(t.Script) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs {
+		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs {
 			continue
 		}
 		pc := t.parse(c)
@@ -743,12 +746,13 @@ func (w *walker) packNest(c *command) {
 				t.runScript(w, c, pair, c.name+" "+a.val)
 			}
 			name, val, inline := strings.Cut(a.val, "=")
-			if !slices.Contains(t.Script, name) && !slices.Contains(t.Script, a.val) {
+			raw := slices.Contains(t.ScriptRaw, name) || slices.Contains(t.ScriptRaw, a.val)
+			if !raw && !slices.Contains(t.Script, name) && !slices.Contains(t.Script, a.val) {
 				continue
 			}
 			v := arg{}
 			switch {
-			case slices.Contains(t.Script, a.val) && i+1 < len(c.args):
+			case (slices.Contains(t.Script, a.val) || slices.Contains(t.ScriptRaw, a.val)) && i+1 < len(c.args):
 				v = c.args[i+1]
 			case inline:
 				v = a
@@ -756,7 +760,7 @@ func (w *walker) packNest(c *command) {
 			default:
 				continue
 			}
-			if !v.lit && t.scriptRe == nil {
+			if raw || !v.lit && t.scriptRe == nil {
 				w.runCode(c, langShell, argCode(v), c.name+" "+name, c.sp, nil, false)
 				continue
 			}
