@@ -18,6 +18,7 @@ var sqlClients = map[string]sqlArgs{
 	"sqlcmd":            optionSQL(optSpec{short: "SUPdQqiolsvHAWhtwcf", long: nil}, "Q", "", "q", "i"),
 	"snowsql":           optionSQL(optSpec{short: "acdqrswuohf", long: []string{"accountname", "config", "dbname", "query", "rolename", "schemaname", "warehouse", "username", "option", "filename", "connection", "host", "port"}}, "q", "query", "", "f"),
 	"cqlsh":             optionSQL(optSpec{short: "eukpf", long: []string{"execute", "username", "keyspace", "password", "file", "cqlversion", "encoding", "request-timeout", "connect-timeout", "cqlshrc"}}, "e", "execute", "", "f"),
+	"clickhouse":        subcommandSQL("client", optSpec{short: "qhdu", long: []string{"query", "host", "port", "user", "password", "database", "format"}}, "q", "query"),
 	"cockroach":         subcommandSQL("sql", optSpec{short: "edf", long: []string{"execute", "database", "url", "host", "user", "certs-dir", "format", "file"}}, "e", "execute"),
 	"bq":                bqSQL,
 	"influx":            influxQL,

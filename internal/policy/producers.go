@@ -11,6 +11,7 @@ var downloaders = map[string]bool{
 	"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "xh": true,
 	"aria2c": true, "lynx": true, "links": true, "w3m": true, "elinks": true,
 	"nc": true, "ncat": true, "netcat": true, "socat": true, "tftp": true,
+	"telnet": true, "pwncat": true, "nc.traditional": true, "nc.openbsd": true,
 }
 
 // produce returns what command c writes to its standard output, as far as
