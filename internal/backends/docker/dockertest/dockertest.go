@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +76,11 @@ func ImportBusybox(c *client.Client) error {
 	list, err := exec.Command("/bin/busybox", "--list").Output()
 	if err != nil {
 		return err
+	}
+	if applets := strings.Fields(string(list)); len(applets) < 50 || !slices.Contains(applets, "sh") {
+		// an image without /bin/sh would be kept under its tag and fail
+		// every later run: refuse to make one
+		return fmt.Errorf("/bin/busybox --list names %d applets, without sh: not Debian's busybox-static", len(applets))
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
