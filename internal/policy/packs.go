@@ -81,12 +81,12 @@ type packTool struct {
 	// ScriptAll every literal argument is tried against it (vim '+!CMD',
 	// sed '1e CMD'), and with ScriptPairs every two consecutive operands
 	// as KEY=VALUE (git config alias.x '!CMD').
-	ScriptRe    string `yaml:"script_re"`
-	ScriptAll   bool   `yaml:"script_all"`
+	ScriptRe  string `yaml:"script_re"`
+	ScriptAll bool   `yaml:"script_all"`
 	// ScriptRaw are Script options whose value is the script as it is,
 	// ScriptRe aside (git grep --open-files-in-pager=CMD).
-	ScriptRaw []string `yaml:"script_raw"`
-	ScriptPairs bool   `yaml:"script_pairs"`
+	ScriptRaw   []string `yaml:"script_raw"`
+	ScriptPairs bool     `yaml:"script_pairs"`
 	scriptRe    *regexp.Regexp
 	Exec        bool `yaml:"exec"`
 	// Runs are command paths after which the remaining words are a
