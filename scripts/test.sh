@@ -21,7 +21,11 @@ need bash || pkgs+=(bash)
 need make || pkgs+=(make)
 # The docker backend's tests import an image made from busybox-static
 # (no registry is reachable); the engine itself comes with the machine.
-[ -x /bin/busybox ] || pkgs+=(busybox-static)
+# Debian's dynamically linked busybox package does not do: in an image or
+# a chroot without a libc its applets cannot start.
+if ! [ -x /bin/busybox ] || ! LC_ALL=C ldd /bin/busybox 2>&1 | grep -q 'not a dynamic executable'; then
+  pkgs+=(busybox-static)
+fi
 need mksquashfs || pkgs+=(squashfs-tools)
 # The ssh backend's tests run Debian's OpenSSH server on loopback, and
 # ssh-agent/ssh-add from the client package.

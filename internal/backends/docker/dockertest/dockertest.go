@@ -7,6 +7,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,13 @@ func ImportBusybox(c *client.Client) error {
 	bin, err := os.ReadFile("/bin/busybox")
 	if err != nil {
 		return errors.New("/bin/busybox missing: install Debian's busybox-static (scripts/test.sh does)")
+	}
+	if f, err := elf.NewFile(bytes.NewReader(bin)); err == nil {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				return errors.New("/bin/busybox is dynamically linked (Debian's busybox, not busybox-static): its applets cannot start in the image")
+			}
+		}
 	}
 	list, err := exec.Command("/bin/busybox", "--list").Output()
 	if err != nil {
