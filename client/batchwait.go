@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sandrun/sandrun/internal/jobs"
 )
@@ -117,8 +119,17 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 			if e == nil { // the values that were there are read
 				initial = false
 				if t.completed != nil && t.seen < t.total {
-					// Items' records expired after the batch completed:
-					// its completion holds what they ended as.
+					// The watch's first pass can end before every item
+					// is seen: items updated while it is read are
+					// delivered later, as updates. Read the unseen ones.
+					if err := c.backfill(ctx, id, t); err != nil {
+						return t.progress(), err
+					}
+				}
+				if t.completeButExpired() {
+					// Items' records expired after the batch completed
+					// (and every item still held ended): its completion
+					// holds what they ended as.
 					p := t.fromCompletion()
 					if o.OnProgress != nil {
 						o.OnProgress(p)
@@ -146,6 +157,35 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 			}
 		}
 	}
+}
+
+// backfill reads the records of the items the tally has not seen; an item
+// without one (expired) stays unseen.
+func (c *Client) backfill(ctx context.Context, id string, t *tally) error {
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(8)
+	for idx, st := range t.state {
+		if st != "" {
+			continue
+		}
+		g.Go(func() error {
+			run, _, err := c.store.GetRun(ctx, jobs.BatchItemID(id, idx))
+			if errors.Is(err, jobs.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if t.state[idx] == "" { // the watch may have delivered it meanwhile
+				t.applyRun(idx, run)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // tally counts a batch's items from their records.
@@ -178,6 +218,12 @@ func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, erro
 	if err := json.Unmarshal(e.Value(), &run); err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
+	return t.applyRun(idx, run), nil
+}
+
+// applyRun folds item idx's record in and returns the item when the
+// record is the one that ended it.
+func (t *tally) applyRun(idx int, run jobs.Run) *BatchItem {
 	r := run.Result
 	if r == nil {
 		if t.ended[idx] { // run again: no longer ended
@@ -185,10 +231,10 @@ func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, erro
 			t.done--
 		}
 		t.setState(idx, run.State)
-		return nil, nil
+		return nil
 	}
 	if t.ended[idx] {
-		return nil, nil
+		return nil
 	}
 	t.ended[idx] = true
 	t.done++
@@ -199,7 +245,7 @@ func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, erro
 	if r.FinishedAt.After(t.last) {
 		t.last = r.FinishedAt
 	}
-	return &BatchItem{Index: idx, Run: run, Result: r}, nil
+	return &BatchItem{Index: idx, Run: run, Result: r}
 }
 
 func (t *tally) setState(idx int, s State) {
@@ -210,6 +256,13 @@ func (t *tally) setState(idx int, s State) {
 	}
 	t.state[idx] = s
 	t.byState[s]++
+}
+
+// completeButExpired reports a batch that completed and whose unseen
+// items' records expired: every item still held has ended. (A batch run
+// again has items held that have not.)
+func (t *tally) completeButExpired() bool {
+	return t.completed != nil && t.seen < t.total && t.done == t.seen
 }
 
 // fromCompletion is the progress of a completed batch whose items'
