@@ -57,11 +57,29 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 	t := time.NewTicker(w.cfg.ReaperScan)
 	defer t.Stop()
 	loaded := false
+	var seen, prev uint64 // the newest revision the watch delivered; the bucket's newest at the last pass
+	stalled := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			// A watch that stops delivering (an ordered consumer that
+			// did not come back after a server restart) leaves the
+			// index stale, and a job it never saw start is never
+			// recovered: when, at two passes in a row, the watch has not
+			// delivered what the bucket held at the pass before, build
+			// it again.
+			if last, err := w.newestRevision(ctx); err == nil {
+				if prev > 0 && seen < prev {
+					if stalled++; stalled >= 2 {
+						return fmt.Errorf("watch stalled at revision %d, the bucket at %d", seen, last)
+					}
+				} else {
+					stalled = 0
+				}
+				prev = last
+			}
 			if loaded {
 				w.rescan(ctx, idx)
 			}
@@ -75,12 +93,34 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 				w.rescan(ctx, idx)
 				continue
 			}
+			seen = max(seen, e.Revision())
 			if id, expired := idx.apply(e); expired && loaded {
 				w.recover(ctx, id)
 			}
 			w.m.ReaperIndexed.Set(float64(len(idx.live)))
 		}
 	}
+}
+
+// newestRevision is the revision of the newest job record or lease the
+// bucket holds (what the reaper's watch should have delivered by now).
+func (w *Worker) newestRevision(ctx context.Context) (uint64, error) {
+	st, err := w.store.Stream(ctx, "KV_"+w.store.State.Bucket())
+	if err != nil {
+		return 0, err
+	}
+	var newest uint64
+	for _, key := range []string{jobs.RunKey(">"), jobs.LeaseKey(">")} {
+		m, err := st.GetLastMsgForSubject(ctx, "$KV."+w.store.State.Bucket()+"."+key)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		newest = max(newest, m.Sequence)
+	}
+	return newest, nil
 }
 
 // apply folds one watch entry into the index. expired is true for a

@@ -245,17 +245,22 @@ func TestReaperPassSkipsFinishedJobs(t *testing.T) {
 	}
 	wire.reset("")
 	time.Sleep(2 * time.Second) // about 20 passes
-	reads, lists := 0, 0
+	reads, lists, checks := 0, 0, 0
 	for _, p := range wire.pubs() {
 		switch {
+		case strings.Contains(p.subject, "DIRECT.GET") && strings.HasSuffix(p.subject, ".>"):
+			checks++ // the stall check: the newest record or lease, one read each, whatever the count of jobs
 		case strings.Contains(p.subject, "DIRECT.GET") && strings.Contains(p.subject, "run."):
 			reads++
 		case strings.HasPrefix(p.subject, "$JS.API.CONSUMER.CREATE"):
 			lists++
 		}
 	}
-	t.Logf("%d finished jobs, 2 s of passes every 100 ms: %d record reads, %d consumers created", n, reads, lists)
+	t.Logf("%d finished jobs, 2 s of passes every 100 ms: %d record reads, %d consumers created, %d newest-revision reads", n, reads, lists, checks)
 	if reads != 0 || lists != 0 {
 		t.Errorf("the reaper's passes read %d job records and created %d consumers, want none", reads, lists)
+	}
+	if checks > 2*25 { // two per pass, about 20 passes
+		t.Errorf("the reaper's stall checks made %d reads in 2 s of 100 ms passes, want at most two a pass", checks)
 	}
 }

@@ -1,0 +1,60 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/natsutil"
+)
+
+// TestNewestRevisionIsWhatTheReaperWatches: the reaper's stall check
+// compares its watch with the newest job record or lease the bucket holds;
+// other keys of the bucket (cancel requests, batches) do not count.
+func TestNewestRevisionIsWhatTheReaperWatches(t *testing.T) {
+	t.Parallel()
+	s, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{store: st}
+	if got, err := w.newestRevision(ctx); err != nil || got != 0 {
+		t.Fatalf("empty bucket: %d, %v", got, err)
+	}
+	spec := jobs.Spec{ID: "j1", Command: "true"}.WithDefaults()
+	rev, err := st.CreateRun(ctx, jobs.Run{Spec: spec, State: jobs.StateQueued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lrev, err := st.State.Put(ctx, jobs.LeaseKey("j1"), []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.State.Put(ctx, jobs.CancelKey("manual.anonymous", "j1"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.newestRevision(ctx)
+	if err != nil || got != lrev || lrev <= rev {
+		t.Fatalf("newest %d (%v), want the lease's %d (record %d); the cancel request is not the reaper's", got, err, lrev, rev)
+	}
+}
