@@ -126,3 +126,39 @@ func (w *Worker) cancelIdle(ctx context.Context, owner jobs.Owner, id string) {
 	}
 	w.forgetCancel(owner.String(), id)
 }
+
+// Freeze detection: the detector ticks every freezeTick; a tick that comes
+// freezeGap late, or a claim that finds no tick for freezeGap, means the
+// process did not run for a while.
+const (
+	freezeTick  = 100 * time.Millisecond
+	freezeGap   = 750 * time.Millisecond
+	freezeTrust = 5 * time.Second // how long after a freeze the watches are not trusted
+)
+
+// detectFreezes ticks until ctx ends, noting the gaps between its ticks.
+func (w *Worker) detectFreezes(ctx context.Context) {
+	t := time.NewTicker(freezeTick)
+	defer t.Stop()
+	w.pulse.Store(time.Now().UnixNano())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			now := time.Now().UnixNano()
+			if time.Duration(now-w.pulse.Load()) > freezeGap {
+				w.frozeAt.Store(now)
+			}
+			w.pulse.Store(now)
+		}
+	}
+}
+
+// recentlyFrozen reports whether the process was stopped a moment ago (or
+// is resuming from a stop right now, before the detector has ticked).
+func (w *Worker) recentlyFrozen() bool {
+	now := time.Now().UnixNano()
+	last := w.pulse.Load()
+	return last != 0 && time.Duration(now-last) > freezeGap || time.Duration(now-w.frozeAt.Load()) < freezeTrust
+}

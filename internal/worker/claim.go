@@ -53,12 +53,14 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 	// A cancel request acknowledged before this claim must stop it. The
 	// watch of requests holds them all while it is live; after a
 	// reconnect it lags seconds behind the server until it has caught up
-	// (TestChaos seed 89 ran a canceled job to its end), and then the
-	// request is read from the server while the lease is taken: in
-	// flight together, the two cost one round trip.
+	// (TestChaos seed 89 ran a canceled job to its end), and so does it
+	// in a process that was stopped a moment ago, whose watch has not
+	// yet delivered what arrived meanwhile (seed 12): then the request
+	// is read from the server while the lease is taken: in flight
+	// together, the two cost one round trip.
 	cancelRead := make(chan error, 1)
 	canceled := w.cancelRequested(owner.String(), spec.ID)
-	if !canceled && !w.cancelsLive.Load() {
+	if !canceled && (!w.cancelsLive.Load() || w.recentlyFrozen()) {
 		go func() {
 			c, err := w.store.CancelRequested(ctx, owner.String(), spec.ID)
 			canceled = c

@@ -113,3 +113,37 @@ func TestWatchdogKeepsWhatRunReturns(t *testing.T) {
 		})
 	}
 }
+
+// TestRecentlyFrozen: a claim reads cancel requests from the server while
+// the process is resuming from a stop (no tick of the detector for
+// freezeGap) and for freezeTrust after a gap the detector saw; otherwise
+// it trusts its watch.
+func TestRecentlyFrozen(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var w Worker
+		if w.recentlyFrozen() {
+			t.Fatal("a worker that has not started its detector is frozen")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go w.detectFreezes(ctx)
+		time.Sleep(2 * time.Second)
+		if w.recentlyFrozen() {
+			t.Fatal("ticking regularly, yet frozen")
+		}
+		// Resuming from a stop: the last tick is older than freezeGap.
+		w.pulse.Store(time.Now().Add(-3 * time.Second).UnixNano())
+		if !w.recentlyFrozen() {
+			t.Fatal("no tick for 3 s, yet not frozen")
+		}
+		time.Sleep(freezeTick + time.Millisecond) // the detector ticks, sees the gap
+		if !w.recentlyFrozen() || w.frozeAt.Load() == 0 {
+			t.Fatal("the detector did not note the gap")
+		}
+		time.Sleep(freezeTrust)
+		if w.recentlyFrozen() {
+			t.Fatalf("still frozen %s after the gap", freezeTrust)
+		}
+	})
+}

@@ -55,7 +55,13 @@ type Worker struct {
 	// with the server: then cancels holds every request but those made in
 	// the last moment, which the check before a start catches.
 	cancelsLive atomic.Bool
-	jobWG       sync.WaitGroup
+	// pulse is the wall-clock time (UnixNano) of the freeze detector's
+	// last tick, and frozeAt of the last gap it found: a process that was
+	// stopped (SIGSTOP, a frozen VM) resumes with watches that have not
+	// yet delivered what arrived meanwhile, so for a while its claims read
+	// cancel requests from the server (TestChaos seed 12).
+	pulse, frozeAt atomic.Int64
+	jobWG          sync.WaitGroup
 }
 
 // New validates cfg (after filling defaults) and deps.
@@ -141,6 +147,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// cancel request falls between a claim's check and its registration.
 	watchReady := make(chan error, 1)
 	bg.Go(func() { w.watchCancels(bgCtx, watchReady) })
+	bg.Go(func() { w.detectFreezes(bgCtx) })
 	if err := <-watchReady; err != nil {
 		return err
 	}
