@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/sandrun/sandrun/internal/jobs"
-	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/jobs/jobstest"
 )
 
 // TestBackfillReadsWhatTheWatchMissed: a batch that completed once and is
@@ -21,26 +18,9 @@ import (
 // seen items all ended is reported from its completion.
 func TestBackfillReadsWhatTheWatchMissed(t *testing.T) {
 	t.Parallel()
-	s, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := jobstest.Store(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := New(st)
 	const id, total = "b1", 4
 	b := jobs.Batch{ID: id, Total: total, Completed: &jobs.BatchCompletion{Counts: map[jobs.State]int{jobs.StateFailed: total}}}

@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/sandrun/sandrun/internal/jobs"
-	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/jobs/jobstest"
 )
 
 // TestNewestRevisionIsWhatTheReaperWatches: the reaper's stall check
@@ -17,26 +14,9 @@ import (
 // other keys of the bucket (cancel requests, batches) do not count.
 func TestNewestRevisionIsWhatTheReaperWatches(t *testing.T) {
 	t.Parallel()
-	s, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := jobstest.Store(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &Worker{store: st}
 	if got, err := w.newestRevision(ctx); err != nil || got != 0 {
 		t.Fatalf("empty bucket: %d, %v", got, err)
