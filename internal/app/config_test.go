@@ -39,25 +39,32 @@ func TestExampleConfigsLoad(t *testing.T) {
 	}
 }
 
-// TestRetentionDocsBlockLoads: the retention block of
-// docs/configuration.md loads, and means what the text says.
-func TestRetentionDocsBlockLoads(t *testing.T) {
-	t.Parallel()
+// configDocBlock writes the first YAML block of docs/configuration.md under
+// heading (that contains want) to a file, and returns its path.
+func configDocBlock(t *testing.T, heading, want string) string {
+	t.Helper()
 	doc, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "## Retention")
+	_, section, ok := strings.Cut(string(doc), heading)
 	_, block, ok2 := strings.Cut(section, "```yaml\n")
 	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/configuration.md has no YAML block under ## Retention")
+	if !ok || !ok2 || !ok3 || !strings.Contains(block, want) {
+		t.Fatalf("docs/configuration.md has no YAML block with %q under %s", want, heading)
 	}
-	p := filepath.Join(t.TempDir(), "retention.yaml")
+	p := filepath.Join(t.TempDir(), "block.yaml")
 	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadFile(p)
+	return p
+}
+
+// TestRetentionDocsBlockLoads: the retention block of
+// docs/configuration.md loads, and means what the text says.
+func TestRetentionDocsBlockLoads(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadFile(configDocBlock(t, "## Retention", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,22 +80,7 @@ func TestRetentionDocsBlockLoads(t *testing.T) {
 // not exist is an error naming the field.
 func TestPolicyPacksDocsBlockLoads(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "## Approval policy")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 || !strings.Contains(block, "disabled_packs") {
-		t.Fatal("docs/configuration.md has no disabled_packs YAML block under ## Approval policy")
-	}
-	dir := t.TempDir()
-	p := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(p, []byte(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadFile(p)
+	cfg, err := LoadFile(configDocBlock(t, "## Approval policy", "disabled_packs"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +95,7 @@ func TestPolicyPacksDocsBlockLoads(t *testing.T) {
 	if d := e.Decide(policy.Request{Command: "kubectl delete ns prod", Origin: "manual", Mode: policy.ModeDeny}); d.Allow {
 		t.Error("the other packs are off too")
 	}
-	bad := filepath.Join(dir, "bad.yaml")
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("policy:\n  disabled_packs: [windoze]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -55,15 +55,18 @@ func matchersFor(c *command) []matcher {
 	if strings.HasPrefix(c.prog, "/etc/init.d/") || strings.HasPrefix(c.prog, "/etc/rc.d/") {
 		return []matcher{matchInitScript}
 	}
-	name := canonical(c.name)
-	ms := matcherTable[name]
-	if slices.Contains(credentialReaders, name) {
-		ms = append(slices.Clip(ms), matchCredentialRead)
+	return matcherTable[canonical(c.name)]
+}
+
+// addPackMatchers adds, once the packs are loaded, the credential readers'
+// and the packs' matchers to the table, so that a lookup builds nothing.
+func addPackMatchers() {
+	for _, name := range credentialReaders {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchCredentialRead)
 	}
-	if _, ok := packTools[name]; ok {
-		ms = append(slices.Clip(ms), matchPacks)
+	for name := range packTools {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacks)
 	}
-	return ms
 }
 
 // canonical maps versioned and variant program names to one name:

@@ -251,6 +251,7 @@ func init() {
 		}
 	}
 	indexRules()
+	addPackMatchers()
 }
 
 // loadPacks parses and checks every packs/*.yaml of fsys.

@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"bytes"
-	"context"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"net"
 	"strconv"
@@ -12,10 +11,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/jobs/jobstest"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
@@ -85,18 +84,7 @@ func countedStore(t *testing.T, url string, w *tally, name string) *jobs.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := jobs.EnsureLayout(ctx, js, nc.ConnectedServerVersion(), jobs.LayoutConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return jobstest.Layout(t, nc)
 }
 
 // pub is one PUB or HPUB a client sent.

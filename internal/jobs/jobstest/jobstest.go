@@ -28,6 +28,13 @@ func Store(t testing.TB) *jobs.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return Layout(t, nc)
+}
+
+// Layout ensures the layout through nc (closed at cleanup) and returns a
+// store on it.
+func Layout(t testing.TB, nc *nats.Conn) *jobs.Store {
+	t.Helper()
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
