@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -58,23 +59,10 @@ func (h *chaosRun) watchVia(url string, rewatch <-chan struct{}) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	st, err := jobs.OpenLayout(ctx, js, nc.ConnectedServerVersion())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	kv := st.State
-	status, err := kv.Status(ctx)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	bs, ok := status.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		h.t.Fatalf("bucket status %T", status)
-	}
-	last := bs.StreamInfo().State.LastSeq
 	connected := nc.StatusChanged(nats.CONNECTED)
-	w, err := kv.Watch(ctx, ">", jetstream.ResumeFromRevision(last+1))
+	kv, w, last, err := startWatch(ctx, js, nc.ConnectedServerVersion())
 	if err != nil {
+		nc.RemoveStatusListener(connected)
 		h.t.Fatal(err)
 	}
 	go func() {
@@ -112,6 +100,45 @@ func (h *chaosRun) watchVia(url string, rewatch <-chan struct{}) {
 			}
 		}
 	}()
+}
+
+// startWatch opens the job-state bucket and watches it from its next
+// write. A cluster just formed may still be electing the leaders of its
+// streams, and a request can time out meanwhile (CI once saw "bucket
+// workers: context deadline exceeded" here), so it tries again for up
+// to 30 s.
+func startWatch(ctx context.Context, js jetstream.JetStream, serverVersion string) (jetstream.KeyValue, jetstream.KeyWatcher, uint64, error) {
+	opening, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		kv, w, last, err := tryStartWatch(ctx, opening, js, serverVersion)
+		if err == nil || opening.Err() != nil {
+			return kv, w, last, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tryStartWatch(ctx, opening context.Context, js jetstream.JetStream, serverVersion string) (jetstream.KeyValue, jetstream.KeyWatcher, uint64, error) {
+	st, err := jobs.OpenLayout(opening, js, serverVersion)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	status, err := st.State.Status(opening)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	bs, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil, nil, 0, fmt.Errorf("bucket status %T", status)
+	}
+	last := bs.StreamInfo().State.LastSeq
+	// The watch outlives the opening's deadline: it runs on ctx.
+	w, err := st.State.Watch(ctx, ">", jetstream.ResumeFromRevision(last+1))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return st.State, w, last, nil
 }
 
 // openWatch watches kv from the revision after last, trying again until
