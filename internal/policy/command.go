@@ -20,6 +20,12 @@ type command struct {
 	via   string // command-level nesting: "xargs", "find -exec"
 	priv  string // the privilege wrapper it runs under (sudo, doas), if any
 	sp    span   // the statement it comes from
+	// files are the files the script wrote earlier, by fileKey.
+	files map[string]written
+	// captured says its output does not reach the job's output: $(...)
+	// in another command's words or an assignment, or a pipe into a
+	// command that reads a credential on stdin.
+	captured bool
 }
 
 // namedPaths returns the paths operand a names as written: itself when it
@@ -141,10 +147,24 @@ func programName(w arg) (string, bool) {
 		return "", true
 	}
 	name := path.Base(p)
+	if windowsPath(p) {
+		name = p[strings.LastIndexAny(p, `\/`)+1:]
+	}
 	if name != "[" && name != "[[" && strings.ContainsAny(name, "*?[") || strings.Contains(name, homeMarker) {
 		return "", false
 	}
 	return name, true
+}
+
+// windowsPath reports a program named by a Windows path (C:\Tools\x.exe,
+// "C:\Program Files\...\MpCmdRun.exe", .\x.exe): its name follows the
+// last backslash.
+func windowsPath(p string) bool {
+	if !strings.Contains(p, `\`) {
+		return false
+	}
+	return len(p) > 2 && p[1] == ':' && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z') ||
+		strings.HasPrefix(p, `.\`) || strings.HasPrefix(p, `\\`) || strings.HasSuffix(strings.ToLower(p), ".exe")
 }
 
 // privileged are the wrappers that run their command as another user.

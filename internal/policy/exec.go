@@ -131,7 +131,10 @@ func (w *walker) findExec(c *command) {
 // parallel judges GNU parallel: COMMAND ::: ARGS runs COMMAND per argument;
 // with no COMMAND each argument is itself a command line.
 func (w *walker) parallel(c *command) {
-	rest, _ := skipOptions(c.args, optSpec{short: "jSaIdEPn", long: []string{"jobs", "sshlogin", "arg-file", "delimiter", "joblog", "results", "max-args"}})
+	rest, opts := skipOptions(c.args, optSpec{short: "jSaIdEPn", long: []string{"jobs", "sshlogin", "arg-file", "delimiter", "joblog", "results", "max-args"}})
+	if hasOpt(opts, "dry-run", "dryrun") {
+		return // prints the commands it would run
+	}
 	cmd, inputs := rest, []arg(nil)
 	for i, a := range rest {
 		if a.lit && (a.val == ":::" || a.val == "::::") {

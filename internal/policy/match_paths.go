@@ -196,19 +196,26 @@ func stmtShell(s *syntax.Stmt) bool {
 }
 
 // commandVars are variables whose value the program they are set for runs
-// as a command (GIT_SSH_COMMAND='cmd' git fetch); the value is judged as a
-// script. LESSOPEN's leading | is the pipe marker, not code.
-var commandVars = map[string]bool{
-	"GIT_SSH_COMMAND": true, "GIT_SSH": true, "GIT_PAGER": true, "PAGER": true, "MANPAGER": true, "GIT_EDITOR": true,
-	"EDITOR": true, "VISUAL": true, "GIT_EXTERNAL_DIFF": true, "LESSOPEN": true, "LESSCLOSE": true, "GIT_ASKPASS": true,
-	"SSH_ASKPASS": true, "GIT_SEQUENCE_EDITOR": true, "SUDO_ASKPASS": true, "BROWSER": true, "SYSTEMD_PAGER": true,
+// as code (GIT_SSH_COMMAND='cmd' git fetch; PERL5DB='exec "cmd"' perl -d),
+// in the language given; the value is judged as a script. LESSOPEN's
+// leading | is the pipe marker, not code.
+var commandVars = map[string]lang{
+	"GIT_SSH_COMMAND": langShell, "GIT_SSH": langShell, "GIT_PAGER": langShell, "PAGER": langShell, "MANPAGER": langShell,
+	"GIT_EDITOR": langShell, "EDITOR": langShell, "VISUAL": langShell, "GIT_EXTERNAL_DIFF": langShell, "LESSOPEN": langShell,
+	"LESSCLOSE": langShell, "GIT_ASKPASS": langShell, "SSH_ASKPASS": langShell, "GIT_SEQUENCE_EDITOR": langShell,
+	"SUDO_ASKPASS": langShell, "BROWSER": langShell, "SYSTEMD_PAGER": langShell, "PROMPT_COMMAND": langShell,
+	"PERL5DB": langPerl,
 }
 
 // commandEnv judges the commands a statement's prefix assignments hand to
 // the program it runs.
 func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
 	for _, a := range assigns {
-		if a.Name == nil || a.Value == nil || !commandVars[a.Name.Value] {
+		if a.Name == nil || a.Value == nil {
+			continue
+		}
+		l, ok := commandVars[a.Name.Value]
+		if !ok {
 			continue
 		}
 		c := command{name: a.Name.Value, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: sp}
@@ -221,7 +228,7 @@ func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
 				v.val = strings.ReplaceAll(v.val, "%s", "FILE")
 			}
 			v.exact = -1
-			w.runCode(&c, langShell, argCode(v), a.Name.Value, sp, nil, false)
+			w.runCode(&c, l, argCode(v), a.Name.Value, sp, nil, false)
 		}
 	}
 }

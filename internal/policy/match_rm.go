@@ -61,19 +61,23 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 }
 
 // matchShred judges shred: on a device it is dd-device, on a history or
-// system file a delete.
+// system file a delete; run over whole trees (find -exec, xargs fed by
+// find, rg --pre) it destroys them as rm -r does.
 func matchShred(c *command, h *hits) {
 	ops, _ := operands(c.args, optSpec{short: "ns", long: []string{"iterations", "size", "random-source", "remove"}})
 	for _, o := range ops {
 		if c.unresolvedDevice(o) {
 			h.add(ruleDDDevice, "shred of "+unresolvedShow(o))
 		}
+		if c.tree && c.unresolvedRoot(o) {
+			h.add(ruleRmRoot, "shred of every file under "+unresolvedShow(o))
+		}
 		for _, t := range c.targets(o) {
 			if isBlockDevice(t.path) {
 				h.add(ruleDDDevice, "shred of device "+t.show)
 				continue
 			}
-			deleteHits("shred", t, false, h)
+			deleteHits("shred", t, c.tree, h)
 		}
 	}
 }

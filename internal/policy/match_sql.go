@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -111,6 +112,9 @@ func positionalSQL(args []arg) ([]arg, bool) {
 // sqlClient judges the SQL a database client runs.
 func (w *walker) sqlClient(c *command) {
 	sql, stdin := sqlClients[c.name](c.args)
+	if !stdin && ephemeralSQL(c, sql) {
+		return
+	}
 	for _, s := range sql {
 		w.runCode(c, langSQL, argCode(s), c.name, c.sp, nil, false)
 	}
@@ -118,6 +122,41 @@ func (w *walker) sqlClient(c *command) {
 		w.stdinCode(c, langSQL, nil)
 	}
 }
+
+// ephemeralSQL reports sqlite3 or duckdb statements that only touch an
+// in-memory database (sqlite3 :memory:, duckdb -c without a database
+// file): dropping its tables destroys nothing. SQL that attaches or opens
+// a file, or a dot-command (.shell, .open, .import), does not count.
+func ephemeralSQL(c *command, sql []arg) bool {
+	if c.name != "sqlite3" && c.name != "duckdb" || len(sql) == 0 {
+		return false
+	}
+	var db []arg
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case !a.lit:
+			return false
+		case a.val == "-cmd" || a.val == "-c" || a.val == "-s" || a.val == "-init" || a.val == "-f":
+			i++
+		case !strings.HasPrefix(a.val, "-"):
+			db = append(db, a)
+		}
+	}
+	memory := len(db) > 0 && db[0].val == ":memory:" || c.name == "duckdb" && len(db) == 0
+	if !memory {
+		return false
+	}
+	for _, s := range sql {
+		if !s.lit || ephemeralEscape.MatchString(s.val) {
+			return false
+		}
+	}
+	return true
+}
+
+// ephemeralEscape is SQL that reaches beyond an in-memory database.
+var ephemeralEscape = regexp.MustCompile(`(?i)\battach\b|(^|\n|;)\s*\.|\bcopy\b|\bexport\b|\binstall\b|\bload\b|\bwrite_|\bsecret\b`)
 
 // matchDropDB judges dropdb and mysqladmin drop.
 func matchDropDB(c *command, h *hits) {

@@ -87,6 +87,14 @@ func (w *walker) nest(c *command) {
 		w.findExec(c)
 	case "parallel":
 		w.parallel(c)
+	case "tclsh", "wish", "expect", "jimsh":
+		w.tcl(c)
+	case "sed", "gsed":
+		w.sedExec(c)
+	case "rg":
+		w.rgPre(c)
+	case "git":
+		w.git(c)
 	default:
 		switch {
 		case shells[c.name]:

@@ -67,6 +67,11 @@ type packTool struct {
 	// decoded and matched too.
 	Joined  bool     `yaml:"joined"`
 	Encoded []string `yaml:"encoded"`
+	// Files are options whose value names a file the tool reads its
+	// commands or changes from (diskpart /s FILE, aws --change-batch
+	// file://FILE): when the script wrote that file with known content,
+	// rules' regular expressions match the content too.
+	Files []string `yaml:"files"`
 	// Read and Destroy add verbs to the shared classes for this tool.
 	Read    []string `yaml:"read"`
 	Destroy []string `yaml:"destroy"`
@@ -141,6 +146,11 @@ type packRule struct {
 	// Piped requires the command's standard input to come from a pipe or
 	// a redirection.
 	Piped bool `yaml:"piped"`
+	// Printed requires the command's output to reach the job's output:
+	// not captured by $(...) in another command's words or an
+	// assignment, nor piped into a command that reads a credential on
+	// stdin (docker login --password-stdin).
+	Printed bool `yaml:"printed"`
 	// UnlessMatch refuses the rule when an argument matches it.
 	UnlessMatch string `yaml:"unless_match"`
 	// Deny are commands the rule must refuse (run by TestPackExamples).
@@ -570,7 +580,7 @@ func (t *packTool) safe(pc packCall) bool {
 
 // judge applies the tool's rules to c.
 func (t *packTool) judge(c *command, h *hits) {
-	if t.Joined || len(t.Encoded) > 0 {
+	if t.Joined || len(t.Encoded) > 0 || len(t.Files) > 0 {
 		c = t.withText(c)
 	}
 	pc := t.parse(c)
@@ -643,6 +653,9 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		}
 	}
 	if r.Piped && !c.stdin.present {
+		return "", false
+	}
+	if r.Printed && c.captured {
 		return "", false
 	}
 	if r.unlessM != nil && matchText(r.unlessM, c) {
@@ -770,17 +783,17 @@ func (w *walker) packNest(c *command) {
 	}
 }
 
-// runScript judges the script a literal argument holds (after ScriptRe,
-// when the tool has one).
+// runScript judges the script a literal argument holds: with ScriptRe,
+// every match's first non-empty group.
 func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 	if !a.lit {
 		return
 	}
-	if t.scriptRe != nil {
-		m := t.scriptRe.FindStringSubmatch(a.val)
-		if m == nil {
-			return
-		}
+	if t.scriptRe == nil {
+		w.runCode(c, langShell, argCode(a), via, c.sp, nil, false)
+		return
+	}
+	for _, m := range t.scriptRe.FindAllStringSubmatch(a.val, maxInputs) {
 		script := ""
 		for _, g := range m[1:] {
 			if g != "" {
@@ -789,11 +802,12 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 			}
 		}
 		if strings.TrimSpace(script) == "" {
-			return
+			continue
 		}
-		a.val, a.exact = script, -1
+		s := a
+		s.val, s.exact = script, -1
+		w.runCode(c, langShell, argCode(s), via, c.sp, nil, false)
 	}
-	w.runCode(c, langShell, argCode(a), via, c.sp, nil, false)
 }
 
 // withText returns c with its whole line (Joined) and its decoded
@@ -813,11 +827,39 @@ func (t *packTool) withText(c *command) *command {
 				cc.args = append(cc.args, arg{val: text, lit: true, exact: -1})
 			}
 		}
+		if f, ok := t.fileOperand(c.args, i); ok {
+			if file, ok := c.files[fileKey(f)]; ok && file.s.known {
+				cc.args = append(cc.args, arg{val: file.s.text, lit: true, exact: -1})
+			}
+		}
 	}
 	if t.Joined {
 		cc.args = append(cc.args, arg{val: c.name + " " + strings.Join(words, " "), lit: true, exact: -1})
 	}
 	return &cc
+}
+
+// fileOperand returns the file args[i] names as the value of one of the
+// tool's Files options (-f FILE, /s FILE, --opt=file://FILE), if it does.
+func (t *packTool) fileOperand(args []arg, i int) (string, bool) {
+	a := args[i]
+	if len(t.Files) == 0 || !a.lit {
+		return "", false
+	}
+	v := ""
+	switch name, val, inline := strings.Cut(a.val, "="); {
+	case slices.ContainsFunc(t.Files, func(o string) bool { return strings.EqualFold(o, a.val) }) && i+1 < len(args) && args[i+1].lit:
+		v = args[i+1].val
+	case inline && slices.ContainsFunc(t.Files, func(o string) bool { return strings.EqualFold(o, name) }):
+		v = val
+	default:
+		return "", false
+	}
+	for _, scheme := range []string{"file://", "fileb://"} {
+		v = strings.TrimPrefix(v, scheme)
+	}
+	v = strings.TrimPrefix(v, "@")
+	return v, v != ""
 }
 
 // decodeUTF16Base64 decodes a PowerShell -EncodedCommand value.

@@ -38,7 +38,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) str
 		w.d.add(w.f, ruleDecodedExec, "program name comes from a decoded payload", via, sp)
 	}
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
-	c.home, c.links = w.env.get("HOME"), w.env.links
+	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	if alias, ok := w.programAlias(&c, name); ok {
 		if alias == "" {
 			w.unresolved(name, sp, via)

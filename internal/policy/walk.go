@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -19,6 +20,10 @@ type walker struct {
 	stack []string // functions being walked at a call, against recursion
 	depth int      // statements being walked, nested
 	out   int      // $(...) outputs being computed, nested
+	// captured > 0: what runs here writes into a $(...) that is a word of
+	// a command other than a printer, or into a pipe to a command that
+	// reads a credential on stdin (see command.captured).
+	captured int
 }
 
 // Bounds on nesting within one script. Deeper statements are not walked
@@ -83,10 +88,14 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 		return out
 	case *syntax.Subshell:
 		w.cond++
-		defer func() { w.cond-- }()
-		return w.list(c.Stmts, in)
+		out := w.list(c.Stmts, in)
+		w.cond--
+		w.recordRedirects(s, out)
+		return out
 	case *syntax.Block:
-		return w.list(c.Stmts, in)
+		out := w.list(c.Stmts, in)
+		w.recordRedirects(s, out)
+		return out
 	case *syntax.IfClause:
 		w.ifClause(c, false)
 	case *syntax.WhileClause:
@@ -185,13 +194,41 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 	w.cond++ // every stage runs in a subshell
 	defer func() { w.cond-- }()
 	start := int(s.Position.Offset())
-	for _, st := range stages {
+	for i, st := range stages {
+		consumed := i+1 < len(stages) && readsCredential(stages[i+1])
+		if consumed {
+			w.captured++
+		}
 		out := w.stmt(st, in)
+		if consumed {
+			w.captured--
+		}
 		out.start = start
 		in = out
 	}
 	return in
 }
+
+// readsCredential reports a pipeline stage that reads a credential on its
+// standard input (docker login --password-stdin, gh auth login
+// --with-token), which it does not print.
+func readsCredential(s *syntax.Stmt) bool {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok {
+		return false
+	}
+	for _, word := range ce.Args[min(1, len(ce.Args)):] {
+		v := word.Lit()
+		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token") {
+			return true
+		}
+	}
+	return false
+}
+
+// printsArgs are the commands that write their arguments to the output:
+// a $(...) in their words reaches the job's output.
+var printsArgs = map[string]bool{"echo": true, "printf": true, "print": true, "": true}
 
 func flattenPipe(s *syntax.Stmt, out []*syntax.Stmt) []*syntax.Stmt {
 	b, ok := s.Cmd.(*syntax.BinaryCmd)
@@ -243,11 +280,19 @@ func (w *walker) subst(node syntax.Node) {
 // the assignments (when it has no command), then every alternative
 // expansion of its words as a command.
 func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
+	w.captured++ // a $(...) in an assignment, or in the words of a command that does not print them
 	for _, a := range ce.Assigns {
 		w.subst(a)
 	}
+	printer := len(ce.Args) > 0 && printsArgs[ce.Args[0].Lit()]
+	if printer {
+		w.captured--
+	}
 	for _, word := range ce.Args {
 		w.subst(word)
+	}
+	if !printer {
+		w.captured--
 	}
 	if len(ce.Args) == 0 {
 		for _, a := range ce.Assigns {

@@ -1,0 +1,272 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Programs whose code reaches a shell in ways the pack tables cannot say:
+// Tcl's exec (tclsh, wish, expect), sed's s///e flag and rg --pre.
+
+// tclExec finds Tcl's exec commands: "exec WORDS" up to the end of the
+// command (newline, ; or the ] of a substitution).
+var tclExec = regexp.MustCompile(`(?:^|[\s;\[{])exec\s+([^\n;\]]+)`)
+
+// tclEnv is a Tcl reference to an environment variable: $env(HOME), $::env(HOME).
+var tclEnv = regexp.MustCompile(`\$(?:::)?env\((\w+)\)`)
+
+// tclToShell turns the words of a Tcl exec into a shell command line:
+// {braced} words become 'quoted' ones and $env(X) becomes $X; Tcl's
+// redirections (2>@1, >@stdout) are dropped.
+func tclToShell(words string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range words {
+		switch {
+		case r == '{':
+			if depth == 0 {
+				b.WriteByte('\'')
+			} else {
+				b.WriteRune(r)
+			}
+			depth++
+		case r == '}' && depth > 0:
+			depth--
+			if depth == 0 {
+				b.WriteByte('\'')
+			} else {
+				b.WriteRune(r)
+			}
+		case r == '\'' && depth > 0:
+			b.WriteString(`'\''`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	out := tclEnv.ReplaceAllString(b.String(), `$${$1}`)
+	for _, redir := range []string{"2>@1", "2>@stderr", ">@stdout", ">@stderr", "2>@stdout"} {
+		out = strings.ReplaceAll(out, redir, "")
+	}
+	return strings.TrimSpace(out)
+}
+
+// tcl judges the programs a Tcl script runs with exec: its script file
+// (written earlier in the command), expect's -c string, or stdin.
+func (w *walker) tcl(c *command) {
+	var texts []code
+	ops, opts := operands(c.args, optSpec{short: "cfb", long: []string{"encoding"}})
+	for _, o := range opts {
+		if o.name == "c" && o.value.lit {
+			texts = append(texts, argCode(o.value))
+		}
+	}
+	switch {
+	case len(ops) > 0:
+		if file, ok := w.writtenScript(ops[0]); ok {
+			texts = append(texts, file.s.code())
+		}
+	case len(texts) == 0 && c.stdin.present:
+		texts = append(texts, c.stdin.code())
+	}
+	for _, t := range texts {
+		if !t.known {
+			continue
+		}
+		for _, m := range tclExec.FindAllStringSubmatch(t.text, maxInputs) {
+			script := tclToShell(m[1])
+			if script == "" {
+				continue
+			}
+			w.runCode(c, langShell, code{text: script, known: true, base: -1, anchor: c.sp.start}, c.name+" exec", c.sp, nil, false)
+		}
+	}
+}
+
+// sedSubstExec finds a sed s command with the e flag, with which GNU sed
+// runs the pattern space, after the substitution, as a shell command; it
+// returns the replacement. (RE2 has no back-references, so the command is
+// scanned: s, a delimiter, two delimited parts, flags.)
+func sedSubstExec(script string) (repl string, ok bool) {
+	for i := 0; i+1 < len(script); i++ {
+		if script[i] != 's' || i > 0 && !strings.ContainsRune(" \t;\n{}0123456789$/!", rune(script[i-1])) {
+			continue
+		}
+		d := script[i+1]
+		if d == '\\' || d == '\n' || d == ' ' || d >= 'a' && d <= 'z' || d >= 'A' && d <= 'Z' || d >= '0' && d <= '9' {
+			continue
+		}
+		parts, j := [2]string{}, i+2
+		for p := range 2 {
+			start := j
+			for j < len(script) && script[j] != d {
+				if script[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(script) {
+				return "", false
+			}
+			parts[p] = script[start:j]
+			j++
+		}
+		for ; j < len(script) && strings.IndexByte("gpiImMe0123456789", script[j]) >= 0; j++ {
+			if script[j] == 'e' {
+				return parts[1], true
+			}
+		}
+		i = j - 1
+	}
+	return "", false
+}
+
+// sedExec judges what sed's s///e runs: each line of its input (when
+// known) and the replacement itself, when it is literal text.
+func (w *walker) sedExec(c *command) {
+	scripts, _ := sedScripts(c.args)
+	for _, s := range scripts {
+		if !s.lit {
+			continue
+		}
+		repl, ok := sedSubstExec(s.val)
+		if !ok {
+			continue
+		}
+		if repl != "" && !strings.ContainsAny(repl, `&\`) {
+			w.runCode(c, langShell, code{text: repl, known: true, base: -1, anchor: s.pos}, "sed s///e", c.sp, nil, false)
+		}
+		if c.stdin.present {
+			w.stdinCode(c, langShell, nil)
+		}
+		return
+	}
+}
+
+// sedScripts returns sed's script arguments: -e and --expression values,
+// or else the first operand.
+func sedScripts(args []arg) ([]arg, []arg) {
+	ops, opts := operands(args, optSpec{short: "efl", long: []string{"expression", "file", "line-length"}})
+	var scripts []arg
+	for _, o := range opts {
+		if o.name == "e" || o.name == "expression" {
+			scripts = append(scripts, o.value)
+		}
+	}
+	if len(scripts) == 0 && len(ops) > 0 {
+		return ops[:1], ops[1:]
+	}
+	return scripts, ops
+}
+
+// rgPre judges rg --pre COMMAND: rg runs COMMAND with each file it
+// searches as the argument (rg --pre shred PATTERN /home shreds them).
+func (w *walker) rgPre(c *command) {
+	var pre *arg
+	var paths []arg
+	patternGiven := false
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case !a.lit || !strings.HasPrefix(a.val, "-") || a.val == "-":
+			paths = append(paths, a)
+		case a.val == "--pre" && i+1 < len(c.args):
+			pre = &c.args[i+1]
+			i++
+		case strings.HasPrefix(a.val, "--pre="):
+			v := a
+			v.val, v.exact = strings.TrimPrefix(a.val, "--pre="), -1
+			pre = &v
+		case a.val == "-e" || a.val == "--regexp" || a.val == "-f" || a.val == "--file":
+			patternGiven = true
+			i++
+		case a.val == "--files":
+			patternGiven = true
+		case a.val == "--pre-glob" || a.val == "-g" || a.val == "--glob" || a.val == "-t" || a.val == "--type" ||
+			a.val == "-T" || a.val == "--type-not" || a.val == "-m" || a.val == "--max-count" || a.val == "-A" ||
+			a.val == "-B" || a.val == "-C" || a.val == "-j" || a.val == "--threads" || a.val == "-M" || a.val == "--max-columns":
+			i++
+		}
+	}
+	if pre == nil {
+		return
+	}
+	if !patternGiven && len(paths) > 0 {
+		paths = paths[1:]
+	}
+	if len(paths) == 0 {
+		paths = []arg{{val: ".", lit: true, exact: -1, pos: c.sp.start, end: c.sp.start}}
+	}
+	words := append([]arg{*pre}, paths...)
+	w.run(words, stream{}, c.sp, joinVia(c.via, "rg --pre"), true)
+}
+
+// git judges what git runs besides the pack table's -c values: an ext::
+// remote (git runs its command to reach the remote: ext::sh -c CMD, with %
+// escapes), and hooks in a directory made the hooks path (git -c
+// core.hooksPath=DIR, git config core.hooksPath DIR) that the script wrote.
+func (w *walker) git(c *command) {
+	for i, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		if cmd, ok := strings.CutPrefix(a.val, "ext::"); ok {
+			if words := extWords(cmd, a.pos); len(words) > 0 {
+				w.run(words, stream{}, c.sp, joinVia(c.via, "git ext::"), false)
+			}
+		}
+		dir := ""
+		if v, ok := strings.CutPrefix(strings.ToLower(a.val), "core.hookspath="); ok && v != "" {
+			dir = a.val[len(a.val)-len(v):]
+		} else if strings.EqualFold(a.val, "core.hooksPath") && i+1 < len(c.args) && c.args[i+1].lit {
+			dir = c.args[i+1].val
+		}
+		if dir == "" {
+			continue
+		}
+		for _, d := range c.namedPaths(arg{val: dir, lit: true}) {
+			prefix := fileKey(d) + "/"
+			for k, f := range w.env.files {
+				if strings.HasPrefix(k, prefix) && !strings.Contains(k[len(prefix):], "/") {
+					w.runCode(c, langShell, f.s.code(), "git hook "+k, c.sp, nil, false)
+				}
+			}
+		}
+	}
+	w.callFunc(c)
+}
+
+// extWords splits the command of a git ext:: remote into its words as git
+// does: at spaces, "% " being a space within a word, "%%" a percent sign,
+// %s and %S the service (git-upload-pack), %G dropped.
+func extWords(cmd string, pos int) []arg {
+	var words []arg
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 {
+			words = append(words, arg{val: b.String(), lit: true, exact: -1, pos: pos, end: pos})
+			b.Reset()
+		}
+	}
+	for i := 0; i < len(cmd); i++ {
+		switch {
+		case cmd[i] == ' ':
+			flush()
+		case cmd[i] == '%' && i+1 < len(cmd):
+			i++
+			switch cmd[i] {
+			case ' ', '%':
+				b.WriteByte(cmd[i])
+			case 's', 'S':
+				b.WriteString("git-upload-pack")
+			case 'G', 'V':
+			default:
+				b.WriteByte('%')
+				b.WriteByte(cmd[i])
+			}
+		default:
+			b.WriteByte(cmd[i])
+		}
+	}
+	flush()
+	return words
+}
