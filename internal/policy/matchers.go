@@ -64,6 +64,10 @@ func addPackMatchers() {
 	for _, name := range credentialReaders {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchCredentialRead)
 	}
+	for _, name := range netSenders {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvSend)
+	}
+	matcherTable["find"] = append(slices.Clip(matcherTable["find"]), matchFindCredentials)
 	for name := range packTools {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacks)
 	}

@@ -72,8 +72,44 @@ func produce(c *command) stream {
 		return out
 	}
 	out := generated()
-	out.taint |= c.stdin.taint & (taintDownload | taintDecoded)
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret)
 	return out
+}
+
+// dumpsEnvironment reports a command that prints the environment's values:
+// env or printenv (with or without names), set, export -p, declare -x or -p,
+// a read of /proc/*/environ.
+func dumpsEnvironment(words []arg) bool {
+	if len(words) == 0 || !words[0].lit {
+		return false
+	}
+	name, rest := path.Base(words[0].val), words[1:]
+	for len(rest) > 0 && (name == "sudo" || name == "command" || name == "builtin") {
+		name, rest = path.Base(rest[0].val), rest[1:]
+	}
+	switch name {
+	case "printenv":
+		return true
+	case "env":
+		for _, a := range rest {
+			if a.lit && !strings.HasPrefix(a.val, "-") && !strings.Contains(a.val, "=") {
+				return false // env runs a command
+			}
+		}
+		return true
+	case "set":
+		return len(rest) == 0
+	case "export", "declare", "typeset":
+		return len(rest) == 0 && name != "export" || slices.ContainsFunc(rest, func(a arg) bool {
+			return a.lit && strings.HasPrefix(a.val, "-") && strings.ContainsAny(a.val, "px")
+		})
+	}
+	for _, a := range rest {
+		if a.lit && strings.HasPrefix(a.val, "/proc/") && strings.HasSuffix(a.val, "/environ") {
+			return true
+		}
+	}
+	return false
 }
 
 // echoOutput is echo's output; alt holds the reading with escapes

@@ -164,6 +164,9 @@ var sensitivePathRules = []rule{
 	{id: ruleShellSocket, pack: "egress", critical: true,
 		desc: "a shell wired to the network: a shell or exec redirected to /dev/tcp or /dev/udp, nc -e, ncat --sh-exec, socat exec:, " +
 			"an interactive shell fed by a pipe"},
+	{id: ruleEnvSend, pack: "egress", critical: true,
+		desc: "the environment's values sent over the network: env, printenv, set or /proc/*/environ (or what is made of them: " +
+			"base64, xxd) piped into, or substituted into the arguments of, curl, wget, nc, ssh, dig and the like"},
 }
 
 // Rules lists every rule the detector knows, in a stable order. The caller

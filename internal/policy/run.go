@@ -22,9 +22,12 @@ func (h *hits) add(rule, detail string) { *h = append(*h, hit{rule, detail}) }
 
 // run judges one expanded command line: wrappers stripped, matchers run,
 // nested scripts walked. It returns what the command writes to its output.
-func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) stream {
+func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (out stream) {
 	if w.d.seen != nil {
 		w.d.seen(words)
+	}
+	if dumpsEnvironment(words) {
+		defer func() { out.taint |= taintSecret }()
 	}
 	c, name, st := unwrap(words)
 	switch st {

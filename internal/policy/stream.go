@@ -96,6 +96,9 @@ func (w *walker) outputOf(s *syntax.Stmt, in stream) stream {
 				cmd.stdin, cmd.cwd = in, w.env.cwd
 				o = produce(&cmd)
 			}
+			if dumpsEnvironment(words) {
+				o.taint |= taintSecret
+			}
 			if i == 0 {
 				out = o
 			} else {
@@ -156,6 +159,9 @@ func (w *walker) inputRedirects(s *syntax.Stmt, in stream) stream {
 				in = stream{present: true, known: true, start: -1, base: -1}
 			default:
 				in = stream{present: true, file: true, start: -1, base: -1, anchor: a.pos}
+				if f, ok := w.writtenScript(a); ok {
+					in.taint |= f.s.taint & taintSecret // the environment, written to a file earlier
+				}
 			}
 		}
 	}

@@ -170,6 +170,7 @@ func (w *walker) forClause(c *syntax.ForClause) {
 						v.vals = append(v.vals, a.val)
 					} else {
 						v.unknown = true
+						v.secret = v.secret || a.taint&taintSecret != 0
 					}
 				}
 			}

@@ -35,6 +35,9 @@ const (
 	// taintEnvSet is such a variable that cannot be empty there
 	// (${DIR:?}, ${DIR:-build}): the operator's value, trusted.
 	taintEnvSet
+	// taintSecret is output that holds the environment's values (env,
+	// printenv, set, /proc/self/environ), and what is made of it.
+	taintSecret
 )
 
 // arg is one word of a command after expansion and quote removal.
@@ -321,6 +324,9 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 			t = taintEnvSet // the empty case aborts or takes the default
 		}
 		name = "" // the value depends on more than the variable
+	}
+	if v.secret {
+		t |= taintSecret
 	}
 	x.branchVar(name, v, !quoted, t)
 }
