@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -62,8 +63,14 @@ func matchCopy(c *command, h *hits) {
 	if len(dests) == 0 && len(ops) > 1 {
 		dests, ops = ops[len(ops)-1:], ops[:len(ops)-1]
 	}
+	mirrors := c.name == "rsync" && slices.ContainsFunc(opts, func(o option) bool { return strings.HasPrefix(o.name, "del") })
 	for _, d := range dests {
 		for _, dt := range c.targets(d) {
+			if mirrors {
+				// rsync --delete removes what the source lacks: with an
+				// empty source, the whole destination tree.
+				deleteHits("rsync --delete", dt, true, h)
+			}
 			writeHits(dt, writeTruncate, c.name+" to ", h)
 			for _, src := range ops {
 				if src.lit {

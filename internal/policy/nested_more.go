@@ -86,7 +86,7 @@ func (w *walker) tcl(c *command) {
 // runs the pattern space, after the substitution, as a shell command; it
 // returns the replacement. (RE2 has no back-references, so the command is
 // scanned: s, a delimiter, two delimited parts, flags.)
-func sedSubstExec(script string) (repl string, ok bool) {
+func sedSubstExec(script string) (pattern, repl string, global, ok bool) {
 	for i := 0; i+1 < len(script); i++ {
 		if script[i] != 's' || i > 0 && !strings.ContainsRune(" \t;\n{}0123456789$/!", rune(script[i-1])) {
 			continue
@@ -105,19 +105,47 @@ func sedSubstExec(script string) (repl string, ok bool) {
 				j++
 			}
 			if j >= len(script) {
-				return "", false
+				return "", "", false, false
 			}
 			parts[p] = script[start:j]
 			j++
 		}
+		g := false
 		for ; j < len(script) && strings.IndexByte("gpiImMe0123456789", script[j]) >= 0; j++ {
+			g = g || script[j] == 'g'
 			if script[j] == 'e' {
-				return parts[1], true
+				for ; j < len(script) && strings.IndexByte("gpiImM0123456789", script[j]) >= 0; j++ {
+					g = g || script[j] == 'g'
+				}
+				return parts[0], parts[1], g, true
 			}
 		}
 		i = j - 1
 	}
-	return "", false
+	return "", "", false, false
+}
+
+// sedApply returns text with sed's substitution applied to each line,
+// when the pattern is plain text and the replacement has no & or
+// back-reference; ok is false when it cannot say.
+func sedApply(text, pattern, repl string, global bool) (string, bool) {
+	switch {
+	case pattern == ".*" || pattern == "^.*$" || pattern == "^.*":
+		if repl == "&" {
+			return text, true
+		}
+	case strings.ContainsAny(pattern, `.[]*^$\+?(){}|`) || strings.ContainsAny(repl, `&\`):
+		return "", false
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if global {
+			lines[i] = strings.ReplaceAll(l, pattern, repl)
+		} else {
+			lines[i] = strings.Replace(l, pattern, repl, 1)
+		}
+	}
+	return strings.Join(lines, "\n"), true
 }
 
 // sedExec judges what sed's s///e runs: each line of its input (when
@@ -128,16 +156,23 @@ func (w *walker) sedExec(c *command) {
 		if !s.lit {
 			continue
 		}
-		repl, ok := sedSubstExec(s.val)
+		pattern, repl, global, ok := sedSubstExec(s.val)
 		if !ok {
 			continue
 		}
 		if repl != "" && !strings.ContainsAny(repl, `&\`) {
 			w.runCode(c, langShell, code{text: repl, known: true, base: -1, anchor: s.pos}, "sed s///e", c.sp, nil, false)
 		}
-		if c.stdin.present {
-			w.stdinCode(c, langShell, nil)
+		if !c.stdin.present {
+			return
 		}
+		if in := c.stdin; in.known {
+			if text, ok := sedApply(in.text, pattern, repl, global); ok {
+				w.runCode(c, langShell, code{text: text, known: true, base: -1, anchor: s.pos}, "| sed s///e", c.sp, nil, false)
+				return
+			}
+		}
+		w.stdinCode(c, langShell, nil) // as read: the substitution may leave it whole
 		return
 	}
 }

