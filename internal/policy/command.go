@@ -203,12 +203,42 @@ var wrappers = map[string]wrapper{
 		"setenv", "host", "machine", "uid", "gid", "nice", "working-directory", "on-active", "on-boot", "on-startup",
 		"on-unit-active", "on-unit-inactive", "on-calendar", "on-timer-property", "path-property", "socket-property",
 		"service-type", "timer-property", "expand-environment", "slice-inherit", "json"}}),
-	"chroot":  operandThen(optSpec{long: []string{"userspec", "groups"}}),
-	"taskset": operandThen(optSpec{}),
-	"chrt":    operandThen(optSpec{}),
-	"timeout": operandThen(optSpec{short: "sk", long: []string{"signal", "kill-after"}}),
-	"flock":   flock,
-	"runuser": runuser,
+	"logsave":               operandThen(optSpec{}),
+	"setarch":               setarch,
+	"linux32":               optionsThen(optSpec{}),
+	"linux64":               optionsThen(optSpec{}),
+	"sshpass":               optionsThen(optSpec{short: "pfdP"}),
+	"cpulimit":              optionsThen(optSpec{short: "lpec", long: []string{"limit", "pid", "exe", "cpu"}}),
+	"setpriv":               optionsThen(optSpec{long: []string{"reuid", "regid", "ruid", "rgid", "euid", "egid", "groups", "inh-caps", "ambient-caps", "bounding-set", "securebits", "pdeathsig", "selinux-label", "apparmor-profile", "landlock-access", "landlock-rule", "ptracer"}}),
+	"fakeroot":              optionsThen(optSpec{short: "lsib", long: []string{"lib", "faked"}}),
+	"faketime":              operandThen(optSpec{}),
+	"xvfb-run":              optionsThen(optSpec{short: "nespfw", long: []string{"server-num", "error-file", "server-args", "xauth-protocol", "auth-file", "wait"}}),
+	"eatmydata":             optionsThen(optSpec{}),
+	"nocache":               optionsThen(optSpec{short: "n"}),
+	"catchsegv":             optionsThen(optSpec{}),
+	"chronic":               optionsThen(optSpec{}),
+	"dbus-run-session":      optionsThen(optSpec{long: []string{"config-file", "dbus-daemon"}}),
+	"numactl":               optionsThen(optSpec{short: "imNCpP", long: []string{"interleave", "membind", "cpunodebind", "physcpubind", "preferred", "preferred-many"}}),
+	"prlimit":               optionsThen(optSpec{short: "p", long: []string{"pid", "output"}}),
+	"start-stop-daemon":     startStopDaemon,
+	"multitime":             optionsThen(optSpec{short: "nsi"}),
+	"rlwrap":                optionsThen(optSpec{short: "aCDfFgHlOpPsSotwz", long: []string{"break-chars", "command-name", "history-no-dupes", "file", "history-format", "forget-matching", "history-filename", "logfile", "only-cook", "prompt-colour", "pre-given", "histsize", "substitute-prompt", "set-term-name", "polling", "filter"}}),
+	"setlock":               operandThen(optSpec{}),
+	"ssh-agent":             optionsThen(optSpec{short: "aEPtO"}),
+	"grc":                   optionsThen(optSpec{short: "c", long: []string{"config", "colour"}}),
+	"xdotool":               xdotool,
+	"ld.so":                 optionsThen(ldso),
+	"ld-linux.so.2":         optionsThen(ldso),
+	"ld-linux-x86-64.so.2":  optionsThen(ldso),
+	"ld-linux-aarch64.so.1": optionsThen(ldso),
+	"ld-musl-x86_64.so.1":   optionsThen(ldso),
+	"capsh":                 capsh,
+	"chroot":                operandThen(optSpec{long: []string{"userspec", "groups"}}),
+	"taskset":               operandThen(optSpec{}),
+	"chrt":                  operandThen(optSpec{}),
+	"timeout":               operandThen(optSpec{short: "sk", long: []string{"signal", "kill-after"}}),
+	"flock":                 flock,
+	"runuser":               runuser,
 	"command": func(args []arg) ([]arg, bool) {
 		rest, opts := skipOptions(args, optSpec{})
 		for _, o := range opts {
@@ -232,6 +262,64 @@ func sudo(args []arg) ([]arg, bool) {
 		}
 	}
 	return rest, true
+}
+
+// setarch ARCH [OPTIONS] COMMAND...: its options may follow the architecture.
+func setarch(args []arg) ([]arg, bool) {
+	rest, _ := skipOptions(args, optSpec{})
+	if len(rest) == 0 {
+		return nil, false
+	}
+	rest, _ = skipOptions(rest[1:], optSpec{})
+	return rest, true
+}
+
+// start-stop-daemon --start --exec PROGRAM -- ARGS...: the program is the
+// value of --exec (or --startas), its arguments follow --.
+func startStopDaemon(args []arg) ([]arg, bool) {
+	rest, opts := skipOptions(args, optSpec{short: "xapnuNPrcgdkRsOI", long: []string{"exec", "startas", "pidfile", "name",
+		"user", "chuid", "group", "chroot", "chdir", "nicelevel", "procsched", "iosched", "umask", "retry", "signal",
+		"output", "notify-timeout", "ppid"}})
+	prog := arg{}
+	for _, o := range opts {
+		if o.name == "a" || o.name == "startas" || prog.val == "" && (o.name == "x" || o.name == "exec") {
+			prog = o.value
+		}
+	}
+	if prog.val == "" {
+		return nil, false
+	}
+	return append([]arg{prog}, rest...), true
+}
+
+// ldso are the dynamic loader's options (ld.so PROGRAM ARGS... runs PROGRAM).
+var ldso = optSpec{long: []string{"library-path", "preload", "argv0", "audit", "inhibit-rpath", "glibc-hwcaps-prepend", "glibc-hwcaps-mask"}}
+
+// xdotool exec [--sync] [--args N] [--terminator T] COMMAND...
+func xdotool(args []arg) ([]arg, bool) {
+	if len(args) == 0 || !args[0].lit || args[0].val != "exec" {
+		return nil, false
+	}
+	rest, _ := skipOptions(args[1:], optSpec{long: []string{"args", "terminator"}})
+	return rest, true
+}
+
+// capsh [OPTIONS] -- ARGS...: the words after -- are arguments of a shell
+// (bash, or --shell=PROGRAM).
+func capsh(args []arg) ([]arg, bool) {
+	shell := arg{val: "bash", lit: true, exact: -1}
+	for i, a := range args {
+		if !a.lit {
+			continue
+		}
+		if v, ok := strings.CutPrefix(a.val, "--shell="); ok {
+			shell = arg{val: v, lit: true, pos: a.pos, end: a.end, exact: -1}
+		}
+		if a.val == "--" {
+			return append([]arg{shell}, args[i+1:]...), true
+		}
+	}
+	return nil, false
 }
 
 // flock LOCK COMMAND...; flock -c STRING is a script (see nested.go).

@@ -47,6 +47,14 @@ func matchRm(c *command, h *hits) {
 	}
 }
 
+// matchRimraf judges rimraf (npx rimraf DIR), which always deletes whole
+// trees, as rm -r.
+func matchRimraf(c *command, h *hits) {
+	r := *c
+	r.tree = true
+	matchRm(&r, h)
+}
+
 // deleteHits classifies deleting t.
 func deleteHits(tool string, t target, recursive bool, h *hits) {
 	switch {

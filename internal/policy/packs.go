@@ -92,6 +92,9 @@ type packTool struct {
 	// ScriptRe aside (git grep --open-files-in-pager=CMD).
 	ScriptRaw   []string `yaml:"script_raw"`
 	ScriptPairs bool     `yaml:"script_pairs"`
+	// ScriptStdin tries the known text the tool reads on stdin against
+	// ScriptRe (ed's and ftp's "!CMD" lines).
+	ScriptStdin bool `yaml:"script_stdin"`
 	scriptRe    *regexp.Regexp
 	Exec        bool `yaml:"exec"`
 	// Runs are command paths after which the remaining words are a
@@ -719,7 +722,7 @@ func matchText(re *regexp.Regexp, c *command) bool {
 // options as shell scripts, and with Exec the words after "--".
 func (w *walker) packNest(c *command) {
 	for _, t := range packTools[canonical(c.name)] {
-		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs {
+		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin {
 			continue
 		}
 		pc := t.parse(c)
@@ -735,11 +738,22 @@ func (w *walker) packNest(c *command) {
 				}
 			} else if ok && n < len(pc.pathIdx) {
 				w.run(c.args[pc.pathIdx[n]:], c.stdin, c.sp, joinVia(c.via, c.name), false)
+			} else if ok && n > 0 && n == len(pc.pathIdx) {
+				// npm exec --yes -- rm -rf DIR: the command follows --
+				for j := pc.pathIdx[n-1] + 1; j+1 < len(c.args); j++ {
+					if c.args[j].lit && c.args[j].val == "--" {
+						w.run(c.args[j+1:], c.stdin, c.sp, joinVia(c.via, c.name), false)
+						break
+					}
+				}
 			}
 		}
 		when := len(t.ScriptWhen) == 0
 		for _, o := range t.ScriptWhen {
 			when = when || pc.hasOption(o)
+		}
+		if in := c.stdin.code(); when && t.ScriptStdin && c.stdin.present && in.known {
+			t.runScript(w, c, arg{val: in.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, "| "+c.name)
 		}
 		for i, a := range c.args {
 			if a.lit && a.val == "--" {
