@@ -26,6 +26,7 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 			} else {
 				v.unknown = true
 				v.secret = v.secret || alt.taint&taintSecret != 0
+				v.cred = v.cred || alt.taint&taintCredential != 0
 			}
 		}
 	}
@@ -38,7 +39,7 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 
 // concat returns every value a followed by b may give.
 func concat(a, b value) value {
-	out := value{unknown: a.unknown || b.unknown, secret: a.secret || b.secret}
+	out := value{unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred}
 	for _, x := range a.vals {
 		for _, y := range b.vals {
 			out.vals = append(out.vals, x+y)
@@ -94,6 +95,7 @@ func (w *walker) declWords(words []*syntax.Word, sp span) {
 			} else {
 				v.unknown = true
 				v.secret = v.secret || alt.taint&taintSecret != 0
+				v.cred = v.cred || alt.taint&taintCredential != 0
 			}
 		}
 		w.env.set(name, v, w.cond > 0)

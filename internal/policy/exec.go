@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -42,6 +43,9 @@ func (w *walker) xargs(c *command) {
 // closed).
 func stdinWords(in stream, lines bool) (words []arg, tree bool) {
 	if len(in.paths) > 0 {
+		if in.taint&taintCredential != 0 { // find / -name .netrc | xargs cat
+			return append(slices.Clip(in.paths), arg{taint: taintCredential | taintUnknown, pos: in.anchor, end: in.anchor, exact: -1}), true
+		}
 		return in.paths, true
 	}
 	if !in.known {

@@ -137,6 +137,9 @@ func keywordArg(a string) bool {
 func hasCode(a string) bool {
 	for i := 0; i < len(a); {
 		c := a[i]
+		if c == '$' && i+1 < len(a) && (isIdentByte(a[i+1]) || a[i+1] == '{' || a[i+1] == '(') {
+			return true // a variable or an awk field: $x, ${x}, $1, $(NF-1)
+		}
 		if !isIdentByte(c) || c == '.' {
 			i++
 			continue

@@ -166,6 +166,10 @@ func matchCredentialRead(c *command, h *hits) {
 		return // in place: a write, judged as one
 	}
 	for _, a := range args {
+		if a.taint&taintCredential != 0 {
+			h.add(ruleCredentialRead, c.name+" reads credentials a search by name found")
+			return
+		}
 		for _, p := range readPaths(a) {
 			for _, t := range c.targets(p) {
 				if isCredentialPath(t.path) {

@@ -36,9 +36,12 @@ func produce(c *command) stream {
 	case "true", ":", "false":
 		return stream{present: true, known: true, start: -1, base: -1}
 	case "find":
-		roots, _ := findParts(c.args)
+		roots, expr := findParts(c.args)
 		out := generated()
 		out.paths = roots
+		if names, _ := findNames(expr); slices.ContainsFunc(names, func(n string) bool { return slices.Contains(credentialNames, n) }) {
+			out.taint |= taintCredential
+		}
 		return out
 	case "ls":
 		ops, _ := operands(c.args, optSpec{short: "IwT", long: []string{"ignore", "width", "tabsize", "hide", "sort", "format", "time", "color", "quoting-style", "indicator-style", "block-size"}})

@@ -21,6 +21,7 @@ type value struct {
 	unknown bool
 	env     bool   // the unknown value is only the worker's environment's, or unset (see taintEnv)
 	secret  bool   // the unknown value holds the environment's values (see taintSecret)
+	cred    bool   // the unknown value names credential files (see taintCredential)
 	over    string // the limit bounded cut vals at, "" if none
 }
 
@@ -30,7 +31,7 @@ var unknownValue = value{unknown: true}
 
 // union returns the values either a or b may hold.
 func union(a, b value) value {
-	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret}
+	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred}
 	out.env = out.unknown && (a.env || !a.unknown) && (b.env || !b.unknown)
 	for _, v := range b.vals {
 		if !slices.Contains(out.vals, v) {

@@ -171,6 +171,7 @@ func (w *walker) forClause(c *syntax.ForClause) {
 					} else {
 						v.unknown = true
 						v.secret = v.secret || a.taint&taintSecret != 0
+						v.cred = v.cred || a.taint&taintCredential != 0
 					}
 				}
 			}

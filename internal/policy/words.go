@@ -38,6 +38,9 @@ const (
 	// taintSecret is output that holds the environment's values (env,
 	// printenv, set, /proc/self/environ), and what is made of it.
 	taintSecret
+	// taintCredential is output that names credential files found by name
+	// (find / -name .netrc), and a word made of it.
+	taintCredential
 )
 
 // arg is one word of a command after expansion and quote removal.
@@ -327,6 +330,9 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 	}
 	if v.secret {
 		t |= taintSecret
+	}
+	if v.cred {
+		t |= taintCredential
 	}
 	x.branchVar(name, v, !quoted, t)
 }
