@@ -35,6 +35,24 @@ var homeCredentialFiles = []string{
 	".config/gh/hosts.yml", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".m2/settings-security.xml",
 }
 
+// browserProfiles are the home-relative directories of browsers' profiles.
+var browserProfiles = []string{".mozilla/", ".config/google-chrome/", ".config/chromium/", ".config/BraveSoftware/",
+	".config/microsoft-edge/", "Library/Application Support/Google/Chrome/", "Library/Application Support/Firefox/",
+	"Library/Application Support/BraveSoftware/", "Library/Application Support/Microsoft Edge/"}
+
+// browserSecrets reports a browser's saved passwords, their key or its
+// cookies (logins.json, key4.db, Login Data, Cookies) under a profile.
+func browserSecrets(rel string) bool {
+	if !slices.ContainsFunc(browserProfiles, func(p string) bool { return strings.HasPrefix(rel, p) }) {
+		return false
+	}
+	switch path.Base(rel) {
+	case "logins.json", "key4.db", "key3.db", "signons.sqlite", "cookies.sqlite", "Login Data", "Cookies", "Local State":
+		return true
+	}
+	return false
+}
+
 // systemCredentials are absolute credential files and directories.
 var systemCredentials = []string{
 	"/etc/shadow", "/etc/gshadow", "/etc/master.passwd", "/etc/security/opasswd", "/var/run/secrets", "/run/secrets",
@@ -58,7 +76,7 @@ func isCredentialPath(p string) bool {
 	if !ok {
 		return false
 	}
-	if slices.Contains(homeCredentialFiles, rel) {
+	if slices.Contains(homeCredentialFiles, rel) || browserSecrets(rel) {
 		return true
 	}
 	base := path.Base(rel)
@@ -92,6 +110,9 @@ func isHomeChild(p string, _ bool) bool {
 		return false
 	}
 	rel, ok := homeRelative(c)
+	for _, all := range []string{"/*", "/.*", "/**"} {
+		rel = strings.TrimSuffix(rel, all) // ~/Desktop/* empties ~/Desktop
+	}
 	if !ok || rel == "" || strings.Contains(rel, "/") || slices.Contains(homeCaches, rel) {
 		return false
 	}
