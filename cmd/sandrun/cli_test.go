@@ -42,6 +42,9 @@ func TestSubmitWaitExitCodes(t *testing.T) {
 		{[]string{"--max-attempts", "1", "--", "echo out; exit 3"}, 3, "out\n"},
 		{[]string{"--timeout", "1s", "--max-attempts", "1", "--", "sleep 30"}, 124, ""},
 		{[]string{"--env", "WHO=world", "--", `echo "hi $WHO"`}, 0, "hi world\n"},
+		// Several words each arrive as given, as with docker run.
+		{[]string{"--max-attempts", "1", "--", "sh", "-c", "echo hi; exit 3"}, 3, "hi\n"},
+		{[]string{"--", "printf", "%s|", "a b", "$HOME", "it's", "--flag"}, 0, "a b|$HOME|it's|--flag|"},
 	}
 	for _, tc := range cases {
 		args := append([]string{"submit", "--nats-url", url, "--wait"}, tc.args...)
@@ -239,5 +242,32 @@ func TestSubmitWarnsWhenNoWorkerCanRunIt(t *testing.T) {
 		if (tc.warn == "") != !strings.Contains(errOut, "warning") || !strings.Contains(errOut, tc.warn) {
 			t.Fatalf("%v: stderr %q, want %q", tc.args, errOut, tc.warn)
 		}
+	}
+}
+
+// TestCommandLine: one word is a script as written; several are quoted
+// for sh one by one; a word sh cannot carry is an error naming it.
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"echo hi; exit 3"}, "echo hi; exit 3"},
+		{[]string{"sh", "-c", "echo hi; exit 3"}, "sh -c 'echo hi; exit 3'"},
+		{[]string{"echo", "$HOME", "a'b"}, `echo '$HOME' "a'b"`},
+		{nil, ""},
+	} {
+		got, err := commandLine(tc.words)
+		if err != nil || got != tc.want {
+			t.Errorf("commandLine(%q) = %q, %v; want %q", tc.words, got, err, tc.want)
+		}
+	}
+	if _, err := commandLine([]string{"echo", "a\x00b"}); err == nil || !strings.Contains(err.Error(), "word 2") {
+		t.Errorf("a NUL byte: err = %v, want one naming word 2", err)
+	}
+	// policy check judges the words as the job would run them.
+	if code, out, _ := sandrun(t, "policy", "check", "--", "echo", "rm -rf /"); code != 0 {
+		t.Errorf("policy check -- echo 'rm -rf /': exit %d, want 0 (an argument, not a command):\n%s", code, out)
 	}
 }

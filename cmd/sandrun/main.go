@@ -42,6 +42,10 @@ Usage:
   sandrun worker [flags]                 run a worker (same as the worker binary)
   sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
 
+COMMAND after --: one word is a shell script as written (submit -- 'echo hi;
+exit 3'); several words each arrive as given, as with docker run (submit --
+sh -c 'echo hi; exit 3' runs sh with two arguments).
+
 Every command takes --nats-url (env SANDRUN_NATS_URL), --creds, --tls-cert,
 --tls-key and --tls-ca. Run "sandrun COMMAND -h" for a command's flags.
 `

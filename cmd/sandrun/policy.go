@@ -88,7 +88,10 @@ func (c cli) policyCheck(args []string) error {
 	if err != nil {
 		return usageErr("--shell: %v", err)
 	}
-	command := strings.Join(fs.Args(), " ")
+	command, err := commandLine(fs.Args())
+	if err != nil {
+		return err
+	}
 	if command == "" {
 		return usageErr("command: give it after --, e.g. sandrun policy check -- 'rm -rf /'")
 	}

@@ -48,7 +48,11 @@ func (c cli) submit(ctx context.Context, args []string) error {
 		}
 		spec = mergeSpec(base, spec)
 	}
-	if cmd := strings.Join(fs.Args(), " "); cmd != "" {
+	cmd, err := commandLine(fs.Args())
+	if err != nil {
+		return err
+	}
+	if cmd != "" {
 		spec.Command = cmd
 	}
 	if spec.Command == "" {

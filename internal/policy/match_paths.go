@@ -19,6 +19,7 @@ const (
 	ruleCredentialRead    = "paths:credential-read" //nolint:gosec // a rule name, not a credential
 	ruleShellSocket       = "egress:shell-socket"
 	ruleEnvSend           = "egress:env-send"
+	ruleSecretPrint       = "secrets:secret-print"
 )
 
 // credentialDirs are home-relative directories that hold credentials:
@@ -148,6 +149,25 @@ var credentialReaders = []string{
 var netSenders = []string{
 	"curl", "wget", "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat", "telnet", "http", "https", "xh",
 	"ssh", "openssl", "dig", "nslookup", "host", "drill", "ping", "fetch", "aria2c", "sendmail", "mail", "mailx",
+}
+
+// secretVarName matches a variable whose name says it holds a secret.
+var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)[A-Z0-9_]*(\}|$|[^A-Za-z0-9_:#%/+-])`)
+
+// matchSecretPrint judges echo and printf printing, into the job's output,
+// a variable of the worker's environment (one the job does not set) whose
+// name says it holds a secret: echo "$OPENAI_API_KEY". A job's own secrets
+// are masked in its output; the worker's are not the submitter's to read.
+func matchSecretPrint(c *command, h *hits) {
+	if c.captured {
+		return
+	}
+	for _, a := range c.args {
+		if a.taint&taintEnv != 0 && secretVarName.MatchString(a.src) {
+			h.add(ruleSecretPrint, c.name+" prints the worker's secret "+quoteDetail(a.src))
+			return
+		}
+	}
 }
 
 // matchEnvSend judges a network program sending the environment's values

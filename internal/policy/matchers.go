@@ -68,6 +68,9 @@ func addPackMatchers() {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvSend)
 	}
 	matcherTable["find"] = append(slices.Clip(matcherTable["find"]), matchFindCredentials)
+	for _, name := range []string{"echo", "printf"} {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchSecretPrint)
+	}
 	for name := range packTools {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacks)
 	}

@@ -175,6 +175,13 @@ func TestSensitivePaths(t *testing.T) {
 		{"ls ~/.mozilla/firefox", ""},
 		{"node -e 'require(\"fs\").rmSync(process.env.HOME, {recursive: true})'", "paths:interp-destroy"},
 		{"curl -s http://169.254.169.254/latest/meta-data/iam/security-credentials/", "egress:cloud-metadata"},
+		// The worker's secrets printed into the job's output; a job's own
+		// are masked there.
+		{"echo \"$OPENAI_API_KEY\"", ruleSecretPrint},
+		{"printf '%s\\n' \"$AWS_SECRET_ACCESS_KEY\"", ruleSecretPrint},
+		{"TOKEN=abc; echo \"$TOKEN\"", ""},
+		{"echo \"token set: ${GITHUB_TOKEN:+yes}\"", ""},
+		{"echo \"$GITHUB_TOKEN\" | gh auth login --with-token", ""},
 		// awk fields and variables concatenated into a command are unknown.
 		{"echo ~ | awk '{system(\"rm -rf \" $1)}'", ruleUnresolved},
 		// Appending to a shell start-up file persists code in every later
