@@ -25,4 +25,3 @@ func commandLine(words []string) (string, error) {
 	}
 	return strings.Join(quoted, " "), nil
 }
-
