@@ -96,8 +96,8 @@ var All = []Dashboard{
 		{Title: "Decisions by mode", Unit: "short", Exprs: []string{`sum by (mode) (increase(sandrun_policy_decisions_total[` + ri + `]))`}},
 	}},
 	{UID: "sandrun-sif", Title: "sandrun / SIF cache", Panels: []Panel{
-		{Title: "Cache size and budget", Unit: "bytes", Exprs: []string{`sum by (instance) (sandrun_sif_cache_bytes)`, `max by (instance) (sandrun_sif_cache_budget_bytes)`}},
-		{Title: "Images", Unit: "short", Exprs: []string{`sum by (instance) (sandrun_sif_cache_images)`}},
+		{Title: "Cache size and budget", Unit: "bytes", Exprs: []string{`sum by (instance, backend) (sandrun_sif_cache_bytes)`, `max by (instance, backend) (sandrun_sif_cache_budget_bytes)`}},
+		{Title: "Images", Unit: "short", Exprs: []string{`sum by (instance, backend) (sandrun_sif_cache_images)`}},
 		{Title: "Hit ratio", Unit: "percentunit", Stat: true, Exprs: []string{
 			`sum(rate(sandrun_sif_cache_hits_total[` + ri + `])) / (sum(rate(sandrun_sif_cache_hits_total[` + ri + `])) + sum(rate(sandrun_sif_cache_misses_total[` + ri + `])))`}},
 		{Title: "Hits and misses", Unit: "ops", Exprs: []string{`sum(rate(sandrun_sif_cache_hits_total[` + ri + `]))`, `sum(rate(sandrun_sif_cache_misses_total[` + ri + `]))`}},

@@ -58,14 +58,14 @@ type Metrics struct {
 	SSHHostKeyRejections *prometheus.CounterVec // backend, reason: changed, unknown, revoked
 	SSHSessionsInUse     *prometheus.GaugeVec   // backend
 
-	SIFCacheBytes  prometheus.Gauge
-	SIFCacheBudget prometheus.Gauge
-	SIFCacheImages prometheus.Gauge
-	SIFHits        prometheus.Counter
-	SIFMisses      prometheus.Counter
-	SIFEvictions   *prometheus.CounterVec // reason: size, age, corrupt, purged
-	SIFPulls       *prometheus.CounterVec // result: ok, error
-	SIFPullSeconds prometheus.Histogram
+	SIFCacheBytes  *prometheus.GaugeVec
+	SIFCacheBudget *prometheus.GaugeVec
+	SIFCacheImages *prometheus.GaugeVec
+	SIFHits        *prometheus.CounterVec   // backend: the singularity profile
+	SIFMisses      *prometheus.CounterVec   // backend
+	SIFEvictions   *prometheus.CounterVec   // backend; reason: size, age, corrupt, purged
+	SIFPulls       *prometheus.CounterVec   // backend; result: ok, error
+	SIFPullSeconds *prometheus.HistogramVec // backend
 }
 
 // New creates the metrics on a fresh registry, with the Go and process
@@ -187,22 +187,22 @@ func New() *Metrics {
 		Name: "sandrun_ssh_host_key_rejections_total", Help: "Connections refused because the host key was unknown, changed or revoked."}, []string{"backend", "reason"})
 	m.SSHSessionsInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "sandrun_ssh_sessions_in_use", Help: "SSH exec sessions open on the profile's connection (bounded by max_sessions)."}, []string{"backend"})
-	m.SIFCacheBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "sandrun_sif_cache_bytes", Help: "Bytes of SIF images in the cache (as of this process's last change or scan)."})
-	m.SIFCacheBudget = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "sandrun_sif_cache_budget_bytes", Help: "The SIF cache's size budget (0: none); images in use may hold it over."})
-	m.SIFCacheImages = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "sandrun_sif_cache_images", Help: "SIF images in the cache."})
-	m.SIFHits = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sandrun_sif_cache_hits_total", Help: "Image uses served from the cache after the file checked sound."})
-	m.SIFMisses = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sandrun_sif_cache_misses_total", Help: "Image uses that needed a pull (not cached, purged or corrupt)."})
+	m.SIFCacheBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sandrun_sif_cache_bytes", Help: "Bytes of SIF images in the cache (as of this process's last change or scan)."}, []string{"backend"})
+	m.SIFCacheBudget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sandrun_sif_cache_budget_bytes", Help: "The SIF cache's size budget (0: none); images in use may hold it over."}, []string{"backend"})
+	m.SIFCacheImages = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sandrun_sif_cache_images", Help: "SIF images in the cache."}, []string{"backend"})
+	m.SIFHits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_sif_cache_hits_total", Help: "Image uses served from the cache after the file checked sound."}, []string{"backend"})
+	m.SIFMisses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandrun_sif_cache_misses_total", Help: "Image uses that needed a pull (not cached, purged or corrupt)."}, []string{"backend"})
 	m.SIFEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sandrun_sif_cache_evictions_total", Help: "SIF images dropped from the cache, by reason (size, age, corrupt, purged)."}, []string{"reason"})
+		Name: "sandrun_sif_cache_evictions_total", Help: "SIF images dropped from the cache, by reason (size, age, corrupt, purged)."}, []string{"backend", "reason"})
 	m.SIFPulls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sandrun_sif_pulls_total", Help: "SIF pulls, by result (ok, error)."}, []string{"result"})
-	m.SIFPullSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "sandrun_sif_pull_seconds", Help: "Time to pull (build) one SIF image.", Buckets: []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 1800}})
+		Name: "sandrun_sif_pulls_total", Help: "SIF pulls, by result (ok, error)."}, []string{"backend", "result"})
+	m.SIFPullSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "sandrun_sif_pull_seconds", Help: "Time to pull (build) one SIF image.", Buckets: []float64{.1, .5, 1, 5, 10, 30, 60, 300, 900, 1800}}, []string{"backend"})
 	r.MustRegister(m.SIFCacheBytes, m.SIFCacheBudget, m.SIFCacheImages, m.SIFHits, m.SIFMisses, m.SIFEvictions, m.SIFPulls, m.SIFPullSeconds)
 	r.MustRegister(m.SSHConnections, m.SSHConnected, m.SSHReconnects, m.SSHResumedStreams, m.SSHRemoteKills, m.SSHHostKeyRejections, m.SSHSessionsInUse)
 	m.BackendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -54,8 +54,10 @@ type Config struct {
 	MaxAge time.Duration
 	// Pull fetches an image. Required for remote references.
 	Pull Puller
-	// Metrics, if set, receive the cache's figures.
+	// Metrics, if set, receive the cache's figures, labelled with Profile
+	// (the backend profile that owns the cache).
 	Metrics *metrics.Metrics
+	Profile string
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -109,12 +111,15 @@ func New(cfg Config) (*Cache, error) {
 	}
 	c := &Cache{cfg: cfg}
 	c.count(func(m *metrics.Metrics) {
-		m.SIFCacheBudget.Set(float64(cfg.MaxBytes))
+		p := cfg.Profile
+		m.SIFCacheBudget.WithLabelValues(p).Set(float64(cfg.MaxBytes))
 		for _, r := range []string{ReasonSize, ReasonAge, ReasonCorrupt, ReasonPurged} {
-			m.SIFEvictions.WithLabelValues(r)
+			m.SIFEvictions.WithLabelValues(p, r)
 		}
-		m.SIFPulls.WithLabelValues("ok")
-		m.SIFPulls.WithLabelValues("error")
+		m.SIFPulls.WithLabelValues(p, "ok")
+		m.SIFPulls.WithLabelValues(p, "error")
+		m.SIFHits.WithLabelValues(p)
+		m.SIFMisses.WithLabelValues(p)
 	})
 	c.updateGauges()
 	return c, nil
@@ -211,15 +216,15 @@ func (c *Cache) ensure(ctx context.Context, k, ref string) (string, error) {
 	e, metaErr := c.readMeta(k)
 	switch reason := c.verify(path, e, metaErr); reason {
 	case "":
-		c.count(func(m *metrics.Metrics) { m.SIFHits.Inc() })
+		c.count(func(m *metrics.Metrics) { m.SIFHits.WithLabelValues(c.cfg.Profile).Inc() })
 		e.LastUsed = c.cfg.Now().UTC()
 		_ = c.writeMeta(k, e)
 		return path, nil
 	case ReasonPurged, ReasonCorrupt:
-		c.count(func(m *metrics.Metrics) { m.SIFEvictions.WithLabelValues(reason).Inc() })
+		c.count(func(m *metrics.Metrics) { m.SIFEvictions.WithLabelValues(c.cfg.Profile, reason).Inc() })
 		_ = os.Remove(path)
 	}
-	c.count(func(m *metrics.Metrics) { m.SIFMisses.Inc() })
+	c.count(func(m *metrics.Metrics) { m.SIFMisses.WithLabelValues(c.cfg.Profile).Inc() })
 	if c.cfg.Pull == nil {
 		return "", fmt.Errorf("sif cache: %s is not cached and no puller is configured", ref)
 	}
@@ -227,10 +232,10 @@ func (c *Cache) ensure(ctx context.Context, k, ref string) (string, error) {
 	_ = os.Remove(tmp)
 	began := c.cfg.Now()
 	err = c.cfg.Pull(ctx, tmp, ref)
-	c.count(func(m *metrics.Metrics) { m.SIFPullSeconds.Observe(c.cfg.Now().Sub(began).Seconds()) })
+	c.count(func(m *metrics.Metrics) { m.SIFPullSeconds.WithLabelValues(c.cfg.Profile).Observe(c.cfg.Now().Sub(began).Seconds()) })
 	if err != nil {
 		_ = os.Remove(tmp)
-		c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues("error").Inc() })
+		c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues(c.cfg.Profile, "error").Inc() })
 		return "", fmt.Errorf("sif cache: pull %s: %w", ref, err)
 	}
 	fi, err := os.Stat(tmp)
@@ -239,14 +244,14 @@ func (c *Cache) ensure(ctx context.Context, k, ref string) (string, error) {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues("error").Inc() })
+		c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues(c.cfg.Profile, "error").Inc() })
 		return "", fmt.Errorf("sif cache: pull %s produced no valid SIF: %w", ref, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return "", fmt.Errorf("sif cache: %w", err)
 	}
-	c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues("ok").Inc() })
+	c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues(c.cfg.Profile, "ok").Inc() })
 	now := c.cfg.Now().UTC()
 	if err := c.writeMeta(k, Entry{Ref: ref, Size: fi.Size(), PulledAt: now, LastUsed: now}); err != nil {
 		return "", fmt.Errorf("sif cache: %w", err)
@@ -382,7 +387,7 @@ func (c *Cache) evict(keep string, dryRun bool) ([]Eviction, error) {
 	done := out[:0]
 	for _, ev := range out {
 		if c.remove(ev.Key) {
-			c.count(func(m *metrics.Metrics) { m.SIFEvictions.WithLabelValues(ev.Reason).Inc() })
+			c.count(func(m *metrics.Metrics) { m.SIFEvictions.WithLabelValues(c.cfg.Profile, ev.Reason).Inc() })
 			done = append(done, ev)
 		}
 	}
@@ -416,8 +421,8 @@ func (c *Cache) updateGauges() {
 	for _, e := range entries {
 		bytes += e.Size
 	}
-	m.SIFCacheBytes.Set(float64(bytes))
-	m.SIFCacheImages.Set(float64(len(entries)))
+	m.SIFCacheBytes.WithLabelValues(c.cfg.Profile).Set(float64(bytes))
+	m.SIFCacheImages.WithLabelValues(c.cfg.Profile).Set(float64(len(entries)))
 }
 
 func (c *Cache) count(f func(*metrics.Metrics)) {

@@ -54,6 +54,9 @@ func newCache(t *testing.T, cfg Config) (*Cache, *puller, *metrics.Metrics) {
 		cfg.Dir = t.TempDir()
 	}
 	cfg.Pull, cfg.Metrics = p.pull, m
+	if cfg.Profile == "" {
+		cfg.Profile = "hpc"
+	}
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +104,7 @@ func TestRotationKeepsImagesInUse(t *testing.T) {
 	if got := refs(entries); strings.Join(got, " ") != "docker://d:1 docker://c:1 docker://a:1" {
 		t.Fatalf("cache holds %v: want d, c and the in-use a (b, least recently used among free ones, evicted)", got)
 	}
-	if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues(ReasonSize)); n != 1 {
+	if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues("hpc", ReasonSize)); n != 1 {
 		t.Errorf("size evictions %v, want 1", n)
 	}
 	inUse()
@@ -117,10 +120,10 @@ func TestRotationKeepsImagesInUse(t *testing.T) {
 	if got := refs(entries); strings.Join(got, " ") != "docker://e:1 docker://a:1 docker://d:1" {
 		t.Fatalf("cache holds %v after reuse of a", got)
 	}
-	if h := testutil.ToFloat64(m.SIFHits); h != 1 {
+	if h := testutil.ToFloat64(m.SIFHits.WithLabelValues("hpc")); h != 1 {
 		t.Errorf("hits %v, want 1", h)
 	}
-	if n := testutil.ToFloat64(m.SIFCacheImages); n != 3 {
+	if n := testutil.ToFloat64(m.SIFCacheImages.WithLabelValues("hpc")); n != 3 {
 		t.Errorf("images gauge %v, want 3", n)
 	}
 }
@@ -153,11 +156,11 @@ func TestPurgedAndTruncatedArePulledAgain(t *testing.T) {
 		t.Fatalf("the re-pulled file does not check: %v", err)
 	}
 	for reason, want := range map[string]float64{ReasonPurged: 1, ReasonCorrupt: 1} {
-		if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues(reason)); n != want {
+		if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues("hpc", reason)); n != want {
 			t.Errorf("%s evictions %v, want %v", reason, n, want)
 		}
 	}
-	if n := testutil.ToFloat64(m.SIFMisses); n != 3 {
+	if n := testutil.ToFloat64(m.SIFMisses.WithLabelValues("hpc")); n != 3 {
 		t.Errorf("misses %v, want 3", n)
 	}
 }
@@ -206,7 +209,7 @@ func TestAgeAndPrune(t *testing.T) {
 	if got := refs(entries); len(got) != 1 || got[0] != "docker://new:1" {
 		t.Fatalf("cache holds %v, want only new (old is 10 days unused)", got)
 	}
-	if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues(ReasonAge)); n != 1 {
+	if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues("hpc", ReasonAge)); n != 1 {
 		t.Errorf("age evictions %v, want 1", n)
 	}
 	mu.Lock()
@@ -246,6 +249,42 @@ func TestLocalAndBadRefs(t *testing.T) {
 	for _, ref := range []string{"", "alpine", "relative.sif", "http://x/y", "docker://", notSIF} {
 		if _, _, err := c.Acquire(t.Context(), ref); err == nil {
 			t.Errorf("Acquire(%q) succeeded", ref)
+		}
+	}
+}
+
+// TestProfilesKeepTheirOwnGauges: two singularity profiles of one worker
+// (two caches, one registry) report their figures under their own
+// backend label instead of overwriting each other's.
+func TestProfilesKeepTheirOwnGauges(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	open := func(profile string, budget int64) *Cache {
+		c, err := New(Config{Dir: t.TempDir(), MaxBytes: budget, Pull: (&puller{}).pull, Metrics: m, Profile: profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := open("hpc-a", 1<<30), open("hpc-b", 2<<30)
+	for _, ref := range []string{"docker://x:1", "docker://y:1"} {
+		_, release := acquire(t, a, ref)
+		release()
+	}
+	_, release := acquire(t, b, "docker://z:1")
+	release()
+	for _, tc := range []struct {
+		profile        string
+		images, budget float64
+	}{{"hpc-a", 2, 1 << 30}, {"hpc-b", 1, 2 << 30}} {
+		if n := testutil.ToFloat64(m.SIFCacheImages.WithLabelValues(tc.profile)); n != tc.images {
+			t.Errorf("%s: images %v, want %v", tc.profile, n, tc.images)
+		}
+		if n := testutil.ToFloat64(m.SIFCacheBudget.WithLabelValues(tc.profile)); n != tc.budget {
+			t.Errorf("%s: budget %v, want %v", tc.profile, n, tc.budget)
+		}
+		if n := testutil.ToFloat64(m.SIFMisses.WithLabelValues(tc.profile)); n != tc.images {
+			t.Errorf("%s: misses %v, want %v", tc.profile, n, tc.images)
 		}
 	}
 }

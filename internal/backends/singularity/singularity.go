@@ -134,7 +134,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b.cache, err = sifcache.New(sifcache.Config{
 		Dir: filepath.Join(scratch, "sif"), MaxBytes: cfg.CacheMaxBytes, MaxImages: cfg.CacheMaxImages,
-		MaxAge: cfg.CacheMaxAge, Pull: b.pull, Metrics: cfg.Metrics,
+		MaxAge: cfg.CacheMaxAge, Pull: b.pull, Metrics: cfg.Metrics, Profile: cfg.Profile,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scratch: %w", err)

@@ -107,7 +107,7 @@ func TestRuntimeFatalIsABackendError(t *testing.T) {
 func TestRotationSparesRunningJob(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	b, fake := newFakeBackend(t, Config{CacheMaxImages: 3, Metrics: m})
+	b, fake := newFakeBackend(t, Config{Profile: "hpc", CacheMaxImages: 3, Metrics: m})
 	run := func(ref, cmd string) error {
 		_, err := b.Run(t.Context(), backends.Spec{JobID: "r", Attempt: 1, Command: cmd,
 			Container: &backends.ContainerOptions{Image: ref}}, backends.Output{Stdout: io.Discard, Stderr: io.Discard})
@@ -142,7 +142,7 @@ func TestRotationSparesRunningJob(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues("size")); n != 1 {
+	if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues("hpc", "size")); n != 1 {
 		t.Errorf("size evictions %v, want 1", n)
 	}
 }
@@ -163,7 +163,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestPurgedImageIsPulledAgain(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	b, fake := newFakeBackend(t, Config{Image: "docker://alpine:3.20", Metrics: m})
+	b, fake := newFakeBackend(t, Config{Profile: "hpc", Image: "docker://alpine:3.20", Metrics: m})
 	run := func() {
 		t.Helper()
 		res, err := b.Run(t.Context(), backends.Spec{JobID: "p", Attempt: 1, Command: "cat /etc/hostname >/dev/null; true"}, backends.Output{})
@@ -193,7 +193,7 @@ func TestPurgedImageIsPulledAgain(t *testing.T) {
 		t.Errorf("pulls %d, want 3", n)
 	}
 	for reason, want := range map[string]float64{"purged": 1, "corrupt": 1} {
-		if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues(reason)); n != want {
+		if n := testutil.ToFloat64(m.SIFEvictions.WithLabelValues("hpc", reason)); n != want {
 			t.Errorf("%s %v, want %v", reason, n, want)
 		}
 	}
