@@ -2,122 +2,173 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/internal/app"
-	"github.com/sandrun/sandrun/internal/backends/docker"
-	"github.com/sandrun/sandrun/internal/backends/singularity"
-	"github.com/sandrun/sandrun/internal/backends/ssh"
+	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
-// doctor checks a worker's configuration: NATS and the layout, every
-// backend profile, and for docker the engine and the orphans the reaper
-// would remove. It exits non-zero when something is wrong.
+// check is one line of doctor's report (and one element of its --json
+// output: {"check", "ok", "detail", "error", "items"}).
+type check struct {
+	Check  string   `json:"check"`
+	OK     bool     `json:"ok"`
+	Detail string   `json:"detail,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	Items  []string `json:"items,omitempty"`
+}
+
+// doctor checks a worker's configuration: NATS and the layout, the
+// policy, and every backend profile — each constructed, validated and
+// described on its own, so that one broken profile does not hide the
+// others — with the orphans the reaper would remove. It reports every
+// failure and exits non-zero at the end if there was one.
 func (c cli) doctor(ctx context.Context, args []string) error {
 	var n app.NATSConfig
 	fs := c.flags("doctor", &n)
-	configFile := fs.String("config", "", "worker config file to check (default: the built-in local profile)")
+	configFile := fs.String("config", os.Getenv("SANDRUN_CONFIG"), "worker config file to check (env SANDRUN_CONFIG; default: the built-in local profile only)")
+	asJSON := fs.Bool("json", false, "print the checks as a JSON array")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := app.LoadFile(*configFile)
+	cfg, broken, err := app.LoadFileProfiles(*configFile)
 	if err != nil {
 		return err
 	}
 	if n.URL == "" {
 		n = cfg.NATS
 	}
-	problems := 0
-	report := func(what string, err error, ok string) {
+	var checks []check
+	report := func(c check, err error) {
 		if err != nil {
-			problems++
-			fmt.Fprintf(c.stdout, "FAIL  %-22s %v\n", what, err)
-			return
+			c.OK, c.Error = false, err.Error()
+		} else {
+			c.OK = true
 		}
-		fmt.Fprintf(c.stdout, "ok    %-22s %s\n", what, ok)
+		checks = append(checks, c)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if *configFile == "" {
+		report(check{Check: "config", Detail: "no --config (or SANDRUN_CONFIG): the built-in local profile only"}, nil)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cl, closeFn, err := connect(cctx, n)
 	var store *jobs.Store
+	cl, closeFn, err := connect(cctx, n)
 	if err == nil {
 		defer closeFn()
 		store = cl.Store()
-		report("nats", nil, "layout present, deployment "+store.Deployment)
+		report(check{Check: "nats", Detail: "layout present, deployment " + store.Deployment}, nil)
 	} else {
-		report("nats", err, "")
+		report(check{Check: "nats"}, err)
 	}
-	reg, err := app.Backends(cfg.Backends, nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		report("backends", err, "")
-		return doctorExit(problems)
-	}
-	defer func() { _ = reg.Close() }()
 	if _, err := cfg.Policy.Engine(); err != nil {
-		report("policy", err, "")
+		report(check{Check: "policy"}, err)
 	} else {
-		report("policy", nil, "ceiling and allowlist valid")
+		report(check{Check: "policy", Detail: "ceiling and allowlist valid"}, nil)
 	}
-	for _, p := range reg.Profiles() {
-		be, _ := reg.Get(p)
-		if err := be.Validate(cctx); err != nil {
-			report("backend "+p, err, "")
+	profiles := cfg.Backends
+	if len(profiles) == 0 && len(broken) == 0 {
+		profiles = map[string]app.BackendConfig{"local": {Kind: "local"}}
+	}
+	names := slices.Sorted(maps.Keys(profiles))
+	for name := range broken {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := broken[name]; err != nil {
+			report(check{Check: "backend " + name}, err)
 			continue
 		}
-		d, ok := be.(describer)
-		if !ok {
-			report("backend "+p, nil, be.Kind())
-			continue
-		}
-		desc, err := d.Describe(cctx)
-		report("backend "+p, err, desc)
-		o, ok := be.(orphanLister)
-		if !ok || store == nil {
-			continue
-		}
-		orphans, err := o.Orphans(cctx, store.Deployment, func(id string, attempt int, worker string) bool {
-			return attemptLive(cctx, store, id, attempt, worker)
-		})
-		if err != nil {
-			report("orphans "+p, err, "")
-			continue
-		}
-		report("orphans "+p, nil, fmt.Sprintf("%d workload(s) the reaper would remove", len(orphans)))
-		for _, o := range orphans {
-			fmt.Fprintf(c.stdout, "      %s\n", o)
+		checks = append(checks, doctorProfile(cctx, name, profiles[name], store)...)
+	}
+	failed := 0
+	for _, ch := range checks {
+		if !ch.OK {
+			failed++
 		}
 	}
-	return doctorExit(problems)
-}
-
-// describer is what doctor asks of backends that can say more than
-// Validate; orphanLister of those whose workloads can outlive a worker.
-type (
-	describer interface {
-		Describe(ctx context.Context) (string, error)
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(checks); err != nil {
+			return err
+		}
+	} else {
+		printChecks(c.stdout, checks)
 	}
-	orphanLister interface {
-		Orphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) ([]string, error)
-	}
-)
-
-var (
-	_ orphanLister = (*docker.Docker)(nil)
-	_ orphanLister = (*ssh.Backend)(nil)
-	_ describer    = (*singularity.Backend)(nil)
-)
-
-func doctorExit(problems int) error {
-	if problems > 0 {
-		return fmt.Errorf("%d problem(s) found", problems)
+	if failed > 0 {
+		return fmt.Errorf("%d problem(s) found", failed)
 	}
 	return nil
+}
+
+// doctorProfile constructs, validates and describes one profile, and
+// lists the orphans the reaper would remove if the backend can.
+func doctorProfile(ctx context.Context, name string, bc app.BackendConfig, store *jobs.Store) []check {
+	what := "backend " + name
+	be, err := app.NewBackend(name, bc, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return []check{{Check: what, Error: err.Error()}}
+	}
+	if cl, ok := be.(io.Closer); ok {
+		defer func() { _ = cl.Close() }()
+	}
+	if err := be.Validate(ctx); err != nil {
+		return []check{{Check: what, Error: err.Error()}}
+	}
+	out := []check{{Check: what, OK: true, Detail: be.Kind()}}
+	if d, ok := be.(backends.Describer); ok {
+		desc, err := d.Describe(ctx)
+		if err != nil {
+			return []check{{Check: what, Error: err.Error()}}
+		}
+		out[0].Detail = be.Kind() + ": " + desc
+	}
+	o, ok := be.(orphanLister)
+	if !ok || store == nil {
+		return out
+	}
+	orphans, err := o.Orphans(ctx, store.Deployment, func(id string, attempt int, worker string) bool {
+		return attemptLive(ctx, store, id, attempt, worker)
+	})
+	if err != nil {
+		return append(out, check{Check: "orphans " + name, Error: err.Error()})
+	}
+	return append(out, check{Check: "orphans " + name, OK: true,
+		Detail: fmt.Sprintf("%d workload(s) the reaper would remove", len(orphans)), Items: orphans})
+}
+
+// printChecks writes the report as text: ok or FAIL, the check, and what
+// it found; items indented below.
+func printChecks(w io.Writer, checks []check) {
+	for _, ch := range checks {
+		if ch.OK {
+			fmt.Fprintf(w, "ok    %-22s %s\n", ch.Check, ch.Detail)
+		} else {
+			fmt.Fprintf(w, "FAIL  %-22s %s\n", ch.Check, ch.Error)
+		}
+		for _, it := range ch.Items {
+			fmt.Fprintf(w, "      %s\n", it)
+		}
+	}
+}
+
+// orphanLister is implemented by backends whose workloads can outlive a
+// worker: doctor lists what the reaper would remove.
+type orphanLister interface {
+	Orphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) ([]string, error)
 }
 
 // attemptLive is the reaper's test seen from outside any worker: the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,5 +49,54 @@ func TestDoctor(t *testing.T) {
 	code, out, _ = sandrun(t, "doctor", "--nats-url", s.ClientURL(), "--config", bad)
 	if code == 0 || !strings.Contains(out, "FAIL  backend box") || !strings.Contains(out, "image:") {
 		t.Fatalf("doctor with a missing image: %d\n%s", code, out)
+	}
+}
+
+// TestDoctorReportsEveryProfile: with three profiles of which the first
+// does not even decode, the second does not construct and the third is
+// sound, doctor reports all three (and the policy and NATS), exits
+// non-zero, and says the same as JSON.
+func TestDoctorReportsEveryProfile(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	sandruntest.Store(t, s.ClientURL())
+	cfg := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(cfg, []byte(`backends:
+  a-cloud: {kind: modal, cpu: 2}
+  b-nope: {kind: nope}
+  c-local: {kind: local, shell: /bin/sh}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sandrun(t, "doctor", "--nats-url", s.ClientURL(), "--config", cfg)
+	for _, want := range []string{"FAIL  backend a-cloud", "field cpu not found", "FAIL  backend b-nope", `unknown backend kind "nope"`,
+		"ok    backend c-local", "ok    policy", "ok    nats"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q", want)
+		}
+	}
+	if code == 0 || !strings.Contains(errOut, "2 problem(s)") {
+		t.Errorf("doctor: exit %d, stderr %q; want non-zero and 2 problems", code, errOut)
+	}
+	if t.Failed() {
+		t.Fatalf("doctor output:\n%s", out)
+	}
+	code, out, _ = sandrun(t, "doctor", "--nats-url", s.ClientURL(), "--config", cfg, "--json")
+	var checks []check
+	if err := json.Unmarshal([]byte(out), &checks); err != nil || code == 0 {
+		t.Fatalf("doctor --json: exit %d, %v:\n%s", code, err, out)
+	}
+	got := map[string]bool{}
+	for _, ch := range checks {
+		got[ch.Check] = ch.OK
+	}
+	if ok, seen := got["backend a-cloud"]; ok || !seen {
+		t.Errorf("--json: a-cloud %v (seen %v), want a failure", ok, seen)
+	}
+	if ok, seen := got["backend b-nope"]; ok || !seen {
+		t.Errorf("--json: b-nope %v (seen %v), want a failure", ok, seen)
+	}
+	if !got["backend c-local"] || !got["policy"] || !got["nats"] {
+		t.Errorf("--json: %v, want c-local, policy and nats ok", got)
 	}
 }

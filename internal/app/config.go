@@ -206,6 +206,70 @@ func LoadFile(path string) (Config, error) {
 	return c, nil
 }
 
+// LoadFileProfiles reads a worker config file as LoadFile does, except
+// that a backend profile that does not decode (an unknown field, a wrong
+// type) is left out and its error returned under its name, instead of
+// failing the whole file: doctor reports every broken profile and checks
+// the rest. Errors outside backends fail the file as in LoadFile.
+func LoadFileProfiles(path string) (Config, map[string]error, error) {
+	c, err := LoadFile(path)
+	if err == nil || path == "" {
+		return c, nil, err
+	}
+	data, rerr := os.ReadFile(path)
+	if rerr != nil {
+		return c, nil, err
+	}
+	var doc yaml.Node
+	if yerr := yaml.Unmarshal(data, &doc); yerr != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return c, nil, err
+	}
+	root := doc.Content[0]
+	var profiles *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "backends" {
+			profiles = root.Content[i+1]
+			root.Content = append(root.Content[:i:i], root.Content[i+2:]...)
+			break
+		}
+	}
+	if profiles == nil || profiles.Kind != yaml.MappingNode {
+		return c, nil, err
+	}
+	rest, merr := yaml.Marshal(root)
+	if merr != nil {
+		return c, nil, err
+	}
+	c = Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(rest))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Layout.Retention.WithDefaults().Validate(); err != nil {
+		return c, nil, fmt.Errorf("config %s: layout.%w", path, err)
+	}
+	bad := map[string]error{}
+	c.Backends = map[string]BackendConfig{}
+	for i := 0; i+1 < len(profiles.Content); i += 2 {
+		name := profiles.Content[i].Value
+		one, merr := yaml.Marshal(profiles.Content[i+1])
+		if merr != nil {
+			bad[name] = fmt.Errorf("backends.%s: %w", name, merr)
+			continue
+		}
+		var bc BackendConfig
+		dec := yaml.NewDecoder(bytes.NewReader(one))
+		dec.KnownFields(true)
+		if derr := dec.Decode(&bc); derr != nil && !errors.Is(derr, io.EOF) {
+			bad[name] = fmt.Errorf("backends.%s: %w", name, derr)
+			continue
+		}
+		c.Backends[name] = bc
+	}
+	return c, bad, nil
+}
+
 // LoadSchedules reads the schedules file, if any.
 func (c Config) LoadSchedules() ([]scheduler.Schedule, error) {
 	if c.SchedulesFile == "" {

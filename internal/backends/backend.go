@@ -5,12 +5,13 @@
 package backends
 
 import (
-	"github.com/sandrun/sandrun/internal/container"
-
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/container"
 )
 
 // Backend runs one job command somewhere.
@@ -213,7 +214,7 @@ func (r *Registry) ValidateAll(ctx context.Context) error {
 	var errs []error
 	for _, p := range r.order {
 		if err := r.profiles[p].Validate(ctx); err != nil {
-			errs = append(errs, errors.New("backends."+p+": "+err.Error()))
+			errs = append(errs, fmt.Errorf("backends.%s: %w", p, err)) // errors.Is(err, ErrUnavailable) still holds
 		}
 	}
 	return errors.Join(errs...)
