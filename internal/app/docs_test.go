@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,5 +129,52 @@ func TestExampleConfigFilesLoad(t *testing.T) {
 	}
 	if s, err := scheduler.DecodeFile(data); err != nil || len(s) == 0 {
 		t.Fatalf("examples/schedules.yaml: %d schedules, %v", len(s), err)
+	}
+}
+
+// TestExampleWorkerProfilesLoad: examples/worker.yaml shows a commented
+// profile of every backend kind; uncommented, each loads strictly (an
+// unknown or misplaced key fails) and constructs where construction needs
+// no service (credentials and engines are Validate's business).
+func TestExampleWorkerProfilesLoad(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../examples/worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inBackends := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" && line[0] != ' ' && line[0] != '#' {
+			inBackends = strings.HasPrefix(line, "backends:")
+		}
+		if inBackends {
+			if rest, ok := strings.CutPrefix(line, "  # "); ok {
+				line = "  " + rest
+			}
+		}
+		out = append(out, line)
+	}
+	p := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadFile(p)
+	if err != nil {
+		t.Fatalf("examples/worker.yaml with its profiles uncommented: %v", err)
+	}
+	kinds := map[string]bool{}
+	for name, bc := range cfg.Backends {
+		kinds[bc.Kind] = true
+		if bc.Kind == "local" || bc.Kind == "docker" {
+			if _, err := NewBackend(name, bc, nil, slog.New(slog.DiscardHandler)); err != nil {
+				t.Errorf("profile %s: %v", name, err)
+			}
+		}
+	}
+	for _, k := range strings.Split(knownKinds, ", ") {
+		if !kinds[k] {
+			t.Errorf("examples/worker.yaml has no profile of kind %s", k)
+		}
 	}
 }
