@@ -118,6 +118,9 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 // lists the orphans the reaper would remove if the backend can.
 func doctorProfile(ctx context.Context, name string, bc app.BackendConfig, store *jobs.Store) []check {
 	what := "backend " + name
+	if err := bc.ForwardEnv.Validate("backends." + name + ".forward_env"); err != nil {
+		return []check{{Check: what, Error: err.Error()}}
+	}
 	be, err := app.NewBackend(name, bc, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return []check{{Check: what, Error: err.Error()}}

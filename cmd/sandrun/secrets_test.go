@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,9 +17,12 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/auth"
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/scheduler"
+	"github.com/sandrun/sandrun/internal/worker"
 )
 
 // Secret values travel sealed and never land anywhere in the clear: not
@@ -99,40 +103,7 @@ func TestSecretsNeverStoredOrShownInTheClear(t *testing.T) {
 	// What is stored: every message of every stream — job messages, KV
 	// buckets (records, results, schedules, workers), events, DLQ and the
 	// stored output's chunks — read back through the API.
-	scanned := map[string]int{}
-	for name := range admin.JS.StreamNames(ctx).Name() {
-		s, err := admin.JS.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-			msg, err := s.GetMsg(ctx, seq)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s #%d: %v", name, seq, err)
-			}
-			scanned[name]++
-			hdr := ""
-			for k, v := range msg.Header {
-				hdr += k + strings.Join(v, ",")
-			}
-			if bytes.Contains(msg.Data, []byte(secret)) || strings.Contains(hdr, secret) || strings.Contains(msg.Subject, secret) {
-				t.Errorf("stream %s message %d (%s) holds the secret in the clear", name, seq, msg.Subject)
-			}
-		}
-	}
-	// Every place a secret could land was searched, not just some.
-	for _, name := range []string{"KV_" + jobs.BucketState, "KV_" + jobs.BucketSchedules, jobs.StreamEvents, jobs.StreamDLQ, jobs.StreamOutputs} {
-		if scanned[name] == 0 {
-			t.Fatalf("scanned %v: no message of %s, so the search saw too little to mean anything", scanned, name)
-		}
-	}
+	assertNowhereStored(t, admin.JS, secret, "KV_"+jobs.BucketState, "KV_"+jobs.BucketSchedules, jobs.StreamEvents, jobs.StreamDLQ, jobs.StreamOutputs)
 	// The DLQ entry exists (its stored copy was among the messages above).
 	entries, err := c.DLQ(ctx)
 	if err != nil || len(entries) != 1 || entries[0].Spec == nil || entries[0].Spec.Env["TOKEN"] == secret {
@@ -230,4 +201,90 @@ func TestSealedSecretReplayedByAnotherOwner(t *testing.T) {
 	if r.State != jobs.StateFailed || !strings.Contains(r.Error, "sealed for another submitter") || r.Stdout.Size != 0 {
 		t.Fatalf("replayed secret: %s %q, output %d bytes", r.State, r.Error, r.Stdout.Size)
 	}
+}
+
+// assertNowhereStored reads every message of every stream — job messages,
+// KV buckets, events, the DLQ, output chunks — back through the API and
+// fails if one holds value in its data, headers or subject; each stream
+// named in mustScan must have had a message, so that the search saw
+// enough to mean something.
+func assertNowhereStored(t *testing.T, js jetstream.JetStream, value string, mustScan ...string) {
+	t.Helper()
+	ctx := sandruntest.Ctx(t)
+	scanned := map[string]int{}
+	for name := range js.StreamNames(ctx).Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+			msg, err := s.GetMsg(ctx, seq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s #%d: %v", name, seq, err)
+			}
+			scanned[name]++
+			hdr := ""
+			for k, v := range msg.Header {
+				hdr += k + strings.Join(v, ",")
+			}
+			if bytes.Contains(msg.Data, []byte(value)) || strings.Contains(hdr, value) || strings.Contains(msg.Subject, value) {
+				t.Errorf("stream %s message %d (%s) holds the value in the clear", name, seq, msg.Subject)
+			}
+		}
+	}
+	for _, name := range mustScan {
+		if scanned[name] == 0 {
+			t.Fatalf("scanned %v: no message of %s, so the search saw too little to mean anything", scanned, name)
+		}
+	}
+}
+
+// TestForwardEnv: a variable the profile forwards from the worker (from
+// its environment or a file) reaches the sandbox of a job that names it;
+// the value is in no spec, record, event or output (masked there), and a
+// job naming a variable the profile does not forward fails saying so.
+func TestForwardEnv(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	raw := make([]byte, 12)
+	_, _ = rand.Read(raw)
+	secret := "ghp_" + hex.EncodeToString(raw)
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := backends.NewRegistry()
+	lb, err := local.New(local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add("local", lb); err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.StartWorkerDeps(t, st, sandruntest.FastConfig(), reg, func(d *worker.Deps) {
+		d.Forward = map[string]worker.Forward{"local": {"GH_TOKEN": "file:" + file}}
+	})
+	url := s.ClientURL()
+	code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--wait", "--forward-env", "GH_TOKEN", "--",
+		`printf 'len=%s\n' "${#GH_TOKEN}"; echo "token=$GH_TOKEN"; echo "$GH_TOKEN" >&2`)
+	if code != 0 || out != fmt.Sprintf("len=%d\ntoken=[REDACTED]\n", len(secret)) || strings.Contains(out+errOut, secret) {
+		t.Fatalf("submit --forward-env: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = sandrun(t, "submit", "--nats-url", url, "--wait", "--max-attempts", "1", "--forward-env", "AWS_SECRET_ACCESS_KEY", "--", "true")
+	if code == 0 || !strings.Contains(errOut, "forward_env.AWS_SECRET_ACCESS_KEY: profile local does not forward it") {
+		t.Fatalf("an unforwarded name: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut = sandrun(t, "submit", "--nats-url", url, "--forward-env", "GH_TOKEN", "--env", "GH_TOKEN=x", "--", "true"); code == 0 || !strings.Contains(errOut, "forward_env[0]") {
+		t.Fatalf("forward_env naming an env variable: exit %d, stderr %q", code, errOut)
+	}
+	_, js := sandruntest.Connect(t, url)
+	assertNowhereStored(t, js, secret, "KV_"+jobs.BucketState, jobs.StreamEvents)
 }

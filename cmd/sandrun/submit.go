@@ -28,6 +28,10 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	timeout := fs.String("timeout", "", "run timeout, e.g. 30s (default 1h)")
 	fs.Func("env", "K=V environment variable (repeatable)", func(s string) error { envs = append(envs, s); return nil })
 	fs.Func("secret-env", "NAME: a secret variable whose value comes from this environment's $NAME (NAME=@FILE: from a file), sealed to the workers and masked in output; never a value on the command line (repeatable)", func(s string) error { secrets = append(secrets, s); return nil })
+	fs.Func("forward-env", "NAME: a variable the worker supplies from its own environment or files, as the backend profile's forward_env lists it; the job never holds its value (repeatable)", func(s string) error {
+		spec.ForwardEnv = append(spec.ForwardEnv, s)
+		return nil
+	})
 	fs.Func("label", "K=V label (repeatable)", func(s string) error { labels = append(labels, s); return nil })
 	fs.StringVar(&spec.Cwd, "cwd", "", "working directory")
 	fs.StringVar(&spec.Session, "session", "", "run in the backend's persistent session of this key (docker: a shared container)")

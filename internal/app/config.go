@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +80,9 @@ func (l LayoutConfig) jobs() jobs.LayoutConfig {
 // the other fields belong to it.
 type BackendConfig struct {
 	Kind string `yaml:"kind"`
+	// ForwardEnv, for every kind: variables the worker supplies to this
+	// profile's jobs that name them, NAME: env:VAR or file:/PATH.
+	ForwardEnv worker.Forward `yaml:"forward_env"`
 	// local
 	Shell   string            `yaml:"shell"`
 	BaseEnv map[string]string `yaml:"base_env"`
@@ -204,6 +209,22 @@ func LoadFile(path string) (Config, error) {
 		return c, fmt.Errorf("config %s: layout.%w", path, err)
 	}
 	return c, nil
+}
+
+// Forwards returns each profile's forward_env, checked; errors name
+// backends.NAME.forward_env.VAR.
+func (c Config) Forwards() (map[string]worker.Forward, error) {
+	out := map[string]worker.Forward{}
+	for _, name := range slices.Sorted(maps.Keys(c.Backends)) {
+		f := c.Backends[name].ForwardEnv
+		if err := f.Validate("backends." + name + ".forward_env"); err != nil {
+			return nil, err
+		}
+		if len(f) > 0 {
+			out[name] = f
+		}
+	}
+	return out, nil
 }
 
 // LoadFileProfiles reads a worker config file as LoadFile does, except

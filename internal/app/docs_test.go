@@ -104,6 +104,9 @@ func TestDocsYAMLBlocksLoad(t *testing.T) {
 			if _, err := cfg.Policy.Engine(); err != nil {
 				t.Errorf("%s: policy of the block: %v", where, err)
 			}
+			if _, err := cfg.Forwards(); err != nil {
+				t.Errorf("%s: forward_env of the block: %v", where, err)
+			}
 		default:
 			t.Errorf("%s: a YAML block that is neither a worker configuration nor a schedules file; mark it <!-- docs-test: skip REASON --> if it is not sandrun's", where)
 			continue

@@ -42,6 +42,9 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		if err := wcfg.Validate(); err != nil {
 			return err
 		}
+		if deps.Forward, err = cfg.Forwards(); err != nil {
+			return err
+		}
 		if deps.Backends, err = Backends(cfg.Backends, m, log); err != nil {
 			return err
 		}

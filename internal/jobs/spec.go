@@ -69,6 +69,10 @@ type Spec struct {
 	// SecretEnv lists keys of Env whose values are secret: they are
 	// redacted wherever a spec is shown.
 	SecretEnv []string `json:"secret_env,omitempty"`
+	// ForwardEnv names variables the worker supplies from its own
+	// environment or files, as the job's backend profile lists them
+	// (forward_env): the job names them, never holds their values.
+	ForwardEnv []string `json:"forward_env,omitempty"`
 	// Timeout bounds one attempt's run time.
 	Timeout Duration `json:"timeout,omitempty"`
 	// Origin: manual, cron, batch or subagent.
@@ -143,6 +147,7 @@ func (s Spec) WithDefaults() Spec {
 	c.Env = maps.Clone(s.Env)
 	c.Labels = maps.Clone(s.Labels)
 	c.SecretEnv = slices.Clone(s.SecretEnv)
+	c.ForwardEnv = slices.Clone(s.ForwardEnv)
 	if c.Queue == "" {
 		c.Queue = DefaultQueue
 	}
@@ -220,6 +225,20 @@ func (s Spec) Validate() error {
 		if _, ok := s.Env[k]; !ok {
 			return fieldErr(fmt.Sprintf("secret_env[%d]", i), "names %q, which is not in env", k)
 		}
+	}
+	for i, k := range s.ForwardEnv {
+		switch {
+		case !envRE.MatchString(k):
+			return fieldErr(fmt.Sprintf("forward_env[%d]", i), "%q is not a valid variable name", k)
+		case slices.Contains(s.ForwardEnv[:i], k):
+			return fieldErr(fmt.Sprintf("forward_env[%d]", i), "names %q twice", k)
+		}
+		if _, ok := s.Env[k]; ok {
+			return fieldErr(fmt.Sprintf("forward_env[%d]", i), "names %q, which env sets too (the worker supplies it)", k)
+		}
+	}
+	if len(s.ForwardEnv) > MaxLabels {
+		return fieldErr("forward_env", "has %d names, limit %d", len(s.ForwardEnv), MaxLabels)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
 		if !nameRE.MatchString(k) {

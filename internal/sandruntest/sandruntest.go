@@ -201,12 +201,23 @@ func StartWorker(t testing.TB, st *jobs.Store, cfg worker.Config) *Worker {
 // StartWorkerWith runs a worker with the given backend profiles.
 func StartWorkerWith(t testing.TB, st *jobs.Store, cfg worker.Config, reg *backends.Registry) *Worker {
 	t.Helper()
+	return StartWorkerDeps(t, st, cfg, reg, nil)
+}
+
+// StartWorkerDeps runs a worker with the given backend profiles, its
+// dependencies adjusted by edit (forward_env, a clock) when it is not nil.
+func StartWorkerDeps(t testing.TB, st *jobs.Store, cfg worker.Config, reg *backends.Registry, edit func(*worker.Deps)) *Worker {
+	t.Helper()
 	pol, err := policy.New(policy.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	w, err := worker.New(cfg, worker.Deps{Store: st, Backends: reg, Policy: pol, Metrics: m, Logger: Logger(t), Secrets: SecretsKey(t)})
+	deps := worker.Deps{Store: st, Backends: reg, Policy: pol, Metrics: m, Logger: Logger(t), Secrets: SecretsKey(t)}
+	if edit != nil {
+		edit(&deps)
+	}
+	w, err := worker.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

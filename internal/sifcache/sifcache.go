@@ -232,7 +232,9 @@ func (c *Cache) ensure(ctx context.Context, k, ref string) (string, error) {
 	_ = os.Remove(tmp)
 	began := c.cfg.Now()
 	err = c.cfg.Pull(ctx, tmp, ref)
-	c.count(func(m *metrics.Metrics) { m.SIFPullSeconds.WithLabelValues(c.cfg.Profile).Observe(c.cfg.Now().Sub(began).Seconds()) })
+	c.count(func(m *metrics.Metrics) {
+		m.SIFPullSeconds.WithLabelValues(c.cfg.Profile).Observe(c.cfg.Now().Sub(began).Seconds())
+	})
 	if err != nil {
 		_ = os.Remove(tmp)
 		c.count(func(m *metrics.Metrics) { m.SIFPulls.WithLabelValues(c.cfg.Profile, "error").Inc() })

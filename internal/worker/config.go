@@ -168,6 +168,9 @@ type Deps struct {
 	// Secrets opens the secret_env values submitters sealed to the
 	// workers' key; nil: this worker runs no job with secrets.
 	Secrets *secrets.Key
+	// Forward is, per backend profile, what it forwards from the worker
+	// into its sandboxes (forward_env); nil: nothing.
+	Forward map[string]Forward
 }
 
 func (d Deps) validate() error {

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sandrun/sandrun/internal/backends"
@@ -52,6 +54,16 @@ func (w *Worker) judge(j *job, isolated bool, shell string) policy.Decision {
 	// The whole job is judged: its directory and environment as the
 	// spec gives them. Secret values stay sealed: the policy judges their
 	// names and treats their values as unknown.
+	env, secretEnv := j.spec.Env, j.spec.SecretEnv
+	if len(j.spec.ForwardEnv) > 0 { // the worker's values: judged by name, unknown
+		env, secretEnv = maps.Clone(env), slices.Concat(secretEnv, j.spec.ForwardEnv)
+		if env == nil {
+			env = map[string]string{}
+		}
+		for _, k := range j.spec.ForwardEnv {
+			env[k] = ""
+		}
+	}
 	dec := w.deps.Policy.Decide(policy.Request{
 		Command:   j.spec.Command,
 		Origin:    string(origin),
@@ -59,8 +71,8 @@ func (w *Worker) judge(j *job, isolated bool, shell string) policy.Decision {
 		Mode:      policy.Mode(j.spec.Approval),
 		Isolated:  isolated,
 		Cwd:       j.spec.Cwd,
-		Env:       j.spec.Env,
-		SecretEnv: j.spec.SecretEnv,
+		Env:       env,
+		SecretEnv: secretEnv,
 	})
 	decision := "approve"
 	if !dec.Allow {

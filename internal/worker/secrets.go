@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,19 +50,27 @@ func checkSealed(spec jobs.Spec) error {
 	return nil
 }
 
-// openEnv returns the job's environment with its secret values opened,
-// and those values, to be masked in its output. A value sealed for
+// openEnv returns the job's environment with its secret values opened and
+// the variables it names in forward_env supplied by the worker, and those
+// values, to be masked in its output. A value sealed for
 // another owner (copied from someone else's job) does not open.
 func (w *Worker) openEnv(spec jobs.Spec, owner string) (env map[string]string, values []string, err error) {
-	if len(spec.SecretEnv) == 0 {
+	if len(spec.SecretEnv) == 0 && len(spec.ForwardEnv) == 0 {
 		return spec.Env, nil, nil
+	}
+	env = maps.Clone(spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if values, err = w.forwardEnv(spec.Backend, spec.ForwardEnv, env); err != nil {
+		return nil, nil, err
+	}
+	if len(spec.SecretEnv) == 0 {
+		slices.Sort(values)
+		return env, slices.Compact(values), nil
 	}
 	if w.deps.Secrets == nil {
 		return nil, nil, fmt.Errorf("secret_env: worker %s has no secrets key (secrets_key_file) to open them", w.cfg.Name)
-	}
-	env = make(map[string]string, len(spec.Env))
-	for k, v := range spec.Env {
-		env[k] = v
 	}
 	for _, k := range spec.SecretEnv {
 		plain, err := w.deps.Secrets.Open(spec.Env[k], owner)

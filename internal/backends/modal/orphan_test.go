@@ -24,27 +24,7 @@ import (
 func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 	t.Parallel()
 	f := modaltest.Start(t)
-
-	var helperOut, helperErr testenv.Buffer
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+t.TempDir(), "MODAL_SERVER_URL="+f.URL,
-		"MODAL_TOKEN_ID="+f.TokenID, "MODAL_TOKEN_SECRET="+f.TokenSecret,
-		"MODAL_CONFIG_PATH="+filepath.Join(t.TempDir(), "absent.toml"), "MODAL_PROFILE=", "MODAL_SANDBOX_V2=")
-	cmd.Stdout, cmd.Stderr = &helperOut, &helperErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	helperOut.WaitFor(t, "ready", time.Minute)
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	orphanPids := backendtest.PIDs(t, helperOut.String())
-	live := f.Live()
-	if len(live) != 1 || live[0].Tags[TagJob] != "orphan" || len(orphanPids) != 1 || backendtest.HostProcessGone(t, orphanPids[0]) {
-		t.Fatalf("after kill -9: live sandboxes %+v, job pids %v; want the orphan running\nhelper stderr: %s", live, orphanPids, helperErr.String())
-	}
-	orphan := live[0].ID
+	orphan, orphanPids := killedWorker(t, f)
 
 	// A job of another deployment, running on another worker.
 	other := newBackend(t, fakeConfig(t, f))
@@ -86,4 +66,32 @@ func TestKilledWorkerOrphanIsReaped(t *testing.T) {
 	if live := f.Live(); len(live) != 1 || live[0].Tags[TagDeployment] != "d2" {
 		t.Errorf("live after the reap: %+v; want only deployment d2's job", live)
 	}
+}
+
+// killedWorker runs a worker (this test binary, re-run as a helper
+// process; see helperMain) against f, kills it with SIGKILL once its job
+// of deployment d1 (job "orphan", attempt 1, worker "w-dead") runs, and
+// returns the job's sandbox, which lives on, and the job's pids.
+func killedWorker(t *testing.T, f *modaltest.Fake) (sandbox string, pids []int) {
+	t.Helper()
+	var helperOut, helperErr testenv.Buffer
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+t.TempDir(), "MODAL_SERVER_URL="+f.URL,
+		"MODAL_TOKEN_ID="+f.TokenID, "MODAL_TOKEN_SECRET="+f.TokenSecret,
+		"MODAL_CONFIG_PATH="+filepath.Join(t.TempDir(), "absent.toml"), "MODAL_PROFILE=", "MODAL_SANDBOX_V2=")
+	cmd.Stdout, cmd.Stderr = &helperOut, &helperErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	helperOut.WaitFor(t, "ready", time.Minute)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	pids = backendtest.PIDs(t, helperOut.String())
+	live := f.Live()
+	if len(live) != 1 || live[0].Tags[TagJob] != "orphan" || len(pids) != 1 || backendtest.HostProcessGone(t, pids[0]) {
+		t.Fatalf("after kill -9: live sandboxes %+v, job pids %v; want the orphan running\nhelper stderr: %s", live, pids, helperErr.String())
+	}
+	return live[0].ID, pids
 }

@@ -68,7 +68,7 @@ type Backend struct {
 	forceMargin time.Duration // ForceMargin; tests shorten it.
 	rand        io.Reader     // Of request ids and session keys: crypto/rand; tests record it.
 
-	caps atomic.Pointer[backends.Capabilities] // From the latest hello.
+	hello atomic.Pointer[helloInfo] // The latest hello.
 }
 
 // New checks cfg, finds the plugin executable and fills in the defaults.
@@ -91,8 +91,8 @@ func (b *Backend) Path() string { return b.path }
 // Capabilities returns what the plugin announced in its latest hello:
 // none before the first Validate or Run.
 func (b *Backend) Capabilities() backends.Capabilities {
-	if c := b.caps.Load(); c != nil {
-		return *c
+	if h := b.hello.Load(); h != nil {
+		return h.caps
 	}
 	return backends.Capabilities{}
 }
@@ -151,9 +151,9 @@ func (b *Backend) open(ctx context.Context, c *conversation) (*process, error) {
 		if m.err != nil {
 			return nil, fmt.Errorf("start: %w", b.fail(p, m.err))
 		}
-		caps := m.ev.Capabilities.backends()
-		b.caps.Store(&caps)
-		c.log.Debug("plugin started", "name", m.ev.Name, "version", m.ev.Version, "capabilities", caps)
+		h := &helloInfo{name: m.ev.Name, version: m.ev.Version, protocol: m.ev.Protocol, caps: m.ev.Capabilities.backends()}
+		b.hello.Store(h)
+		c.log.Debug("plugin started", "name", h.name, "version", h.version, "capabilities", h.caps)
 		return p, nil
 	case <-ctx.Done():
 		p.stop(0)

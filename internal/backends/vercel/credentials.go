@@ -16,6 +16,10 @@ type credentials struct {
 	project string
 	// env names the variable the token came from, for error messages.
 	env string
+	// oidc: the token is an OIDC token, which expires (zero: its payload
+	// names no expiry).
+	oidc    bool
+	expires time.Time
 }
 
 // credentials reads the token (else the OIDC token) from the worker's
@@ -41,7 +45,7 @@ func (s *settings) credentials() (credentials, error) {
 	if err != nil {
 		return credentials{}, fmt.Errorf("oidc_token_env: %s: %w", s.OIDCTokenEnv, err)
 	}
-	c := credentials{token: token, team: claims.OwnerID, project: claims.ProjectID, env: s.OIDCTokenEnv}
+	c := credentials{token: token, team: claims.OwnerID, project: claims.ProjectID, env: s.OIDCTokenEnv, oidc: true}
 	switch {
 	case s.TeamID != "" && s.TeamID != c.team:
 		return credentials{}, fmt.Errorf("team_id: %s, but the OIDC token in %s is for team %s", s.TeamID, s.OIDCTokenEnv, c.team)
@@ -55,6 +59,9 @@ func (s *settings) credentials() (credentials, error) {
 	if claims.Exp > 0 && time.Unix(claims.Exp, 0).Before(time.Now()) {
 		return credentials{}, fmt.Errorf("oidc_token_env: the token in %s expired at %s", s.OIDCTokenEnv,
 			time.Unix(claims.Exp, 0).UTC().Format(time.RFC3339))
+	}
+	if claims.Exp > 0 {
+		c.expires = time.Unix(claims.Exp, 0)
 	}
 	return c, nil
 }
