@@ -55,7 +55,8 @@ func NewBackend(name string, bc BackendConfig, m *metrics.Metrics, log *slog.Log
 	case "docker":
 		b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 			MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
-			ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle, Pull: bc.Pull, Metrics: m, Profile: name})
+			ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers, SessionIdle: bc.SessionIdle, Pull: bc.Pull, Metrics: m, Profile: name,
+			AllowedImages: bc.AllowedImages, Volumes: bc.Volumes, ShmSize: bc.ShmSize, TmpSize: bc.TmpSize, DiskBytes: bc.DiskBytes})
 	case "ssh":
 		b, err = ssh.New(ssh.Config{Host: bc.Host, Port: bc.Port, User: bc.User,
 			IdentityFiles: bc.IdentityFiles, CertificateFiles: bc.CertificateFiles,

@@ -101,10 +101,17 @@ type BackendConfig struct {
 	CapAdd       []string `yaml:"cap_add"`
 	ReadOnlyRoot bool     `yaml:"read_only_root"`
 	// AllowHostAccess and AllowedVolumeDrivers: see docs/configuration.md.
-	AllowHostAccess      bool          `yaml:"allow_host_access"`
-	AllowedVolumeDrivers []string      `yaml:"allowed_volume_drivers"`
-	SessionIdle          time.Duration `yaml:"session_idle"`
-	Pull                 string        `yaml:"pull"`
+	AllowHostAccess      bool     `yaml:"allow_host_access"`
+	AllowedVolumeDrivers []string `yaml:"allowed_volume_drivers"`
+	// docker: images a job may name (patterns), mounts of every
+	// container, /dev/shm and /tmp sizes, the writable layer's limit.
+	AllowedImages []string      `yaml:"allowed_images"`
+	Volumes       []string      `yaml:"volumes"`
+	ShmSize       int64         `yaml:"shm_size"`
+	TmpSize       int64         `yaml:"tmp_size"`
+	DiskBytes     int64         `yaml:"disk_bytes"`
+	SessionIdle   time.Duration `yaml:"session_idle"`
+	Pull          string        `yaml:"pull"`
 	// ssh (host and user above name the remote host and login): see
 	// docs/configuration.md.
 	Port              int           `yaml:"port"`

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -77,6 +78,21 @@ type Config struct {
 	// Pull is the image pull policy: if-not-present (default), always or
 	// never. Concurrent pulls of one image are done once.
 	Pull string
+	// AllowedImages are patterns of the images a job may name in
+	// container.image instead of Image ("python:3.*", "ghcr.io/acme/*";
+	// * matches any run of characters, / included). Empty: only Image.
+	AllowedImages []string
+	// Volumes are mounts of every container of the profile, written as a
+	// job's container.mounts ("NAME:/data", "/srv/cache:/cache:ro") and
+	// judged for host access the same way.
+	Volumes []string
+	// ShmSize is /dev/shm's size in bytes (0: the engine's default, 64 MiB);
+	// TmpSize /tmp's (default 64 MiB); DiskBytes the container's writable
+	// layer (0: none; needs a storage driver that supports the size
+	// option, such as overlay2 on xfs with pquota).
+	ShmSize   int64
+	TmpSize   int64
+	DiskBytes int64
 	// Metrics, if set, receive container and pull figures labelled with
 	// Profile.
 	Metrics *metrics.Metrics
@@ -128,6 +144,27 @@ func New(cfg Config) (*Docker, error) {
 	if cfg.SessionIdle == 0 {
 		cfg.SessionIdle = 10 * time.Minute
 	}
+	if cfg.TmpSize == 0 {
+		cfg.TmpSize = 64 << 20
+	}
+	switch {
+	case cfg.ShmSize < 0:
+		return nil, fmt.Errorf("shm_size: must not be negative, got %d", cfg.ShmSize)
+	case cfg.TmpSize < 0:
+		return nil, fmt.Errorf("tmp_size: must not be negative, got %d", cfg.TmpSize)
+	case cfg.DiskBytes < 0:
+		return nil, fmt.Errorf("disk_bytes: must not be negative, got %d", cfg.DiskBytes)
+	}
+	for i, v := range cfg.Volumes {
+		if _, err := parseMount(v); err != nil {
+			return nil, fmt.Errorf("volumes[%d]: %w", i, err)
+		}
+	}
+	for i, p := range cfg.AllowedImages {
+		if strings.TrimSpace(p) == "" || strings.ContainsAny(p, " \t\n") {
+			return nil, fmt.Errorf("allowed_images[%d]: %q is not an image pattern", i, p)
+		}
+	}
 	switch cfg.Pull {
 	case "":
 		cfg.Pull = PullIfNotPresent
@@ -177,8 +214,9 @@ func (d *Docker) Capabilities() backends.Capabilities {
 // containerConfig is the hardened configuration of spec's container, with
 // the job's container options applied.
 func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *container.HostConfig, error) {
-	if spec.Container != nil && spec.Container.Image != "" {
-		return nil, nil, fmt.Errorf("%w: container.image: the docker backend runs its profile's image (%s); use a profile per image", backends.ErrPermanent, d.cfg.Image)
+	image, err := d.image(spec)
+	if err != nil {
+		return nil, nil, err
 	}
 	env := make([]string, 0, len(spec.Env)+1)
 	if _, ok := spec.Env["PATH"]; !ok {
@@ -189,7 +227,7 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 	}
 	pids := d.cfg.PidsLimit
 	cfg := &container.Config{
-		Image:        d.cfg.Image,
+		Image:        image,
 		Cmd:          []string{"/bin/sh", "-c", spec.Command},
 		Env:          env,
 		WorkingDir:   spec.Dir,
@@ -214,7 +252,8 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 		CapAdd:         d.cfg.CapAdd,
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: d.cfg.ReadOnlyRoot,
-		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,size=64m,mode=1777"},
+		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,size=%d,mode=1777", d.cfg.TmpSize)},
+		ShmSize:        d.cfg.ShmSize,
 		// Docker's default on cgroup v1 hosts is the host's cgroup
 		// namespace, which is host access; engines before API 1.41
 		// ignore the field (and have no cgroup namespaces).
@@ -225,12 +264,50 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 			PidsLimit: &pids,
 		},
 	}
+	if d.cfg.DiskBytes > 0 {
+		host.StorageOpt = map[string]string{"size": fmt.Sprint(d.cfg.DiskBytes)}
+	}
+	for _, v := range d.cfg.Volumes {
+		m, _ := parseMount(v) // checked by New
+		host.Mounts = append(host.Mounts, m)
+	}
 	if o := spec.Container; o != nil {
 		if err := applyOptions(host, o); err != nil {
 			return nil, nil, err
 		}
 	}
 	return cfg, host, nil
+}
+
+// image is the image a job runs: its container.image when the profile's
+// allowed_images admit it, else the profile's. A job in a session runs
+// in the session's container, so it may not name another image.
+func (d *Docker) image(spec backends.Spec) (string, error) {
+	if spec.Container == nil || spec.Container.Image == "" || spec.Container.Image == d.cfg.Image {
+		return d.cfg.Image, nil
+	}
+	ref := spec.Container.Image
+	switch {
+	case spec.Session != "":
+		return "", fmt.Errorf("%w: container.image: a session's jobs run in its container, of the profile's image (%s)", backends.ErrPermanent, d.cfg.Image)
+	case len(d.cfg.AllowedImages) == 0:
+		return "", fmt.Errorf("%w: container.image: %q: this profile runs only its image (%s); list patterns in allowed_images to admit others", backends.ErrPermanent, ref, d.cfg.Image)
+	case !imageAllowed(d.cfg.AllowedImages, ref):
+		return "", fmt.Errorf("%w: container.image: %q matches none of the profile's allowed_images %v", backends.ErrPermanent, ref, d.cfg.AllowedImages)
+	}
+	return ref, nil
+}
+
+// imageAllowed reports whether ref matches one of patterns, where * is
+// any run of characters (/ included) and everything else is literal.
+func imageAllowed(patterns []string, ref string) bool {
+	for _, p := range patterns {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
+		if ok, _ := regexp.MatchString(re, ref); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // applyOptions widens host by the job's container options.

@@ -32,8 +32,7 @@ type pull struct {
 }
 
 // ensureImage applies the pull policy before a job's container is made.
-func (d *Docker) ensureImage(ctx context.Context) error {
-	ref := d.cfg.Image
+func (d *Docker) ensureImage(ctx context.Context, ref string) error {
 	switch d.cfg.Pull {
 	case PullNever, PullIfNotPresent:
 		if _, err := d.api.ImageInspect(ctx, ref); err == nil {

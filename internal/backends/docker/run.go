@@ -32,7 +32,7 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err != nil {
 		return res, fmt.Errorf("docker: %w: %w", err, backends.ErrPermanent)
 	}
-	if err := d.ensureImage(context.WithoutCancel(ctx)); err != nil {
+	if err := d.ensureImage(context.WithoutCancel(ctx), cfg.Image); err != nil {
 		return res, fmt.Errorf("docker: %w", err)
 	}
 	// The container's lifecycle calls outlive ctx: a cancel must still be
