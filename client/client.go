@@ -152,6 +152,15 @@ func (c *Client) Submit(ctx context.Context, spec jobs.Spec) (jobs.Spec, error) 
 		}
 		return jobs.Spec{}, fmt.Errorf("publish %s: %w", spec.ID, err)
 	}
+	if spec.Workspace != "" {
+		// The job's place in its workspace's order, written once the job
+		// is in the queue: a place with no job behind it would hold the
+		// workspace up.
+		key := jobs.WorkspaceQueueKey(c.owner, spec.Workspace, spec.SubmittedAt, spec.ID)
+		if _, err := c.store.State.Put(ctx, key, []byte(spec.ID)); err != nil {
+			return spec, fmt.Errorf("job %s submitted, but its place in workspace %s was not recorded (it runs after the jobs recorded before it finish): %w", spec.ID, spec.Workspace, err)
+		}
+	}
 	return spec, nil
 }
 

@@ -34,6 +34,7 @@ func (c cli) submit(ctx context.Context, args []string) error {
 	})
 	fs.Func("label", "K=V label (repeatable)", func(s string) error { labels = append(labels, s); return nil })
 	fs.StringVar(&spec.Cwd, "cwd", "", "working directory")
+	fs.StringVar(&spec.Workspace, "workspace", "", "run in this durable workspace of yours (its working directory; its jobs run one at a time, in submission order; local: a directory)")
 	fs.StringVar(&spec.Session, "session", "", "run in the backend's persistent session of this key (docker: a shared container)")
 	image := fs.String("image", "", "container image (singularity: docker://, oras://, library:// or a .sif path)")
 	fs.StringVar(&spec.Approval, "approval", "", "approval mode: deny, approve or allowlist (default: the origin's)")

@@ -51,7 +51,7 @@ func NewBackend(name string, bc BackendConfig, m *metrics.Metrics, log *slog.Log
 	switch bc.Kind {
 	case "local":
 		b, err = local.New(local.Config{Shell: bc.Shell, BaseEnv: bc.BaseEnv, User: bc.User,
-			Cgroup: bc.Cgroup, CgroupParent: bc.CgroupParent, Logger: log.With("backend", name)})
+			Cgroup: bc.Cgroup, CgroupParent: bc.CgroupParent, WorkspaceRoot: bc.WorkspaceRoot, Logger: log.With("backend", name)})
 	case "docker":
 		b, err = docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 			MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,

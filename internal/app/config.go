@@ -90,6 +90,8 @@ type BackendConfig struct {
 	// cgroup v2 directory its job cgroups go under.
 	Cgroup       string `yaml:"cgroup"`
 	CgroupParent string `yaml:"cgroup_parent"`
+	// WorkspaceRoot (local): where the profile's workspaces live.
+	WorkspaceRoot string `yaml:"workspace_root"`
 	// docker
 	Host         string   `yaml:"host"`
 	Image        string   `yaml:"image"`

@@ -145,6 +145,9 @@ func TestSubmitterPermissionsEnforcedByServer(t *testing.T) {
 	if _, err := js.Publish(ctx, "$KV.jobstate."+jobs.CancelKey("subagent.alice", "a1"), []byte("x")); err != nil {
 		t.Fatalf("own cancel refused: %v", err)
 	}
+	if _, err := js.Publish(ctx, "$KV.jobstate."+jobs.WorkspaceQueueKey("subagent.alice", "ws", time.Unix(1, 0), "a1"), []byte("a1")); err != nil {
+		t.Fatalf("own workspace place refused: %v", err)
+	}
 	// A job record of another owner, for the forgery attempts below.
 	victim := jobs.Run{Spec: jobs.Spec{ID: "victim", Command: "true"}, Owner: jobs.Owner{Origin: "manual", Name: "bob"}, State: jobs.StateQueued}
 	st, err := jobs.OpenLayout(ctx, adminJS, "2.15.0")
@@ -163,6 +166,8 @@ func TestSubmitterPermissionsEnforcedByServer(t *testing.T) {
 		{"a submit as another identity", jobs.JobSubject("default", "manual.bob")},
 		{"a submit under another origin", jobs.JobSubject("default", "manual.alice")},
 		{"another owner's cancel", "$KV.jobstate." + jobs.CancelKey("manual.bob", "victim")},
+		{"a place in another owner's workspace", "$KV.jobstate." + jobs.WorkspaceQueueKey("manual.bob", "ws", time.Unix(1, 0), "x")},
+		{"a workspace's lock", "$KV.jobstate." + jobs.WorkspaceLockKey("subagent.alice", "ws")},
 		{"an event", jobs.EventSubject("victim", jobs.EventFinished)},
 		{"a DLQ entry", jobs.DLQSubject("victim")},
 		{"an election", "$KV.elections.reaper"},

@@ -168,6 +168,7 @@ func PermissionsOf(id Identity) Permissions {
 			kvSchedules + ">",
 			"$KV.elections.>",
 			kvState + "cancel." + owner + ".>",
+			kvState + "wsq." + owner + ".>",
 			"$JS.API.>",
 		}
 		deny := []string{"$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>", "$JS.API.STREAM.MSG.DELETE.>",
@@ -177,6 +178,7 @@ func PermissionsOf(id Identity) Permissions {
 		pub := append([]string{
 			jobsPrefix + "q.*." + owner,
 			kvState + "cancel." + owner + ".>",
+			kvState + "wsq." + owner + ".>", // its jobs' places in its workspaces
 		}, reads...)
 		return Permissions{PubAllow: pub, SubAllow: []string{"_INBOX.>"}}
 	}

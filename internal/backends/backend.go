@@ -73,6 +73,11 @@ type Spec struct {
 	// Session, when set, asks for a persistent workload shared by the
 	// jobs of the same key (backends with PersistentSessions).
 	Session string
+	// Workspace, when set, names the durable filesystem the job works in
+	// (backends with Workspaces): made on first use, kept after the job,
+	// its working directory unless Dir says otherwise (a relative Dir is
+	// taken inside it). The worker runs one job of a workspace at a time.
+	Workspace string
 	// StartGate, when set, is asked right before the workload starts —
 	// after everything that can take time is ready — and an error from it
 	// stops the run before anything starts (Run returns it). The worker
@@ -145,6 +150,9 @@ type Capabilities struct {
 	ResumableOutput bool
 	// ResourceUsage: Result carries CPU time and peak RSS.
 	ResourceUsage bool
+	// Workspaces: the backend keeps Spec.Workspace between jobs (and
+	// removes it through WorkspaceRemover, if it implements it).
+	Workspaces bool
 	// Shell is the shell that runs `Shell -c Command` (a path or a name);
 	// empty means /bin/sh. The approval policy parses commands in its
 	// dialect.
@@ -250,6 +258,12 @@ type Finisher interface {
 // periodically.
 type OrphanReaper interface {
 	ReapOrphans(ctx context.Context, deployment string, live func(jobID string, attempt int, worker string) bool) (int, error)
+}
+
+// WorkspaceRemover is implemented by backends with Workspaces that can
+// delete one (`sandrun workspace rm`): name is Spec.Workspace's.
+type WorkspaceRemover interface {
+	RemoveWorkspace(ctx context.Context, name string) error
 }
 
 // Describer is implemented by backends that can say, after Validate, how

@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -119,6 +121,28 @@ func RunKey(id string) string { return "run." + id }
 // LeaseKey is the job lease's key: who may act on the job, and whether
 // its holder is alive. The record's own revision fences the holder.
 func LeaseKey(id string) string { return "lease." + id }
+
+// WorkspaceQueueKey is the place of job id, submitted at, in owner's
+// workspace ws: the keys of a workspace sort in submission order, and
+// its jobs run in that order (the submitter writes it after the job).
+func WorkspaceQueueKey(owner, ws string, at time.Time, id string) string {
+	return fmt.Sprintf("%s%020d-%s", WorkspaceQueuePrefix(owner, ws), at.UnixNano(), id)
+}
+
+// WorkspaceQueuePrefix is the prefix of owner's workspace ws's queue keys.
+func WorkspaceQueuePrefix(owner, ws string) string { return "wsq." + owner + "." + ws + "." }
+
+// WorkspaceLockKey is the lease a running job of owner's workspace ws
+// holds: one at a time.
+func WorkspaceLockKey(owner, ws string) string { return "wslock." + owner + "." + ws }
+
+// WorkspaceStorage is the name a backend keeps owner's workspace ws
+// under (a directory, a volume): the owner's hash keeps two submitters'
+// workspaces of one name apart.
+func WorkspaceStorage(owner, ws string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:6]) + "-" + ws
+}
 
 // CancelKey is the key of owner's request to cancel job id, watched by
 // workers. A worker honours it only for a job of that owner: each

@@ -92,6 +92,11 @@ type Spec struct {
 	// Session runs the job in the backend's persistent session of this
 	// key (a long-lived container shared by the jobs of the same key).
 	Session string `json:"session,omitempty"`
+	// Workspace names a durable filesystem of the submitter's that
+	// outlives the job and the worker: the job's working directory (a
+	// directory on local and ssh, a named volume on docker). Jobs of one
+	// workspace run one at a time, in the order they were submitted.
+	Workspace string `json:"workspace,omitempty"`
 	// Labels are free-form key/values for people and tools.
 	Labels map[string]string `json:"labels,omitempty"`
 	// SubmittedAt is set by the submitter.
@@ -203,6 +208,10 @@ func (s Spec) Validate() error {
 		return fieldErr("env", "has %d variables, limit %d", len(s.Env), MaxEnvVars)
 	case s.Session != "" && !nameRE.MatchString(s.Session):
 		return fieldErr("session", "must be 1-64 characters of A-Z a-z 0-9 _ -, got %q", s.Session)
+	case s.Workspace != "" && !nameRE.MatchString(s.Workspace):
+		return fieldErr("workspace", "must be 1-64 characters of A-Z a-z 0-9 _ -, got %q", s.Workspace)
+	case s.Workspace != "" && s.Session != "":
+		return fieldErr("workspace", "and session cannot be combined: a workspace is the durable form of a session")
 	case len(s.Labels) > MaxLabels:
 		return fieldErr("labels", "has %d labels, limit %d", len(s.Labels), MaxLabels)
 	}

@@ -164,6 +164,10 @@ func TestValidateRefusesWhatAWorkerWouldRefuse(t *testing.T) {
 		{"env value not UTF-8", Spec{Command: "true", Env: map[string]string{"X": "a\xc3"}}, "env.X"},
 		{"cwd not UTF-8", Spec{Command: "true", Cwd: "/tmp/\xfe"}, "cwd"},
 		{"label not UTF-8", Spec{Command: "true", Labels: map[string]string{"k": "\xff"}}, "labels.k"},
+		{"workspace with a path", Spec{Command: "true", Workspace: "../etc"}, "workspace"},
+		{"workspace and session", Spec{Command: "true", Workspace: "w", Session: "s"}, "workspace"},
+		{"forward_env twice", Spec{Command: "true", ForwardEnv: []string{"A", "A"}}, "forward_env[1]"},
+		{"forward_env not a name", Spec{Command: "true", ForwardEnv: []string{"A B"}}, "forward_env[0]"},
 	}
 	for _, tc := range tests {
 		err := tc.spec.WithDefaults().Validate()
@@ -204,5 +208,19 @@ func TestDecodeRefusesTextTheDecoderWouldReplace(t *testing.T) {
 		if _, err := DecodeJSON([]byte(g)); err != nil {
 			t.Errorf("%s: %v", g, err)
 		}
+	}
+}
+
+// TestWorkspaceKeys: a workspace's places sort in submission order; two
+// owners' workspaces of one name are stored apart.
+func TestWorkspaceKeys(t *testing.T) {
+	t.Parallel()
+	a := WorkspaceQueueKey("manual.alice", "w", time.Unix(9, 0), "zzz")
+	b := WorkspaceQueueKey("manual.alice", "w", time.Unix(10, 0), "aaa")
+	if a >= b || !strings.HasPrefix(a, WorkspaceQueuePrefix("manual.alice", "w")) {
+		t.Errorf("places %q and %q: want submission order", a, b)
+	}
+	if WorkspaceStorage("manual.alice", "w") == WorkspaceStorage("manual.bob", "w") || !strings.HasSuffix(WorkspaceStorage("manual.alice", "w"), "-w") {
+		t.Errorf("storage names: %q %q", WorkspaceStorage("manual.alice", "w"), WorkspaceStorage("manual.bob", "w"))
 	}
 }

@@ -49,6 +49,22 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		free := releaseSlot
 		releaseSlot = func() { slot.release(ctx); free() }
 	}
+	// A workspace's jobs run one at a time, in their submission order.
+	ws, _, err := w.takeWorkspace(ctx, spec, owner.String())
+	if err != nil {
+		log.Warn("claim: workspace", "workspace", spec.Workspace, "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if spec.Workspace != "" && ws == nil {
+		_ = msg.NakWithDelay(throttleDelay(msg))
+		return
+	}
+	defer ws.release(ctx)
+	if ws != nil {
+		free := releaseSlot
+		releaseSlot = func() { ws.release(ctx); free() }
+	}
 
 	// A cancel request acknowledged before this claim must stop it. The
 	// watch of requests holds them all while it is live; after a
@@ -92,7 +108,7 @@ func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, re
 		return
 	}
 	defer w.untrack(spec.ID)
-	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject(), releaseSlot: releaseSlot, batchSlot: slot}
+	j := &job{w: w, spec: spec, lease: l, log: log, msgSubject: msg.Subject(), releaseSlot: releaseSlot, batchSlot: slot, wsSlot: ws}
 	if cerr != nil {
 		log.Warn("claim: read cancel request", "err", cerr)
 		j.releaseQuiet(ctx)

@@ -35,6 +35,9 @@ type job struct {
 	// batchSlot is the throttled batch's run slot the job holds, if any:
 	// losing it stops the run like losing the lease.
 	batchSlot *batchSlot
+	// wsSlot is the job's workspace's lease, if it has a workspace: lost,
+	// the job stops as for a lost lease.
+	wsSlot *batchSlot
 
 	started time.Time
 	ran     backends.Finisher // the backend that ran the attempt, if it wants to hear its end
@@ -62,6 +65,8 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 			cancel(errLeaseLost)
 		case <-j.batchSlot.lost():
 			cancel(errLeaseLost)
+		case <-j.wsSlot.lost():
+			cancel(errLeaseLost)
 		case <-runCtx.Done():
 		}
 	}()
@@ -72,6 +77,10 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
 		return
 	}
+	if j.spec.Workspace != "" && !be.Capabilities().Workspaces {
+		j.failed(ctx, fmt.Sprintf("workspace: profile %s (%s) keeps no workspaces", j.spec.Backend, be.Kind()), false)
+		return
+	}
 	env, secretValues, err := w.openEnv(j.spec, j.run.OwnerString())
 	if err != nil {
 		j.failed(ctx, err.Error(), false)
@@ -80,6 +89,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	bspec := backends.Spec{
 		JobID: j.spec.ID, Attempt: j.attempt, Worker: w.cfg.Name, Deployment: w.store.Deployment, Command: j.spec.Command,
 		Dir: j.spec.Cwd, Env: attemptEnv(env, j.spec.ID, j.attempt), StartGate: j.startGate, KillGrace: w.cfg.KillGrace, Container: j.spec.Container, Session: sessionKey(j.run, j.spec.Session),
+		Workspace: workspaceStorage(j.run, j.spec.Workspace),
 	}
 	isolated, refused, err := w.hostAccess(ctx, be, bspec)
 	if err != nil {
@@ -323,6 +333,9 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	j.log.Info("job finished", "state", r.State, "exit_code", r.ExitCode, "wall_seconds", r.WallSeconds, "error", r.Error)
 	j.stopKeeper()
 	j.lease.ReleaseAsync()
+	if r.State.Terminal() {
+		w.leaveWorkspace(ctx, j.spec, j.run.OwnerString())
+	}
 	j.finished(ctx, r.State == jobs.StateSucceeded)
 }
 
@@ -491,4 +504,14 @@ func sessionKey(run jobs.Run, key string) string {
 		return ""
 	}
 	return run.OwnerString() + "." + key
+}
+
+// workspaceStorage is the name the backend keeps the job's workspace
+// under: the owner's, so that two submitters' workspaces of one name
+// never meet.
+func workspaceStorage(run jobs.Run, ws string) string {
+	if ws == "" {
+		return ""
+	}
+	return jobs.WorkspaceStorage(run.OwnerString(), ws)
 }

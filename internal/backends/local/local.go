@@ -81,6 +81,10 @@ type Config struct {
 	// made in (it is made if missing). Empty: "sandrun" under the
 	// worker's own cgroup.
 	CgroupParent string
+	// WorkspaceRoot holds the profile's workspaces, a directory each
+	// (made on first use, owned by User). Empty: sandrun/workspaces under
+	// $XDG_DATA_HOME, else ~/.local/share.
+	WorkspaceRoot string
 	// Logger receives the backend's own warnings; nil discards them.
 	Logger *slog.Logger
 }
@@ -93,6 +97,7 @@ type Local struct {
 	baseEnv map[string]string
 	cred    *syscall.Credential // nil: the worker's own user
 	cg      *cgroups
+	wsRoot  string // workspaces, a directory each
 }
 
 // New fills cfg's defaults into a copy and checks what can be checked
@@ -132,7 +137,27 @@ func New(cfg Config) (*Local, error) {
 	if cfg.CgroupParent != "" {
 		cg.parent = filepath.Clean(cfg.CgroupParent)
 	}
-	return &Local{shell: shell, baseEnv: maps.Clone(cfg.BaseEnv), cred: cred, cg: cg}, nil
+	root := cfg.WorkspaceRoot
+	if root == "" {
+		root = defaultWorkspaceRoot()
+	} else if !filepath.IsAbs(root) {
+		return nil, fmt.Errorf("local: workspace_root %q: must be an absolute path", root)
+	}
+	return &Local{shell: shell, baseEnv: maps.Clone(cfg.BaseEnv), cred: cred, cg: cg, wsRoot: filepath.Clean(root)}, nil
+}
+
+// defaultWorkspaceRoot is sandrun/workspaces under the user's data
+// directory ($XDG_DATA_HOME, else ~/.local/share).
+func defaultWorkspaceRoot() string {
+	base := os.Getenv("XDG_DATA_HOME")
+	if !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "sandrun", "workspaces")
 }
 
 // Kind returns "local".
@@ -161,7 +186,7 @@ func (l *Local) Validate(context.Context) error {
 // Capabilities reports ResourceUsage: Result carries the CPU time and peak
 // RSS of the main process and of the descendants it waited for.
 func (l *Local) Capabilities() backends.Capabilities {
-	return backends.Capabilities{ResourceUsage: true, Shell: l.shell}
+	return backends.Capabilities{ResourceUsage: true, Shell: l.shell, Workspaces: true}
 }
 
 // Describe says how attempts are contained (for `sandrun doctor`, whose

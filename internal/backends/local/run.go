@@ -209,13 +209,23 @@ func (l *Local) command(spec backends.Spec) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.Dir != "" {
-		if err := checkDir(spec.Dir); err != nil {
+	dir := spec.Dir
+	if spec.Workspace != "" {
+		ws, err := l.workspace(spec.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(ws, dir)
+		}
+	}
+	if dir != "" {
+		if err := checkDir(dir); err != nil {
 			return nil, err
 		}
 	}
 	cmd := exec.Command(l.shell, "-c", spec.Command)
-	cmd.Dir = spec.Dir
+	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: l.cred}
 	cmd.WaitDelay = outputDrain
@@ -337,4 +347,38 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 		g.err = err
 	}
 	return len(p), nil
+}
+
+// workspace returns the directory of workspace name, made (and given to
+// the profile's user) on first use.
+func (l *Local) workspace(name string) (string, error) {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return "", fmt.Errorf("local: workspace %q: not a workspace name: %w", name, backends.ErrPermanent)
+	}
+	if err := os.MkdirAll(l.wsRoot, 0o711); err != nil {
+		return "", fmt.Errorf("local: workspace_root: %w", err)
+	}
+	dir := filepath.Join(l.wsRoot, name)
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		return dir, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("local: workspace %s: %w", name, err)
+	}
+	if l.cred != nil {
+		if err := os.Chown(dir, int(l.cred.Uid), int(l.cred.Gid)); err != nil {
+			return "", fmt.Errorf("local: workspace %s: give it to the profile's user: %w", name, err)
+		}
+	}
+	return dir, nil
+}
+
+// RemoveWorkspace implements backends.WorkspaceRemover: it deletes the
+// workspace's directory, if there is one.
+func (l *Local) RemoveWorkspace(_ context.Context, name string) error {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return fmt.Errorf("local: workspace %q: not a workspace name", name)
+	}
+	return os.RemoveAll(filepath.Join(l.wsRoot, name))
 }
