@@ -261,9 +261,10 @@ type OrphanReaper interface {
 }
 
 // WorkspaceRemover is implemented by backends with Workspaces that can
-// delete one (`sandrun workspace rm`): name is Spec.Workspace's.
+// delete one: deployment and name are Spec.Deployment's and
+// Spec.Workspace's.
 type WorkspaceRemover interface {
-	RemoveWorkspace(ctx context.Context, name string) error
+	RemoveWorkspace(ctx context.Context, deployment, name string) error
 }
 
 // Describer is implemented by backends that can say, after Validate, how

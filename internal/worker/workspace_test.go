@@ -10,6 +10,8 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/docker"
+	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
 	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
@@ -27,15 +29,10 @@ func (plain) Run(context.Context, backends.Spec, backends.Output) (backends.Resu
 	return backends.Result{}, nil
 }
 
-// TestWorkspaceOnLocal: a workspace outlives its jobs and the worker —
-// job 1 installs a tool into it, job 2 uses it, the worker is replaced,
-// job 3 reads what job 2 wrote — and its jobs run one at a time in the
-// order they were submitted, though the worker has slots for all of them.
-// A profile that keeps no workspaces fails such a job, saying so.
+// TestWorkspaceOnLocal: see checkWorkspace; and a profile that keeps no
+// workspaces fails such a job, saying so.
 func TestWorkspaceOnLocal(t *testing.T) {
 	t.Parallel()
-	s := sandruntest.Server(t, "")
-	st := sandruntest.Store(t, s.ClientURL())
 	root := t.TempDir()
 	registry := func() *backends.Registry {
 		reg := backends.NewRegistry()
@@ -51,13 +48,72 @@ func TestWorkspaceOnLocal(t *testing.T) {
 		}
 		return reg
 	}
+	st, c := checkWorkspace(t, "local", registry, root+"/")
+	ctx := sandruntest.Ctx(t)
+	spec, err := c.Submit(ctx, jobs.Spec{Command: "true", Backend: "plain", Workspace: "agent1", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sandruntest.WaitResult(t, c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "workspace: profile plain (plain) keeps no workspaces") {
+		t.Fatalf("a workspace on a profile without workspaces: %s %q", r.State, r.Error)
+	}
+	_ = st
+}
+
+// TestWorkspaceOnDocker: see checkWorkspace, with the workspace a named
+// volume given to the profile's user (nobody); a job may not mount a
+// workspace volume by name, which would reach another owner's.
+func TestWorkspaceOnDocker(t *testing.T) {
+	t.Parallel()
+	img := dockertest.Image(t, dockertest.Engine(t))
+	var made []*docker.Docker
+	registry := func() *backends.Registry {
+		reg := backends.NewRegistry()
+		d, err := docker.New(docker.Config{Image: img, Pull: docker.PullNever})
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, d)
+		if err := reg.Add("box", d); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = reg.Close() })
+		return reg
+	}
+	st, c := checkWorkspace(t, "box", registry, docker.WorkspaceDir)
+	t.Cleanup(func() {
+		for _, ws := range []string{"agent1", "other", "serial"} {
+			_ = made[0].RemoveWorkspace(context.Background(), st.Deployment, jobs.WorkspaceStorage(c.Owner(), ws))
+		}
+	})
+	ctx := sandruntest.Ctx(t)
+	spec, err := c.Submit(ctx, jobs.Spec{Command: "ls /x", Backend: "box", MaxAttempts: 1,
+		Container: &backends.ContainerOptions{Mounts: []string{"sandrun-ws-" + st.Deployment + "-" + jobs.WorkspaceStorage(c.Owner(), "agent1") + ":/x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sandruntest.WaitResult(t, c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "are workspaces") {
+		t.Fatalf("a job mounting a workspace volume by name: %s %q", r.State, r.Error)
+	}
+}
+
+// checkWorkspace runs, on backend: job 1 installs a tool into workspace
+// agent1, job 2 uses it, the worker is replaced, job 3 reads what job 2
+// wrote; another workspace starts empty; four jobs of one workspace
+// submitted at once on a worker of four slots run one at a time, in
+// order; and every ended job leaves the workspace's order. dir is the
+// prefix of the workspace's path as jobs see it.
+func checkWorkspace(t *testing.T, backend string, registry func() *backends.Registry, dir string) (*jobs.Store, *client.Client) {
+	t.Helper()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
 	cfg := sandruntest.FastConfig()
 	w := sandruntest.StartWorkerWith(t, st, cfg, registry())
 	c := client.New(st)
 	ctx := sandruntest.Ctx(t)
 	run := func(ws, command string) (jobs.Result, string) {
 		t.Helper()
-		spec, err := c.Submit(ctx, jobs.Spec{Command: command, Workspace: ws, MaxAttempts: 1})
+		spec, err := c.Submit(ctx, jobs.Spec{Command: command, Backend: backend, Workspace: ws, MaxAttempts: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,8 +124,8 @@ func TestWorkspaceOnLocal(t *testing.T) {
 		}
 		return r, out.String()
 	}
-	if r, out := run("agent1", `mkdir -p bin && printf '#!/bin/sh\necho tool-ok\n' > bin/tool && chmod +x bin/tool && pwd`); r.State != jobs.StateSucceeded || !strings.HasPrefix(out, root+"/") {
-		t.Fatalf("job 1: %s %q (want it to work in a directory under %s)", r.State, out, root)
+	if r, out := run("agent1", `mkdir -p bin && printf '#!/bin/sh\necho tool-ok\n' > bin/tool && chmod +x bin/tool && pwd`); r.State != jobs.StateSucceeded || !strings.HasPrefix(out, dir) {
+		t.Fatalf("job 1: %s %q %q (want it to work in %s...)", r.State, out, r.Error, dir)
 	}
 	if r, out := run("agent1", `./bin/tool > out.txt && cat out.txt`); r.State != jobs.StateSucceeded || out != "tool-ok\n" {
 		t.Fatalf("job 2: %s %q", r.State, out)
@@ -82,11 +138,9 @@ func TestWorkspaceOnLocal(t *testing.T) {
 	if r, out := run("other", `ls`); r.State != jobs.StateSucceeded || out != "" {
 		t.Fatalf("another workspace starts empty: %s %q", r.State, out)
 	}
-
-	// Four jobs at once on a worker of four slots: one at a time, in order.
 	var ids []string
 	for i := range 4 {
-		spec, err := c.Submit(ctx, jobs.Spec{Workspace: "serial", MaxAttempts: 1,
+		spec, err := c.Submit(ctx, jobs.Spec{Workspace: "serial", Backend: backend, MaxAttempts: 1,
 			Command: fmt.Sprintf("echo start-%d >> log; sleep 0.3; echo end-%d >> log", i, i)})
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +156,6 @@ func TestWorkspaceOnLocal(t *testing.T) {
 	if r, out := run("serial", `cat log`); r.State != jobs.StateSucceeded || out != want {
 		t.Fatalf("the workspace's jobs overlapped or ran out of order:\n%s", out)
 	}
-	// Every ended job left the workspace's order.
 	lister, err := st.State.ListKeysFiltered(ctx, "wsq.>")
 	if err != nil {
 		t.Fatal(err)
@@ -110,12 +163,5 @@ func TestWorkspaceOnLocal(t *testing.T) {
 	for k := range lister.Keys() {
 		t.Errorf("a place of an ended job is left: %s", k)
 	}
-
-	spec, err := c.Submit(ctx, jobs.Spec{Command: "true", Backend: "plain", Workspace: "agent1", MaxAttempts: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := sandruntest.WaitResult(t, c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "workspace: profile plain (plain) keeps no workspaces") {
-		t.Fatalf("a workspace on a profile without workspaces: %s %q", r.State, r.Error)
-	}
+	return st, c
 }

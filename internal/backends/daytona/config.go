@@ -44,8 +44,10 @@ type Config struct {
 	// NetworkBlockAll cuts the sandboxes off the network.
 	NetworkBlockAll bool `yaml:"network_block_all"`
 
-	// Mode is session (default: streamed output, stdout and stderr apart)
-	// or execute (one synchronous call, output combined at the end).
+	// Mode is session (default: streamed output, stdout and stderr apart,
+	// resumed after a broken connection) or execute (one synchronous call,
+	// output combined at the end, lost with the connection: the attempt
+	// then fails with ErrUnavailable).
 	Mode string `yaml:"mode"`
 	// ExecuteTimeout is the execute mode's API timeout for a job without
 	// a deadline (default 1h).

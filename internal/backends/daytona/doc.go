@@ -20,7 +20,9 @@
 //     output is streamed from the logs endpoint with follow=true (a
 //     WebSocket whose stdout and stderr chunks are marked with the bytes
 //     01 01 01 and 02 02 02); GET …/command/{id} is polled for the exit
-//     code.
+//     code. A stream that breaks (a dropped connection) is opened again:
+//     the daemon replays the log from its start, and the bytes already
+//     copied are skipped, so no output is lost or repeated.
 //  3. DELETE /sandbox/{id} removes the sandbox, whatever happened: the
 //     job's leftover background processes end with it.
 //
@@ -55,6 +57,14 @@
 // is waited out for up to the margin: ctx ending meanwhile makes it the
 // job's timeout, otherwise it is a retryable failure. ctx done stops the
 // job as in session mode, the open request then bringing its exit code.
+// Execute mode does not survive a broken connection: the output and exit
+// code come only in the answer, and an execute has no ID to ask for them
+// again. When the connection breaks (or the toolbox answers 5xx) while
+// the job runs, Run returns an error wrapping backends.ErrUnavailable
+// that says the output is lost, with no output written and exit code -1;
+// the sandbox is deleted, ending the job. Session mode, whose log stream
+// is reopened and resumed where it broke, loses nothing; hence it is the
+// default.
 //
 // Orphans: a worker killed with SIGKILL leaves its sandbox running.
 // ReapOrphans lists the deployment's sandboxes by label and deletes those

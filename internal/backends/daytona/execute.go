@@ -2,8 +2,10 @@ package daytona
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
@@ -81,6 +83,15 @@ func (r *run) execute(ctx context.Context) (backends.Result, error) {
 	return r.finish(ctx, res, code, ended, st, nil)
 }
 
+// answerLost reports whether err is an execute whose answer never came
+// although the job may have started: the connection broke (or the
+// toolbox's proxy answered 5xx for it). Execute has no ID to ask for the
+// output again, so it is gone, and the job is reported unavailable, never
+// as a success with an empty output. A 429 came before the job started.
+func answerLost(err error) bool {
+	return errors.Is(err, backends.ErrUnavailable) && !httpsandbox.HasStatus(err, http.StatusTooManyRequests)
+}
+
 // executeFailed words an execute that brought no exit code. A 408 is the
 // daemon's timeout, which killed the job: if ctx is not done yet, it is
 // given up to executeMargin to be, and then the job timed out; otherwise
@@ -89,6 +100,10 @@ func (r *run) executeFailed(ctx context.Context, res backends.Result, err error,
 	if !isExecuteTimeout(err) {
 		if st.Any() || ctx.Err() != nil {
 			res.Signal = "SIGKILL"
+		}
+		if answerLost(err) {
+			err = fmt.Errorf("%w; the job may have run, but execute mode gets its output and exit code only in "+
+				"this answer, so both are lost (mode: session streams them and survives a broken connection)", err)
 		}
 		return res, runErr(ctx, "execute", err)
 	}

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -156,8 +157,12 @@ func New(cfg Config) (*Docker, error) {
 		return nil, fmt.Errorf("disk_bytes: must not be negative, got %d", cfg.DiskBytes)
 	}
 	for i, v := range cfg.Volumes {
-		if _, err := parseMount(v); err != nil {
+		m, err := parseMount(v)
+		if err != nil {
 			return nil, fmt.Errorf("volumes[%d]: %w", i, err)
+		}
+		if strings.HasPrefix(m.Source, workspacePrefix) || m.Target == WorkspaceDir {
+			return nil, fmt.Errorf("volumes[%d]: %q: %s* volumes and %s are the workspaces'", i, v, workspacePrefix, WorkspaceDir)
 		}
 	}
 	for i, p := range cfg.AllowedImages {
@@ -208,7 +213,7 @@ func (d *Docker) Validate(ctx context.Context) error {
 // Capabilities implements backends.Backend. A container is isolated unless
 // its job's options reach the host; HostAccess says which jobs do.
 func (d *Docker) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true, Workspaces: true}
 }
 
 // containerConfig is the hardened configuration of spec's container, with
@@ -271,6 +276,7 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 		m, _ := parseMount(v) // checked by New
 		host.Mounts = append(host.Mounts, m)
 	}
+	mountWorkspace(spec, cfg, host)
 	if o := spec.Container; o != nil {
 		if err := applyOptions(host, o); err != nil {
 			return nil, nil, err
@@ -316,6 +322,9 @@ func applyOptions(host *container.HostConfig, o *backends.ContainerOptions) erro
 		m, err := parseMount(s)
 		if err != nil {
 			return fmt.Errorf("container.mounts: %w", err)
+		}
+		if m.Type == mount.TypeVolume && strings.HasPrefix(m.Source, workspacePrefix) {
+			return fmt.Errorf("container.mounts: %q: volumes named %s* are workspaces, reached by naming the workspace (workspace:)", s, workspacePrefix)
 		}
 		host.Mounts = append(host.Mounts, m)
 	}

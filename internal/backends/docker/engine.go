@@ -27,6 +27,8 @@ type engine interface {
 	ExecInspect(ctx context.Context, execID string, options client.ExecInspectOptions) (client.ExecInspectResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
 	VolumeInspect(ctx context.Context, name string, options client.VolumeInspectOptions) (client.VolumeInspectResult, error)
+	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeRemove(ctx context.Context, volumeID string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
 }
 
 func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }

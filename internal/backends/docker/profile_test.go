@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,11 +47,13 @@ func TestProfileAllowedImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _, _ = c.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true}) }()
+	defer func() {
+		_, _ = c.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true})
+	}()
 	if _, err := c.ContainerCommit(ctx, created.ID, client.ContainerCommitOptions{Reference: row, Changes: []string{"ENV SANDRUN_ROW=7"}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = c.ImageRemove(ctx, row, client.ImageRemoveOptions{}) })
+	t.Cleanup(func() { _, _ = c.ImageRemove(context.Background(), row, client.ImageRemoveOptions{}) })
 
 	d, err := New(Config{Image: img, Pull: PullNever, AllowedImages: []string{"sandrun-test/eval-*"}})
 	if err != nil {
@@ -92,7 +95,7 @@ func TestProfileVolumesAndSizes(t *testing.T) {
 	c := dockertest.Engine(t)
 	img := dockertest.Image(t, c)
 	vol := "sandrun-test-profile-vol-" + fmt.Sprint(len(t.Name()))
-	t.Cleanup(func() { _, _ = c.VolumeRemove(t.Context(), vol, client.VolumeRemoveOptions{Force: true}) })
+	t.Cleanup(func() { _, _ = c.VolumeRemove(context.Background(), vol, client.VolumeRemoveOptions{Force: true}) })
 	d, err := New(Config{Image: img, Pull: PullNever, User: "0:0", Volumes: []string{vol + ":/data"}, ShmSize: 32 << 20, TmpSize: 16 << 20})
 	if err != nil {
 		t.Fatal(err)

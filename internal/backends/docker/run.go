@@ -35,6 +35,9 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err := d.ensureImage(context.WithoutCancel(ctx), cfg.Image); err != nil {
 		return res, fmt.Errorf("docker: %w", err)
 	}
+	if err := d.ensureWorkspace(context.WithoutCancel(ctx), spec, cfg.Image); err != nil {
+		return res, fmt.Errorf("docker: %w", err)
+	}
 	// The container's lifecycle calls outlive ctx: a cancel must still be
 	// able to kill and remove what was created.
 	bg := context.WithoutCancel(ctx)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -211,7 +212,7 @@ func (l *Local) command(spec backends.Spec) (*exec.Cmd, error) {
 	}
 	dir := spec.Dir
 	if spec.Workspace != "" {
-		ws, err := l.workspace(spec.Workspace)
+		ws, err := l.workspace(spec.Deployment, spec.Workspace)
 		if err != nil {
 			return nil, err
 		}
@@ -351,15 +352,16 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 
 // workspace returns the directory of workspace name, made (and given to
 // the profile's user) on first use.
-func (l *Local) workspace(name string) (string, error) {
-	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
-		return "", fmt.Errorf("local: workspace %q: not a workspace name: %w", name, backends.ErrPermanent)
+func (l *Local) workspace(deployment, name string) (string, error) {
+	parent, err := l.workspaceParent(deployment, name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", err, backends.ErrPermanent)
 	}
-	if err := os.MkdirAll(l.wsRoot, 0o711); err != nil {
+	if err := os.MkdirAll(parent, 0o711); err != nil {
 		return "", fmt.Errorf("local: workspace_root: %w", err)
 	}
-	dir := filepath.Join(l.wsRoot, name)
-	err := os.Mkdir(dir, 0o700)
+	dir := filepath.Join(parent, name)
+	err = os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrExist) {
 		return dir, nil
 	}
@@ -376,9 +378,21 @@ func (l *Local) workspace(name string) (string, error) {
 
 // RemoveWorkspace implements backends.WorkspaceRemover: it deletes the
 // workspace's directory, if there is one.
-func (l *Local) RemoveWorkspace(_ context.Context, name string) error {
-	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
-		return fmt.Errorf("local: workspace %q: not a workspace name", name)
+func (l *Local) RemoveWorkspace(_ context.Context, deployment, name string) error {
+	parent, err := l.workspaceParent(deployment, name)
+	if err != nil {
+		return err
 	}
-	return os.RemoveAll(filepath.Join(l.wsRoot, name))
+	return os.RemoveAll(filepath.Join(parent, name))
+}
+
+// workspaceParent is the directory of deployment's workspaces, once
+// deployment and name are checked to be single path elements.
+func (l *Local) workspaceParent(deployment, name string) (string, error) {
+	for _, s := range []string{deployment, name} {
+		if s != "" && (s != filepath.Base(s) || s == "." || s == "..") || name == "" {
+			return "", fmt.Errorf("local: workspace %q of deployment %q: not a name", name, deployment)
+		}
+	}
+	return filepath.Join(l.wsRoot, cmp.Or(deployment, "default")), nil
 }

@@ -69,6 +69,7 @@ type Fake struct {
 	badImages      map[string]string
 	startPolls     int
 	executeTimeout time.Duration
+	toolboxHost    string // host:port sandboxes report; "" is the fake's own
 }
 
 // Kill records a signal the fake sent to a command's process group.
@@ -101,7 +102,24 @@ func Start(t testing.TB) *Fake {
 }
 
 // toolboxProxyURL is what sandboxes report as their toolboxProxyUrl.
-func (f *Fake) toolboxProxyURL() string { return f.srv.URL + "/proxy/toolbox" }
+// f.mu is held.
+func (f *Fake) toolboxProxyURL() string {
+	if f.toolboxHost != "" {
+		return "http://" + f.toolboxHost + "/proxy/toolbox"
+	}
+	return f.srv.URL + "/proxy/toolbox"
+}
+
+// SetToolboxHost makes sandboxes created from now on report a
+// toolboxProxyUrl on addr (host:port) instead of the fake's own (that of
+// URL), as the hosted API names a proxy host of its own: a test puts a TCP
+// proxy to the fake there to reach the toolboxes through it. "" restores
+// the fake's own.
+func (f *Fake) SetToolboxHost(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.toolboxHost = addr
+}
 
 // Close stops the server and kills every process the fake started. It
 // is idempotent.

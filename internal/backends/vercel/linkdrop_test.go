@@ -1,0 +1,89 @@
+package vercel
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
+	"github.com/sandrun/sandrun/internal/testenv"
+)
+
+// numbered prints line-1..line-n on stdout and err-1..err-n on stderr,
+// one pair every 100 ms, then exits with code.
+func numbered(n, code int) string {
+	return fmt.Sprintf(`for i in $(seq 1 %d); do echo "line-$i"; echo "err-$i" >&2; sleep 0.1; done; exit %d`, n, code)
+}
+
+// wantNumbered is what numbered prints on one stream.
+func wantNumbered(prefix string, n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%s-%d\n", prefix, i)
+	}
+	return b.String()
+}
+
+// TestOutputSurvivesCuts: the connection to the API is cut twice while
+// the job prints a numbered line on each stream every 100 ms; the log
+// stream is reopened each time and skips what it had copied, and the
+// wait for the exit code is made again, so both streams arrive whole, in
+// order, with no line lost or repeated, and the exit code with them.
+func TestOutputSurvivesCuts(t *testing.T) {
+	t.Parallel()
+	f := verceltest.Start(t)
+	u, err := url.Parse(f.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := sshtest.NewProxy(t, u.Host)
+	cfg := fakeConfig(f)
+	cfg.APIURL = "http://" + proxy.Addr + u.Path
+	b := newBackend(t, cfg)
+
+	const n = 40
+	var stdout, stderr testenv.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	type outcome struct {
+		res backends.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := b.Run(ctx, backends.Spec{JobID: "cuts", Attempt: 1, Command: numbered(n, 3)},
+			backends.Output{Stdout: &stdout, Stderr: &stderr})
+		done <- outcome{res, err}
+	}()
+	stdout.WaitFor(t, "line-10\n", 20*time.Second)
+	if c := proxy.Cut(); c == 0 {
+		t.Fatal("first cut: no live connection to cut")
+	}
+	stdout.WaitFor(t, "line-25\n", 20*time.Second)
+	if c := proxy.Cut(); c == 0 {
+		t.Fatal("second cut: no live connection to cut")
+	}
+	o := <-done
+	if o.err != nil || o.res.ExitCode != 3 || o.res.Signal != "" {
+		t.Fatalf("Run: %+v, %v; want exit 3", o.res, o.err)
+	}
+	if got, want := stdout.String(), wantNumbered("line", n); got != want {
+		t.Errorf("stdout has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+	if got, want := stderr.String(), wantNumbered("err", n); got != want {
+		t.Errorf("stderr has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+	// The log stream and the wait hold two connections; each cut ends
+	// both, and the backend opens them again.
+	if a := proxy.Accepted(); a < 4 {
+		t.Errorf("the proxy accepted %d connections; want the backend to have reconnected after each cut", a)
+	}
+	if len(f.Sandboxes()) != 0 {
+		t.Errorf("sandbox left behind: %+v", f.Sandboxes())
+	}
+}
