@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
-	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
@@ -29,35 +30,27 @@ func (plain) Run(context.Context, backends.Spec, backends.Output) (backends.Resu
 	return backends.Result{}, nil
 }
 
-// TestWorkspaceOnLocal: see checkWorkspace; and a profile that keeps no
+// TestWorkspaceOnLocal: see checkWorkspace, with worker processes killed
+// with SIGKILL between steps; and, in-process, a profile that keeps no
 // workspaces fails such a job, saying so.
 func TestWorkspaceOnLocal(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	registry := func() *backends.Registry {
-		reg := backends.NewRegistry()
-		lb, err := local.New(local.Config{WorkspaceRoot: root})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := reg.Add("local", lb); err != nil {
-			t.Fatal(err)
-		}
-		if err := reg.Add("plain", plain{}); err != nil {
-			t.Fatal(err)
-		}
-		return reg
+	checkWorkspace(t, "local", root+"/", fmt.Sprintf("backends:\n  local: {kind: local, workspace_root: %s}\n", root))
+
+	e := setup(t)
+	reg := backends.NewRegistry()
+	if err := reg.Add("plain", plain{}); err != nil {
+		t.Fatal(err)
 	}
-	st, c := checkWorkspace(t, "local", registry, root+"/")
-	ctx := sandruntest.Ctx(t)
-	spec, err := c.Submit(ctx, jobs.Spec{Command: "true", Backend: "plain", Workspace: "agent1", MaxAttempts: 1})
+	sandruntest.StartWorkerWith(t, e.st, sandruntest.FastConfig(), reg)
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "true", Backend: "plain", Workspace: "agent1", MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := sandruntest.WaitResult(t, c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "workspace: profile plain (plain) keeps no workspaces") {
+	if r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "workspace: profile plain (plain) keeps no workspaces") {
 		t.Fatalf("a workspace on a profile without workspaces: %s %q", r.State, r.Error)
 	}
-	_ = st
 }
 
 // TestWorkspaceOnDocker: see checkWorkspace, with the workspace a named
@@ -66,60 +59,68 @@ func TestWorkspaceOnLocal(t *testing.T) {
 func TestWorkspaceOnDocker(t *testing.T) {
 	t.Parallel()
 	img := dockertest.Image(t, dockertest.Engine(t))
-	var made []*docker.Docker
-	registry := func() *backends.Registry {
-		reg := backends.NewRegistry()
-		d, err := docker.New(docker.Config{Image: img, Pull: docker.PullNever})
-		if err != nil {
-			t.Fatal(err)
-		}
-		made = append(made, d)
-		if err := reg.Add("box", d); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = reg.Close() })
-		return reg
-	}
-	st, c := checkWorkspace(t, "box", registry, docker.WorkspaceDir)
-	t.Cleanup(func() {
-		for _, ws := range []string{"agent1", "other", "serial"} {
-			_ = made[0].RemoveWorkspace(context.Background(), st.Deployment, jobs.WorkspaceStorage(c.Owner(), ws))
-		}
-	})
-	ctx := sandruntest.Ctx(t)
-	spec, err := c.Submit(ctx, jobs.Spec{Command: "ls /x", Backend: "box", MaxAttempts: 1,
-		Container: &backends.ContainerOptions{Mounts: []string{"sandrun-ws-" + st.Deployment + "-" + jobs.WorkspaceStorage(c.Owner(), "agent1") + ":/x"}}})
+	e := checkWorkspace(t, "box", docker.WorkspaceDir, fmt.Sprintf("backends:\n  box: {kind: docker, image: %s, pull: never}\n", img))
+	d, err := docker.New(docker.Config{Image: img, Pull: docker.PullNever})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := sandruntest.WaitResult(t, c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "are workspaces") {
+	t.Cleanup(func() {
+		for _, ws := range []string{"agent1", "other", "serial"} {
+			_ = d.RemoveWorkspace(context.Background(), e.st.Deployment, jobs.WorkspaceStorage(e.c.Owner(), ws))
+		}
+		_ = d.Close()
+	})
+	reg := backends.NewRegistry()
+	if err := reg.Add("box", d); err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.StartWorkerWith(t, e.st, sandruntest.FastConfig(), reg)
+	spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: "ls /x", Backend: "box", MaxAttempts: 1,
+		Container: &backends.ContainerOptions{Mounts: []string{"sandrun-ws-" + e.st.Deployment + "-" + jobs.WorkspaceStorage(e.c.Owner(), "agent1") + ":/x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "are workspaces") {
 		t.Fatalf("a job mounting a workspace volume by name: %s %q", r.State, r.Error)
 	}
 }
 
-// checkWorkspace runs, on backend: job 1 installs a tool into workspace
-// agent1, job 2 uses it, the worker is replaced, job 3 reads what job 2
-// wrote; another workspace starts empty; four jobs of one workspace
-// submitted at once on a worker of four slots run one at a time, in
-// order; and every ended job leaves the workspace's order. dir is the
+// TestWorkspaceOnSSH: see checkWorkspace, on a real sshd, the workspace a
+// directory beside run_root on the remote host.
+func TestWorkspaceOnSSH(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := sshtest.NewKey(t, dir, "id", "")
+	srv := sshtest.Start(t, sshtest.ServerOptions{AuthorizedKeys: []*sshtest.Key{key}})
+	checkWorkspace(t, "lab", filepath.Join(dir, "workspaces")+"/", fmt.Sprintf(`backends:
+  lab: {kind: ssh, host: 127.0.0.1, port: %d, user: %s, identity_files: [%s], known_hosts: [%s], run_root: %s}
+`, srv.Port, srv.User, key.Path, srv.WriteKnownHosts(t), filepath.Join(dir, "runs")))
+}
+
+// checkWorkspace runs, on the profile backend of config through worker
+// processes: job 1 installs a tool into workspace agent1, job 2 uses it,
+// the worker is killed with SIGKILL and another started, job 3 reads what
+// job 2 wrote; another workspace starts empty; four jobs of one workspace
+// submitted at once run one at a time, in order, though the worker has
+// two slots; and every ended job leaves the workspace's order. dir is the
 // prefix of the workspace's path as jobs see it.
-func checkWorkspace(t *testing.T, backend string, registry func() *backends.Registry, dir string) (*jobs.Store, *client.Client) {
+func checkWorkspace(t *testing.T, backend, dir, config string) env {
 	t.Helper()
-	s := sandruntest.Server(t, "")
-	st := sandruntest.Store(t, s.ClientURL())
-	cfg := sandruntest.FastConfig()
-	w := sandruntest.StartWorkerWith(t, st, cfg, registry())
-	c := client.New(st)
-	ctx := sandruntest.Ctx(t)
+	e := setup(t)
+	cfgFile := filepath.Join(t.TempDir(), "worker.yaml")
+	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startProc(t, e.url, "ws-"+backend+"-a", "--config", cfgFile)
 	run := func(ws, command string) (jobs.Result, string) {
 		t.Helper()
-		spec, err := c.Submit(ctx, jobs.Spec{Command: command, Backend: backend, Workspace: ws, MaxAttempts: 1})
+		spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: command, Backend: backend, Workspace: ws, MaxAttempts: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := sandruntest.WaitResult(t, c, spec.ID, 60*time.Second)
+		r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second)
 		var out bytes.Buffer
-		if err := c.Output(ctx, r, &out, &out); err != nil {
+		if err := e.c.Output(e.ctx, r, &out, &out); err != nil {
 			t.Fatal(err)
 		}
 		return r, out.String()
@@ -130,17 +131,20 @@ func checkWorkspace(t *testing.T, backend string, registry func() *backends.Regi
 	if r, out := run("agent1", `./bin/tool > out.txt && cat out.txt`); r.State != jobs.StateSucceeded || out != "tool-ok\n" {
 		t.Fatalf("job 2: %s %q", r.State, out)
 	}
-	w.Stop()
-	sandruntest.StartWorkerWith(t, st, cfg, registry())
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	startProc(t, e.url, "ws-"+backend+"-b", "--config", cfgFile)
 	if r, out := run("agent1", `cat out.txt`); r.State != jobs.StateSucceeded || out != "tool-ok\n" {
-		t.Fatalf("job 3, on a new worker: %s %q", r.State, out)
+		t.Fatalf("job 3, on a new worker after SIGKILL: %s %q", r.State, out)
 	}
 	if r, out := run("other", `ls`); r.State != jobs.StateSucceeded || out != "" {
 		t.Fatalf("another workspace starts empty: %s %q", r.State, out)
 	}
 	var ids []string
 	for i := range 4 {
-		spec, err := c.Submit(ctx, jobs.Spec{Workspace: "serial", Backend: backend, MaxAttempts: 1,
+		spec, err := e.c.Submit(e.ctx, jobs.Spec{Workspace: "serial", Backend: backend, MaxAttempts: 1,
 			Command: fmt.Sprintf("echo start-%d >> log; sleep 0.3; echo end-%d >> log", i, i)})
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +152,7 @@ func checkWorkspace(t *testing.T, backend string, registry func() *backends.Regi
 		ids = append(ids, spec.ID)
 	}
 	for _, id := range ids {
-		if r := sandruntest.WaitResult(t, c, id, 60*time.Second); r.State != jobs.StateSucceeded {
+		if r := sandruntest.WaitResult(t, e.c, id, 60*time.Second); r.State != jobs.StateSucceeded {
 			t.Fatalf("serial job %s: %s %s", id, r.State, r.Error)
 		}
 	}
@@ -156,12 +160,12 @@ func checkWorkspace(t *testing.T, backend string, registry func() *backends.Regi
 	if r, out := run("serial", `cat log`); r.State != jobs.StateSucceeded || out != want {
 		t.Fatalf("the workspace's jobs overlapped or ran out of order:\n%s", out)
 	}
-	lister, err := st.State.ListKeysFiltered(ctx, "wsq.>")
+	lister, err := e.st.State.ListKeysFiltered(e.ctx, "wsq.>")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := range lister.Keys() {
 		t.Errorf("a place of an ended job is left: %s", k)
 	}
-	return st, c
+	return e
 }

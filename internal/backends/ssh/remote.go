@@ -130,6 +130,7 @@ type launch struct {
 	dir      string // run directory
 	command  string
 	cwd      string
+	ws       string // a workspace directory to make before the job starts (cwd is in it), or ""
 	env      map[string]string
 	meta     runMeta
 	onOrphan string
@@ -178,7 +179,7 @@ func (l launch) script() (string, []string, error) {
 	var b strings.Builder
 	b.WriteString(shellLib)
 	b.WriteString(`main() {
-	d=$1 mode=$2 tenths=$3 grace=$4 watchdog=$5
+	d=$1 mode=$2 tenths=$3 grace=$4 watchdog=$5 ws=$6
 	root=${d%/*}
 	job=${d##*/}
 	job=${job%-*}
@@ -206,14 +207,15 @@ func (l launch) script() (string, []string, error) {
 	for _, f := range files {
 		fmt.Fprintf(&b, "\tprintf '%%s' %s >\"$d/%s\"\n", shQuote(f.body), f.name)
 	}
-	fmt.Fprintf(&b, `	cd "$d" || exit 1
+	fmt.Fprintf(&b, `	[ -z "$ws" ] || mkdir -p "$ws" || exit 1
+	cd "$d" || exit 1
 	setsid sh ./run.sh super "$watchdog" "$grace" %s </dev/null >/dev/null 2>&1 &
 	echo launched
 }
 main "$@"
 `, shQuote(l.cwd))
 	args := []string{l.dir, l.onOrphan, strconv.Itoa(tenths(l.grace)),
-		strconv.FormatFloat(float64(tenths(l.grace))/10, 'f', 1, 64), strconv.Itoa(l.watchdog)}
+		strconv.FormatFloat(float64(tenths(l.grace))/10, 'f', 1, 64), strconv.Itoa(l.watchdog), l.ws}
 	return b.String(), args, nil
 }
 

@@ -111,8 +111,15 @@ func (r *remoteRun) launch(ctx, lctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		watchdog = int(math.Ceil((time.Until(dl) + r.spec.Grace() + r.b.cfg.WatchdogMargin).Seconds()))
 	}
+	cwd, ws := r.spec.Dir, ""
+	if r.spec.Workspace != "" {
+		ws = r.b.workspaceDir(r.spec.Deployment, r.spec.Workspace)
+		if !path.IsAbs(cwd) {
+			cwd = path.Join(ws, cwd)
+		}
+	}
 	script, args, err := launch{
-		dir: r.dir, command: r.spec.Command, cwd: r.spec.Dir, env: r.spec.Env,
+		dir: r.dir, command: r.spec.Command, cwd: cwd, ws: ws, env: r.spec.Env,
 		meta:     runMeta{job: r.spec.JobID, attempt: r.spec.Attempt, worker: r.spec.Worker, deployment: r.spec.Deployment},
 		onOrphan: r.b.cfg.OnOrphan, watchdog: watchdog, grace: r.spec.Grace(),
 	}.script()

@@ -22,6 +22,7 @@
 package ssh
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,7 +99,7 @@ func (b *Backend) Kind() string { return "ssh" }
 // worker's host, but it is a real machine that jobs can damage: the
 // policy applies every rule (Isolated is false).
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{ResumableOutput: true}
+	return backends.Capabilities{ResumableOutput: true, Workspaces: true}
 }
 
 // Validate connects (verifying the host key), and checks that the remote
@@ -133,6 +134,26 @@ func (b *Backend) Close() error {
 		b.cfg.Metrics.SSHConnected.WithLabelValues(b.cfg.Profile).Set(0)
 	}
 	return nil
+}
+
+// workspaceDir is the remote directory of a workspace: workspaces/
+// DEPLOYMENT/NAME beside run_root (relative paths start at the remote
+// home), made by the launch script, the SSH user's.
+func (b *Backend) workspaceDir(deployment, name string) string {
+	return path.Join(path.Dir(b.cfg.RunRoot), "workspaces", cmp.Or(deployment, "default"), name)
+}
+
+// RemoveWorkspace implements backends.WorkspaceRemover.
+func (b *Backend) RemoveWorkspace(ctx context.Context, deployment, name string) error {
+	if strings.Contains(name, "/") || name == "" || name == "." || name == ".." || strings.Contains(deployment, "/") {
+		return fmt.Errorf("ssh: workspace %q: not a name", name)
+	}
+	c, err := b.pool.get(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = b.exec(ctx, c, removeScript, b.workspaceDir(deployment, name))
+	return err
 }
 
 // runDir returns the run directory of an attempt.
