@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
@@ -269,5 +271,41 @@ func TestCommandLine(t *testing.T) {
 	// policy check judges the words as the job would run them.
 	if code, out, _ := sandrun(t, "policy", "check", "--", "echo", "rm -rf /"); code != 0 {
 		t.Errorf("policy check -- echo 'rm -rf /': exit %d, want 0 (an argument, not a command):\n%s", code, out)
+	}
+}
+
+// TestWorkspaceCommands: submit --workspace twice, workspace ls shows it,
+// workspace rm removes its storage (the next job finds it empty), and a
+// name never used is an error.
+func TestWorkspaceCommands(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	reg := backends.NewRegistry()
+	lb, err := local.New(local.Config{WorkspaceRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add("local", lb); err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.StartWorkerWith(t, st, sandruntest.FastConfig(), reg)
+	url := s.ClientURL()
+	for _, step := range []struct{ cmd, out string }{{"echo kept > f", ""}, {"cat f", "kept\n"}} {
+		if code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--wait", "--workspace", "w1", "--", step.cmd); code != 0 || out != step.out {
+			t.Fatalf("submit --workspace w1 -- %s: %d %q %q", step.cmd, code, out, errOut)
+		}
+	}
+	if code, out, _ := sandrun(t, "workspace", "ls", "--nats-url", url); code != 0 || !strings.Contains(out, "WORKSPACE") || !strings.Contains(out, "w1 ") {
+		t.Fatalf("workspace ls: %d\n%s", code, out)
+	}
+	if code, out, errOut := sandrun(t, "workspace", "rm", "--nats-url", url, "w1"); code != 0 || !strings.Contains(out, "workspace w1 removed") {
+		t.Fatalf("workspace rm: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := sandrun(t, "submit", "--nats-url", url, "--wait", "--workspace", "w1", "--", "ls"); code != 0 || out != "" {
+		t.Fatalf("after rm the workspace starts empty: %d %q", code, out)
+	}
+	if code, _, errOut := sandrun(t, "workspace", "rm", "--nats-url", url, "never-used"); code == 0 || !strings.Contains(errOut, "no such workspace") {
+		t.Fatalf("workspace rm of an unknown name: %d %q", code, errOut)
 	}
 }

@@ -24,6 +24,7 @@ Usage:
   sandrun cancel ID                      cancel a queued or running job
   sandrun ls [--state S] [--queue Q]     list jobs
   sandrun dlq ls | dlq retry ID          dead-letter queue
+  sandrun workspace ls [--json] | rm NAME  your workspaces; rm deletes one's storage after its queued jobs
   sandrun export --out FILE [--follow]   finished jobs as JSON lines (a history that outlives retention)
   sandrun batch submit FILE.jsonl        many jobs as one batch (or --template SPEC --params FILE.jsonl)
   sandrun batch status|wait|results|cancel ID ; batch retry ID --failed
@@ -90,6 +91,8 @@ func (c cli) run(args []string) int {
 		err = c.logs(ctx, rest)
 	case "cancel":
 		err = c.cancel(ctx, rest)
+	case "workspace":
+		err = c.workspace(ctx, rest)
 	case "export":
 		err = c.export(ctx, rest)
 	case "ls":

@@ -136,6 +136,19 @@ func WorkspaceQueuePrefix(owner, ws string) string { return "wsq." + owner + "."
 // holds: one at a time.
 func WorkspaceLockKey(owner, ws string) string { return "wslock." + owner + "." + ws }
 
+// WorkspaceInfoKey holds what `sandrun workspace ls` shows of owner's
+// workspace ws (WorkspaceInfo), written when a job of it starts.
+func WorkspaceInfoKey(owner, ws string) string { return "wsinfo." + owner + "." + ws }
+
+// WorkspaceInfo is a workspace as its owner lists it.
+type WorkspaceInfo struct {
+	Workspace string    `json:"workspace"`
+	Queue     string    `json:"queue"`
+	Backend   string    `json:"backend"`
+	LastJob   string    `json:"last_job"`
+	LastUsed  time.Time `json:"last_used"`
+}
+
 // WorkspaceStorage is the name a backend keeps owner's workspace ws
 // under (a directory, a volume): the owner's hash keeps two submitters'
 // workspaces of one name apart.

@@ -97,6 +97,10 @@ type Spec struct {
 	// directory on local and ssh, a named volume on docker). Jobs of one
 	// workspace run one at a time, in the order they were submitted.
 	Workspace string `json:"workspace,omitempty"`
+	// RemoveWorkspace makes the job remove Workspace's storage instead of
+	// running a command (`sandrun workspace rm`), after the workspace's
+	// jobs submitted before it.
+	RemoveWorkspace bool `json:"remove_workspace,omitempty"`
 	// Labels are free-form key/values for people and tools.
 	Labels map[string]string `json:"labels,omitempty"`
 	// SubmittedAt is set by the submitter.
@@ -210,6 +214,8 @@ func (s Spec) Validate() error {
 		return fieldErr("session", "must be 1-64 characters of A-Z a-z 0-9 _ -, got %q", s.Session)
 	case s.Workspace != "" && !nameRE.MatchString(s.Workspace):
 		return fieldErr("workspace", "must be 1-64 characters of A-Z a-z 0-9 _ -, got %q", s.Workspace)
+	case s.RemoveWorkspace && s.Workspace == "":
+		return fieldErr("remove_workspace", "needs workspace")
 	case s.Workspace != "" && s.Session != "":
 		return fieldErr("workspace", "and session cannot be combined: a workspace is the durable form of a session")
 	case len(s.Labels) > MaxLabels:

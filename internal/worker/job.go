@@ -81,6 +81,11 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 		j.failed(ctx, fmt.Sprintf("workspace: profile %s (%s) keeps no workspaces", j.spec.Backend, be.Kind()), false)
 		return
 	}
+	if j.spec.RemoveWorkspace {
+		w.removeWorkspace(ctx, j, be)
+		return
+	}
+	w.recordWorkspace(ctx, j)
 	env, secretValues, err := w.openEnv(j.spec, j.run.OwnerString())
 	if err != nil {
 		j.failed(ctx, err.Error(), false)

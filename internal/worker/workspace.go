@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/lease"
 )
@@ -102,4 +103,36 @@ func (w *Worker) leaveWorkspace(ctx context.Context, spec jobs.Spec, owner strin
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		w.log.Warn("workspace: remove the job's place", "job", spec.ID, "workspace", spec.Workspace, "err", err)
 	}
+}
+
+// recordWorkspace notes that a job of the workspace starts now, for
+// `sandrun workspace ls`. A failed write costs only the listing.
+func (w *Worker) recordWorkspace(ctx context.Context, j *job) {
+	if j.spec.Workspace == "" {
+		return
+	}
+	info, _ := json.Marshal(jobs.WorkspaceInfo{Workspace: j.spec.Workspace, Queue: j.spec.Queue, Backend: j.spec.Backend, LastJob: j.spec.ID, LastUsed: w.now().UTC()})
+	if _, err := w.store.State.Put(ctx, jobs.WorkspaceInfoKey(j.run.OwnerString(), j.spec.Workspace), info); err != nil {
+		j.log.Warn("workspace: record its use", "err", err)
+	}
+}
+
+// removeWorkspace runs a `sandrun workspace rm` job: the backend deletes
+// the workspace's storage, and the listing forgets it.
+func (w *Worker) removeWorkspace(ctx context.Context, j *job, be backends.Backend) {
+	rm, ok := be.(backends.WorkspaceRemover)
+	if !ok {
+		j.failed(ctx, fmt.Sprintf("workspace: profile %s (%s) cannot remove workspaces", j.spec.Backend, be.Kind()), false)
+		return
+	}
+	if err := rm.RemoveWorkspace(ctx, w.store.Deployment, workspaceStorage(j.run, j.spec.Workspace)); err != nil {
+		j.failed(ctx, "workspace: remove: "+err.Error(), true)
+		return
+	}
+	if err := w.store.State.Delete(ctx, jobs.WorkspaceInfoKey(j.run.OwnerString(), j.spec.Workspace)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		j.log.Warn("workspace: forget it", "err", err)
+	}
+	r := j.result(jobs.StateSucceeded, "")
+	r.ExitCode = 0
+	j.finish(ctx, r)
 }

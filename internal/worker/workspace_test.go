@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
@@ -166,6 +168,31 @@ func checkWorkspace(t *testing.T, backend, dir, config string) env {
 	}
 	for k := range lister.Keys() {
 		t.Errorf("a place of an ended job is left: %s", k)
+	}
+	// Listed, then removed: the next job of the workspace starts empty.
+	list, err := e.c.Workspaces(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range list {
+		names = append(names, w.Workspace+"@"+w.Backend)
+	}
+	if got := strings.Join(names, " "); got != fmt.Sprintf("agent1@%s other@%s serial@%s", backend, backend, backend) {
+		t.Fatalf("workspace ls: %s", got)
+	}
+	spec, err := e.c.RemoveWorkspace(e.ctx, "agent1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second); r.State != jobs.StateSucceeded {
+		t.Fatalf("workspace rm: %s %q", r.State, r.Error)
+	}
+	if _, err := e.c.RemoveWorkspace(e.ctx, "agent1"); !errors.Is(err, client.ErrNoWorkspace) {
+		t.Fatalf("a removed workspace is no longer listed: %v", err)
+	}
+	if r, out := run("agent1", `ls`); r.State != jobs.StateSucceeded || out != "" {
+		t.Fatalf("after workspace rm, the workspace starts empty: %s %q", r.State, out)
 	}
 	return e
 }
