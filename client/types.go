@@ -36,6 +36,8 @@ type (
 	BatchCompletion = jobs.BatchCompletion
 	// DLQEntry is a dead job as the dead-letter queue holds it.
 	DLQEntry = jobs.DLQEntry
+	// WorkspaceInfo is a workspace as its owner lists it.
+	WorkspaceInfo = jobs.WorkspaceInfo
 )
 
 // Job states.

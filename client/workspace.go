@@ -19,13 +19,13 @@ var ErrNoWorkspace = errors.New("no such workspace")
 
 // Workspaces lists this owner's workspaces, by name, with the profile
 // that keeps each and its last use.
-func (c *Client) Workspaces(ctx context.Context) ([]jobs.WorkspaceInfo, error) {
+func (c *Client) Workspaces(ctx context.Context) ([]WorkspaceInfo, error) {
 	prefix := jobs.WorkspaceInfoKey(c.owner, "")
 	lister, err := c.store.State.ListKeysFiltered(ctx, prefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("workspaces: %w", err)
 	}
-	var out []jobs.WorkspaceInfo
+	var out []WorkspaceInfo
 	for k := range lister.Keys() {
 		info, err := c.workspace(ctx, strings.TrimPrefix(k, prefix))
 		if errors.Is(err, ErrNoWorkspace) {
@@ -36,12 +36,12 @@ func (c *Client) Workspaces(ctx context.Context) ([]jobs.WorkspaceInfo, error) {
 		}
 		out = append(out, info)
 	}
-	slices.SortFunc(out, func(a, b jobs.WorkspaceInfo) int { return strings.Compare(a.Workspace, b.Workspace) })
+	slices.SortFunc(out, func(a, b WorkspaceInfo) int { return strings.Compare(a.Workspace, b.Workspace) })
 	return out, nil
 }
 
-func (c *Client) workspace(ctx context.Context, name string) (jobs.WorkspaceInfo, error) {
-	var info jobs.WorkspaceInfo
+func (c *Client) workspace(ctx context.Context, name string) (WorkspaceInfo, error) {
+	var info WorkspaceInfo
 	e, err := c.store.State.Get(ctx, jobs.WorkspaceInfoKey(c.owner, name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return info, fmt.Errorf("workspace %s: %w", name, ErrNoWorkspace)
