@@ -66,6 +66,7 @@ func registerDaemonFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.Worker.KillGrace, "kill-grace", c.Worker.KillGrace, "time between SIGTERM and SIGKILL of a job (default 5s)")
 	fs.DurationVar(&c.Worker.ElectionTTL, "election-ttl", c.Worker.ElectionTTL, "leader election TTL (default 15s)")
 	fs.DurationVar(&c.Worker.ReaperScan, "reaper-scan", c.Worker.ReaperScan, "reaper rescan period (default 30s)")
+	fs.DurationVar(&c.Worker.WorkspaceIdle, "workspace-idle", c.Worker.WorkspaceIdle, "remove workspaces no job has used this long (default 0: keep them)")
 	fs.DurationVar(&c.Worker.PullWait, "pull-wait", c.Worker.PullWait, "how long one pull waits for a message (default 5s)")
 	fs.Int64Var(&c.Worker.OutputMax, "output-max", c.Worker.OutputMax, "bytes of each output stream kept per attempt; the rest is counted, not kept (default 64 MiB)")
 	fs.StringVar(&c.SchedulesFile, "schedules", c.SchedulesFile, "schedules YAML file")

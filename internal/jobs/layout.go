@@ -138,7 +138,10 @@ func WorkspaceLockKey(owner, ws string) string { return "wslock." + owner + "." 
 
 // WorkspaceInfoKey holds what `sandrun workspace ls` shows of owner's
 // workspace ws (WorkspaceInfo), written when a job of it starts.
-func WorkspaceInfoKey(owner, ws string) string { return "wsinfo." + owner + "." + ws }
+func WorkspaceInfoKey(owner, ws string) string { return WorkspaceInfoPrefix + owner + "." + ws }
+
+// WorkspaceInfoPrefix starts every WorkspaceInfoKey.
+const WorkspaceInfoPrefix = "wsinfo."
 
 // WorkspaceInfo is a workspace as its owner lists it.
 type WorkspaceInfo struct {

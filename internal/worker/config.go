@@ -47,6 +47,10 @@ type Config struct {
 	NoReaper bool `yaml:"no_reaper"`
 	// ReaperScan is the period of the reaper's full rescan. Default 30s.
 	ReaperScan time.Duration `yaml:"reaper_scan"`
+	// WorkspaceIdle removes a workspace no job has used this long (the
+	// reaper submits its removal job, ordered after any queued job of
+	// it). Default 0: workspaces are kept until `sandrun workspace rm`.
+	WorkspaceIdle time.Duration `yaml:"workspace_idle"`
 	// ElectionTTL is the reaper leadership lease. Default 15s.
 	ElectionTTL time.Duration `yaml:"election_ttl"`
 	// OutputHead and OutputTail bound the output kept in a result (the
@@ -134,6 +138,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL >= 3*time.Second && c.KillGrace+killSlack > c.LeaseTTL/2 {
 		errs = append(errs, fmt.Errorf("worker.kill_grace: %s (+%s to stop) must fit in half the lease_ttl (%s): a job is stopped before its lease can expire", c.KillGrace, killSlack, c.LeaseTTL))
+	}
+	if c.WorkspaceIdle < 0 {
+		errs = append(errs, fmt.Errorf("worker.workspace_idle: must not be negative, got %s", c.WorkspaceIdle))
 	}
 	if c.ElectionTTL < 2*time.Second {
 		errs = append(errs, fmt.Errorf("worker.election_ttl: must be >= 2s, got %s", c.ElectionTTL))

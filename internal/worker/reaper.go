@@ -24,6 +24,9 @@ import (
 func (w *Worker) reap(ctx context.Context) {
 	var follow sync.WaitGroup
 	follow.Go(func() { w.announceBatches(ctx) })
+	if w.cfg.WorkspaceIdle > 0 {
+		follow.Go(func() { w.expireWorkspaces(ctx) })
+	}
 	defer follow.Wait()
 	for ctx.Err() == nil {
 		if err := w.reapWatching(ctx); err != nil && ctx.Err() == nil {

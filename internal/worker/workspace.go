@@ -136,3 +136,67 @@ func (w *Worker) removeWorkspace(ctx context.Context, j *job, be backends.Backen
 	r.ExitCode = 0
 	j.finish(ctx, r)
 }
+
+// expireWorkspaces, on the reaper, removes the workspaces no job has
+// used for WorkspaceIdle: at each pass (every ReaperScan) it submits,
+// for each, its owner's removal job. O(workspaces) per pass, never
+// O(jobs).
+func (w *Worker) expireWorkspaces(ctx context.Context) {
+	t := time.NewTicker(w.cfg.ReaperScan)
+	defer t.Stop()
+	for {
+		w.expireIdle(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// expireIdle is one pass of expireWorkspaces.
+func (w *Worker) expireIdle(ctx context.Context) {
+	lister, err := w.store.State.ListKeysFiltered(ctx, jobs.WorkspaceInfoPrefix+">")
+	if err != nil {
+		w.log.Warn("workspaces: list", "err", err)
+		return
+	}
+	now := w.now().UTC()
+	for k := range lister.Keys() {
+		rest := strings.TrimPrefix(k, jobs.WorkspaceInfoPrefix)
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 {
+			continue
+		}
+		owner, name := rest[:i], rest[i+1:]
+		if _, ok := jobs.ParseOwner(owner); !ok {
+			continue
+		}
+		e, err := w.store.State.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var info jobs.WorkspaceInfo
+		if json.Unmarshal(e.Value(), &info) != nil || now.Sub(info.LastUsed) < w.cfg.WorkspaceIdle {
+			continue
+		}
+		// Claimed by this pass before anything is submitted: the record's
+		// last use moves to now, so no other pass submits a second removal.
+		idle := now.Sub(info.LastUsed)
+		info.LastUsed, info.LastJob = now, jobs.NewID(now)
+		data, _ := json.Marshal(info)
+		if _, err := w.store.State.Update(ctx, k, data, e.Revision()); err != nil {
+			continue
+		}
+		spec := jobs.Spec{ID: info.LastJob, Command: ":", Queue: info.Queue, Backend: info.Backend, Workspace: name,
+			RemoveWorkspace: true, MaxAttempts: 3, SubmittedAt: now, Labels: map[string]string{"reason": "workspace-idle"}}.WithDefaults()
+		if err := w.store.SubmitPipelined(ctx, spec, owner, spec.ID); err != nil {
+			w.log.Warn("workspaces: submit the removal of an idle one", "workspace", name, "owner", owner, "err", err)
+			continue
+		}
+		if _, err := w.store.State.Put(ctx, jobs.WorkspaceQueueKey(owner, name, now, spec.ID), []byte(spec.ID)); err != nil {
+			w.log.Warn("workspaces: place the removal", "workspace", name, "err", err)
+		}
+		w.log.Info("workspace idle: removal submitted", "workspace", name, "owner", owner, "job", spec.ID, "idle", idle)
+	}
+}

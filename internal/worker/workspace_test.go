@@ -15,6 +15,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
+	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
@@ -195,4 +196,69 @@ func checkWorkspace(t *testing.T, backend, dir, config string) env {
 		t.Fatalf("after workspace rm, the workspace starts empty: %s %q", r.State, out)
 	}
 	return e
+}
+
+// TestWorkspaceIdleExpiry: with workspace_idle set, the reaper removes a
+// workspace no job has used for that long (its storage and its listing);
+// a workspace in use stays.
+func TestWorkspaceIdleExpiry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	root := t.TempDir()
+	reg := backends.NewRegistry()
+	lb, err := local.New(local.Config{WorkspaceRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add("local", lb); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandruntest.FastConfig()
+	cfg.WorkspaceIdle = 3 * time.Second
+	sandruntest.StartWorkerWith(t, e.st, cfg, reg)
+	submit := func(ws, cmd string) string {
+		t.Helper()
+		spec, err := e.c.Submit(e.ctx, jobs.Spec{Command: cmd, Workspace: ws, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second)
+		var out bytes.Buffer
+		_ = e.c.Output(e.ctx, r, &out, &out)
+		return out.String()
+	}
+	submit("idle", "echo x > f")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := e.c.Workspaces(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := false
+		for _, w := range list {
+			kept = kept || w.Workspace == "idle"
+		}
+		if !kept {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workspace idle for 30s, workspace_idle 3s: still listed %+v", list)
+		}
+		submit("busy", "true") // keeps another workspace in use meanwhile
+		time.Sleep(500 * time.Millisecond)
+	}
+	if out := submit("idle", "ls"); out != "" {
+		t.Fatalf("the expired workspace's storage is left: %q", out)
+	}
+	list, err := e.c.Workspaces(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, w := range list {
+		names[w.Workspace] = true
+	}
+	if !names["busy"] {
+		t.Fatalf("a workspace in use was expired: %+v", list)
+	}
 }
