@@ -93,8 +93,12 @@ func run(ctx context.Context, url, name string, keep bool, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if r, err := c.Follow(ctx, spec.ID, client.FollowOptions{}); err != nil || r.State != client.StateSucceeded {
-		return fmt.Errorf("remove workspace %s: %v %s", name, err, r.Error)
+	r, err := c.Follow(ctx, spec.ID, client.FollowOptions{})
+	if err != nil {
+		return fmt.Errorf("remove workspace %s: %w", name, err)
+	}
+	if r.State != client.StateSucceeded {
+		return fmt.Errorf("remove workspace %s: %s: %s", name, r.State, r.Error)
 	}
 	fmt.Fprintf(out, "workspace %s removed\n", name)
 	return nil

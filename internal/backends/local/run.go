@@ -357,7 +357,9 @@ func (l *Local) workspace(deployment, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", err, backends.ErrPermanent)
 	}
-	if err := os.MkdirAll(parent, 0o711); err != nil {
+	// Traversable by all: the profile's user (not the worker's) must reach
+	// its own workspace, 0700, inside.
+	if err := os.MkdirAll(parent, 0o711); err != nil { //nolint:gosec // G301: only x for others, no listing
 		return "", fmt.Errorf("local: workspace_root: %w", err)
 	}
 	dir := filepath.Join(parent, name)

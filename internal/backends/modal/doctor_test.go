@@ -48,7 +48,7 @@ func TestOrphansListsWithoutTerminating(t *testing.T) {
 
 	calls := f.Calls()
 	var asked []string
-	notLive := func(job string, attempt int, worker string) bool {
+	notLive := func(job string, _ int, worker string) bool {
 		asked = append(asked, job+"/"+worker)
 		return false
 	}

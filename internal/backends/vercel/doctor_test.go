@@ -35,7 +35,7 @@ func TestOrphansListsWithoutRemoving(t *testing.T) {
 
 	b := newBackend(t, fakeConfig(f))
 	var asked []string
-	notLive := func(job string, attempt int, worker string) bool {
+	notLive := func(job string, _ int, worker string) bool {
 		asked = append(asked, job+"/"+worker)
 		return false
 	}
