@@ -37,7 +37,7 @@ func (b *Backend) execute(ctx context.Context, w *workload, spec backends.Spec, 
 	res.StartedAt = time.Now()
 	ectx, cancel := context.WithTimeout(bg, rpcTimeout)
 	proc, err := w.sb.Exec(ectx, []string{"/bin/sh", "-c", wrapper, pidfile, spec.Command},
-		&modal.SandboxExecParams{Workdir: spec.Dir, Env: spec.Env})
+		&modal.SandboxExecParams{Workdir: workdir(spec), Env: spec.Env})
 	cancel()
 	if err != nil {
 		w.unused(bg)
@@ -68,6 +68,9 @@ func (b *Backend) execute(ctx context.Context, w *workload, spec backends.Spec, 
 		w.abandon(bg)
 	} else {
 		w.endJob(bg, pidfile)
+	}
+	if w.workspace {
+		b.awaitEnd(bg, w.sb)
 	}
 	outErr := output.drain()
 	res, err = outcome(ctx, res, st, stopped, outErr)

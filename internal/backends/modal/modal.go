@@ -15,8 +15,13 @@
 // when it ends, leftovers with it. When ctx is done the command's process
 // group gets SIGTERM, then SIGKILL after the kill grace, then the sandbox
 // is terminated. Jobs with a session key share a sandbox per key instead,
-// terminated after SessionIdle without a job. ReapOrphans terminates the
-// sandboxes of dead attempts, found by their tags.
+// terminated after SessionIdle without a job. A job with a workspace gets
+// the workspace's Modal Volume (sandrun-ws-<deployment>-<name>, made on
+// first use) mounted at WorkspaceDir, its working directory unless Dir is
+// absolute; Run returns once its sandbox has ended, which is when Modal
+// writes the changes back. RemoveWorkspace deletes the volume.
+// ReapOrphans terminates the sandboxes of dead attempts, found by their
+// tags.
 package modal
 
 import (
@@ -73,7 +78,7 @@ func (b *Backend) Kind() string { return "modal" }
 
 // Capabilities implements backends.Backend.
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true, Workspaces: true}
 }
 
 // Validate resolves the credentials (once: the path chosen holds for the
@@ -157,6 +162,7 @@ var (
 	_ backends.Backend           = (*Backend)(nil)
 	_ backends.OrphanReaper      = (*Backend)(nil)
 	_ backends.Describer         = (*Backend)(nil)
+	_ backends.WorkspaceRemover  = (*Backend)(nil)
 	_ interface{ Close() error } = (*Backend)(nil)
 )
 

@@ -20,10 +20,14 @@ const maxArgBytes = 1 << 16
 // The error is nil when the command ran to completion, whatever its exit
 // code. It wraps context.Cause(ctx) when ctx ended the run or was done
 // before it started; backends.ErrPermanent when Modal cannot run the spec
-// or the profile (an invalid env name, a relative Dir, a bad image); and
-// backends.ErrUnavailable when Modal or the credentials fail. A failing
-// writer does not stop the job: its output is discarded from then on and
-// the write error returned once the command has ended.
+// or the profile (an invalid env name, a relative Dir without a workspace,
+// a bad image); and backends.ErrUnavailable when Modal or the credentials
+// fail. A failing writer does not stop the job: its output is discarded
+// from then on and the write error returned once the command has ended.
+//
+// With spec.Workspace, the workspace's volume is mounted at WorkspaceDir
+// (see mountWorkspace) and Run returns only once the job's sandbox has
+// ended, when Modal has written the job's changes back to the volume.
 func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Output) (backends.Result, error) {
 	res := backends.Result{ExitCode: -1}
 	if ctx.Err() != nil {
@@ -60,8 +64,11 @@ func (b *Backend) checkSpec(spec backends.Spec) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("modal: %s: %w", fmt.Sprintf(format, args...), backends.ErrPermanent)
 	}
-	if spec.Dir != "" && !path.IsAbs(spec.Dir) {
-		return bad("dir %q: must be absolute", spec.Dir)
+	if spec.Dir != "" && !path.IsAbs(spec.Dir) && spec.Workspace == "" {
+		return bad("dir %q: must be absolute (or relative to a workspace)", spec.Dir)
+	}
+	if spec.Workspace != "" && spec.Session != "" {
+		return bad("workspace %q and session %q: cannot be combined", spec.Workspace, spec.Session)
 	}
 	for k, v := range spec.Env {
 		if !envNameRE.MatchString(k) {

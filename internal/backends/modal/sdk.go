@@ -67,10 +67,11 @@ func setSDKProfile(params *modal.ClientParams, name string, prof sdkProfile) err
 	return nil
 }
 
-// conn is the backend's open connection to Modal: a client, the app that
-// owns the sandboxes and, once built, the image.
+// conn is the backend's open connection to Modal: a client, its
+// environment, the app that owns the sandboxes and, once built, the image.
 type conn struct {
 	sdk *modal.Client
+	env string // the Modal environment ("" for the account's default)
 	app *modal.App
 
 	imageMu sync.Mutex
@@ -89,7 +90,7 @@ func dial(ctx context.Context, ep Endpoint, cfg Config, environment string) (*co
 		c.Close()
 		return nil, classify("app "+cfg.App, err)
 	}
-	return &conn{sdk: c, app: app}, nil
+	return &conn{sdk: c, env: environment, app: app}, nil
 }
 
 // builtImage returns the profile's image, built on Modal on first use

@@ -19,9 +19,10 @@ type session struct {
 
 // workload is where one job runs: a sandbox of its own, or its session's.
 type workload struct {
-	b       *Backend
-	sb      *modal.Sandbox
-	session *session // nil for a job's own sandbox
+	b         *Backend
+	sb        *modal.Sandbox
+	session   *session // nil for a job's own sandbox
+	workspace bool     // a workspace volume is mounted in sb
 }
 
 // acquire returns spec's workload, counted as in use until release.
@@ -33,14 +34,18 @@ func (b *Backend) acquire(ctx context.Context, c *conn, img *modal.Image, spec b
 		}
 		return &workload{b: b, sb: s.sb, session: s}, nil
 	}
-	sb, err := b.create(ctx, c, img, b.createParams(ctx, spec))
+	params := b.createParams(ctx, spec)
+	if err := c.mountWorkspace(ctx, spec, params); err != nil {
+		return nil, err
+	}
+	sb, err := b.create(ctx, c, img, params)
 	if err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	b.running[sb.SandboxID]++
 	b.mu.Unlock()
-	return &workload{b: b, sb: sb}, nil
+	return &workload{b: b, sb: sb, workspace: spec.Workspace != ""}, nil
 }
 
 // joinSession returns the running sandbox of spec's session, creating it

@@ -5,11 +5,12 @@
 // service definitions: the control plane (modal.client.ModalClient) and
 // the per-task command router (TaskCommandRouter), which Modal serves at a
 // URL it hands out per sandbox. It implements the RPCs the SDK sends for
-// V2 sandboxes — auth token, app, environment, image, sandbox create,
-// terminate, list by tags, tags get and set, exec start, stdio read, exec
-// wait — and fails the test on any other. It checks the auth metadata of
-// every call: the token pair and the JWT from AuthTokenGet on the control
-// plane, the router JWT as a Bearer token on the router.
+// V2 sandboxes — auth token, app, environment, image, sandbox create
+// (with volume mounts), terminate, wait, list by tags, tags get and set,
+// named volume get-or-create and delete, exec start, stdio read, exec wait
+// — and fails the test on any other. It checks the auth metadata of every
+// call: the token pair and the JWT from AuthTokenGet on the control plane,
+// the router JWT as a Bearer token on the router.
 //
 // A sandbox is a directory under the test's temp dir (its default working
 // directory; absolute paths a job asks for work as they are). Each exec
@@ -19,9 +20,24 @@
 // passing, kills the process group of every exec it ran. Output is kept
 // whole, so a stdio read resumes at any offset.
 //
+// A named volume is a directory under the test's temp dir, made by
+// VolumeGetOrCreate (by environment and name, with Modal's name rules)
+// and removed with its files by VolumeDelete. A sandbox created with a
+// volume mounted at a path binds that path to the volume's directory for
+// its execs' working directories only: an exec whose working directory is
+// the mount path, or under it, runs in the volume's directory (or the
+// same subdirectory of it), so what a command reads and writes by
+// relative path persists in the volume from one sandbox to the next. The
+// processes run on the host, without a mount namespace: an absolute path
+// under the mount point in a command (cat /workspace/f) does not reach
+// the volume, and pwd prints the host directory. Writes reach the volume
+// at once, where Modal writes a sandbox's changes back when it ends.
+//
 // Not faked: V1 sandboxes (GPU), images (refs are recorded, never pulled),
 // resource limits, network policy and idle timeouts (recorded only),
-// stdin writes, processes that leave their exec's process group.
+// stdin writes, processes that leave their exec's process group,
+// ephemeral volumes, read-only and sub-path mounts (refused as
+// Unimplemented, which fails the test), volume commits and reloads.
 package modaltest
 
 import (
@@ -55,7 +71,8 @@ type Fake struct {
 	mu        sync.Mutex
 	stopped   bool // no exec starts once set
 	seq       int
-	apps      map[string]string // "env/name" -> app ID
+	apps      map[string]string  // "env/name" -> app ID
+	volumes   map[string]*Volume // "env/name" -> volume
 	images    []string
 	sandboxes []*sandbox
 	calls     map[string]int
@@ -83,6 +100,7 @@ func Start(t testing.TB) *Fake {
 		authJWT:   jwt(),
 		routerJWT: jwt(),
 		apps:      map[string]string{},
+		volumes:   map[string]*Volume{},
 		calls:     map[string]int{},
 	}
 	f.srv = grpc.NewServer(grpc.ChainUnaryInterceptor(f.unary), grpc.ChainStreamInterceptor(f.stream))
@@ -128,9 +146,26 @@ type Sandbox struct {
 	Network                 string // OPEN, BLOCKED or ALLOWLIST
 	AllowedCIDRs            []string
 	Timeout, IdleTimeout    time.Duration
+	// Mounts are the volumes mounted in it, as the SDK sent them.
+	Mounts []Mount
 	// Status is "" while it runs, then "terminated" or "timeout".
 	Status string
 	Execs  []Exec
+}
+
+// Mount is one volume mounted in a sandbox.
+type Mount struct {
+	VolumeID, Path         string
+	AllowBackgroundCommits bool
+	// Dir is the volume's directory the mount path stands for.
+	Dir string
+}
+
+// Volume is a named volume.
+type Volume struct {
+	ID, Name, Environment string
+	// Dir holds the volume's files.
+	Dir string
 }
 
 // Exec is one exec a sandbox ran.
@@ -138,8 +173,10 @@ type Exec struct {
 	ID   string
 	Args []string
 	Env  map[string]string
-	Dir  string
-	PID  int
+	// Dir is the working directory in the sandbox, HostDir where the
+	// process ran (a volume's directory, for a Dir under a mount path).
+	Dir, HostDir string
+	PID          int
 }
 
 // Sandboxes returns every sandbox, live or not, oldest first.
@@ -177,6 +214,17 @@ func (f *Fake) Calls() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.calls)
+}
+
+// Volumes returns the named volumes that exist, by ID.
+func (f *Fake) Volumes() map[string]Volume {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]Volume, len(f.volumes))
+	for _, v := range f.volumes {
+		out[v.ID] = *v
+	}
+	return out
 }
 
 // Images returns the Dockerfile commands of each image the SDK asked for.

@@ -15,27 +15,30 @@ type process struct {
 	id   string
 	args []string
 	env  map[string]string
-	dir  string
-	pid  int
-	out  [2]*output  // stdout, stderr; nil when discarded
-	pipe [2]*os.File // our read ends of them
-	done chan struct{}
+	dir  string // in the sandbox
+	// hostDir is where it runs: dir, or a volume's directory for it.
+	hostDir string
+	pid     int
+	out     [2]*output  // stdout, stderr; nil when discarded
+	pipe    [2]*os.File // our read ends of them
+	done    chan struct{}
 	// state is set before done is closed.
 	state *os.ProcessState
 }
 
-// spawn starts args in dir with exactly env and an open stdin pipe that
-// gets no data, stdout and stderr kept when pipe says so (else
-// /dev/null). Goroutines on f.procs wait for it and read its output.
-func (f *Fake) spawn(id string, args []string, env map[string]string, dir string, pipe [2]bool) (*process, error) {
+// spawn starts args in hostDir (the sandbox's dir) with exactly env and
+// an open stdin pipe that gets no data, stdout and stderr kept when pipe
+// says so (else /dev/null). Goroutines on f.procs wait for it and read
+// its output.
+func (f *Fake) spawn(id string, args []string, env map[string]string, dir, hostDir string, pipe [2]bool) (*process, error) {
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = dir
+	cmd.Dir = hostDir
 	cmd.Env = make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &process{id: id, args: args, env: env, dir: dir, done: make(chan struct{})}
+	p := &process{id: id, args: args, env: env, dir: dir, hostDir: hostDir, done: make(chan struct{})}
 
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {

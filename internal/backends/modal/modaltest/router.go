@@ -66,10 +66,11 @@ func (r *router) TaskExecStart(_ context.Context, req *pb.TaskExecStartRequest) 
 		}
 	}
 	dir := firstNonEmpty(req.GetWorkdir(), sb.Workdir, sb.Dir)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	hostDir := sb.hostDir(dir)
+	if fi, err := os.Stat(hostDir); err != nil || !fi.IsDir() {
 		return nil, status.Errorf(codes.InvalidArgument, "workdir %s is not a directory", dir)
 	}
-	p, err := f.spawn(req.GetExecId(), req.GetCommandArgs(), env, dir, pipe)
+	p, err := f.spawn(req.GetExecId(), req.GetCommandArgs(), env, dir, hostDir, pipe)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "exec: %v", err)
 	}

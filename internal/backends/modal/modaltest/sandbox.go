@@ -33,6 +33,10 @@ func (f *Fake) create(req *pb.SandboxCreateV2Request) (*sandbox, error) {
 	def := req.GetDefinition()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	mounts, err := f.mounts(def)
+	if err != nil {
+		return nil, err
+	}
 	f.seq++
 	// Not "sb-" and 22 base62 characters: the SDK takes that for a V1 ID.
 	id := fmt.Sprintf("sb-v2-%d-%s", f.seq, randomID())
@@ -50,6 +54,7 @@ func (f *Fake) create(req *pb.SandboxCreateV2Request) (*sandbox, error) {
 		AllowedCIDRs: def.GetNetworkAccess().GetAllowedCidrs(),
 		Timeout:      time.Duration(def.GetTimeoutSecs()) * time.Second,
 		IdleTimeout:  time.Duration(def.GetIdleTimeoutSecs()) * time.Second,
+		Mounts:       mounts,
 	}, created: float64(f.seq), ended: make(chan struct{})}
 	for _, t := range req.GetTags() {
 		sb.Tags[t.GetTagName()] = t.GetTagValue()
@@ -113,9 +118,10 @@ func (sb *sandbox) snapshot() Sandbox {
 	s := sb.Sandbox
 	s.Tags = maps.Clone(sb.Tags)
 	s.AllowedCIDRs = slices.Clone(sb.AllowedCIDRs)
+	s.Mounts = slices.Clone(sb.Mounts)
 	s.Execs = make([]Exec, 0, len(sb.procs))
 	for _, p := range sb.procs {
-		s.Execs = append(s.Execs, Exec{ID: p.id, Args: slices.Clone(p.args), Env: maps.Clone(p.env), Dir: p.dir, PID: p.pid})
+		s.Execs = append(s.Execs, Exec{ID: p.id, Args: slices.Clone(p.args), Env: maps.Clone(p.env), Dir: p.dir, HostDir: p.hostDir, PID: p.pid})
 	}
 	return s
 }
