@@ -16,6 +16,8 @@ import (
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
 	"github.com/sandrun/sandrun/internal/backends/local"
+	"github.com/sandrun/sandrun/internal/backends/modal"
+	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
@@ -287,4 +289,33 @@ func TestWorkspaceIdleExpiry(t *testing.T) {
 	if !names["busy"] {
 		t.Fatalf("a workspace in use was expired: %+v", list)
 	}
+}
+
+// TestWorkspaceOnModal: see checkWorkspace, on the Modal fake (a Volume
+// per workspace; the fake's volumes are real directories), with
+// in-process workers replaced between steps. The fake runs commands on
+// this host without a mount namespace, so the path jobs print is the
+// volume's directory, not /workspace.
+func TestWorkspaceOnModal(t *testing.T) {
+	t.Parallel()
+	fake := modaltest.Start(t)
+	dir := t.TempDir()
+	tokens := map[string]string{"MODAL_TOKEN_ID": fake.TokenID, "MODAL_TOKEN_SECRET": fake.TokenSecret}
+	mb, err := modal.New(modal.Config{Mode: modal.ModeDirect, ServerURL: fake.URL, ConfigPath: filepath.Join(dir, "absent.toml"),
+		Image: "alpine:3.21", StateDir: dir, LookupEnv: func(k string) (string, bool) { v, ok := tokens[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mb.Close() })
+	if err := mb.Validate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reg := backends.NewRegistry()
+	if err := reg.Add("cloud", mb); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t)
+	checkWorkspaceWith(t, e, "cloud", "", func() func() {
+		return sandruntest.StartWorkerWith(t, e.st, sandruntest.FastConfig(), reg).Stop
+	})
 }
