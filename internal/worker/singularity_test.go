@@ -91,20 +91,20 @@ func TestSingularityMetricsOnWorker(t *testing.T) {
 	}
 
 	for series, want := range map[string]float64{
-		"sandrun_sif_cache_misses_total":                     3,
-		"sandrun_sif_cache_hits_total":                       2,
-		`sandrun_sif_pulls_total{result="ok"}`:               3,
-		`sandrun_sif_cache_evictions_total{reason="size"}`:   1,
-		`sandrun_sif_cache_evictions_total{reason="purged"}`: 1,
-		"sandrun_sif_cache_images":                           1,
-		"sandrun_sif_pull_seconds_count":                     3,
-		`sandrun_script_timeouts_total{backend="hpc"}`:       1,
+		`sandrun_sif_cache_misses_total{backend="hpc"}`:                    3,
+		`sandrun_sif_cache_hits_total{backend="hpc"}`:                      2,
+		`sandrun_sif_pulls_total{backend="hpc",result="ok"}`:               3,
+		`sandrun_sif_cache_evictions_total{backend="hpc",reason="size"}`:   1,
+		`sandrun_sif_cache_evictions_total{backend="hpc",reason="purged"}`: 1,
+		`sandrun_sif_cache_images{backend="hpc"}`:                          1,
+		`sandrun_sif_pull_seconds_count{backend="hpc"}`:                    3,
+		`sandrun_script_timeouts_total{backend="hpc"}`:                     1,
 	} {
 		if got := scrape(t, w.metricsAddr, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
-	if got := scrape(t, w.metricsAddr, "sandrun_sif_cache_bytes"); got <= 0 {
+	if got := scrape(t, w.metricsAddr, `sandrun_sif_cache_bytes{backend="hpc"}`); got <= 0 {
 		t.Errorf("sandrun_sif_cache_bytes = %v, want the SIF's size", got)
 	}
 	if n := len(fake.CallsOf(t, "pull")); n != 3 {

@@ -57,7 +57,7 @@ func TestKindAndCapabilities(t *testing.T) {
 	if got := l.Kind(); got != "local" {
 		t.Errorf("Kind() = %q, want local", got)
 	}
-	if got, want := l.Capabilities(), (backends.Capabilities{ResourceUsage: true, Shell: DefaultShell}); got != want {
+	if got, want := l.Capabilities(), (backends.Capabilities{ResourceUsage: true, Workspaces: true, Shell: DefaultShell}); got != want {
 		t.Errorf("Capabilities() = %+v, want %+v", got, want)
 	}
 }

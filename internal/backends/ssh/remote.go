@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -207,7 +208,7 @@ func (l launch) script() (string, []string, error) {
 	for _, f := range files {
 		fmt.Fprintf(&b, "\tprintf '%%s' %s >\"$d/%s\"\n", shQuote(f.body), f.name)
 	}
-	fmt.Fprintf(&b, `	[ -z "$ws" ] || mkdir -p "$ws" || exit 1
+	fmt.Fprintf(&b, `	[ "$ws" = - ] || mkdir -p "$ws" || exit 1
 	cd "$d" || exit 1
 	setsid sh ./run.sh super "$watchdog" "$grace" %s </dev/null >/dev/null 2>&1 &
 	echo launched
@@ -215,7 +216,7 @@ func (l launch) script() (string, []string, error) {
 main "$@"
 `, shQuote(l.cwd))
 	args := []string{l.dir, l.onOrphan, strconv.Itoa(tenths(l.grace)),
-		strconv.FormatFloat(float64(tenths(l.grace))/10, 'f', 1, 64), strconv.Itoa(l.watchdog), l.ws}
+		strconv.FormatFloat(float64(tenths(l.grace))/10, 'f', 1, 64), strconv.Itoa(l.watchdog), cmp.Or(l.ws, "-")} // "-": no workspace (an empty argument is refused)
 	return b.String(), args, nil
 }
 
