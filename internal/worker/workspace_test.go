@@ -13,6 +13,8 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/daytona"
+	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
 	"github.com/sandrun/sandrun/internal/backends/docker"
 	"github.com/sandrun/sandrun/internal/backends/docker/dockertest"
 	"github.com/sandrun/sandrun/internal/backends/local"
@@ -316,6 +318,31 @@ func TestWorkspaceOnModal(t *testing.T) {
 	}
 	e := setup(t)
 	checkWorkspaceWith(t, e, "cloud", "", func() func() {
+		return sandruntest.StartWorkerWith(t, e.st, sandruntest.FastConfig(), reg).Stop
+	})
+}
+
+// TestWorkspaceOnDaytona: see checkWorkspace, on the Daytona fake (a
+// volume per workspace, mounted at /workspace in each command's own mount
+// namespace), with in-process workers replaced between steps.
+func TestWorkspaceOnDaytona(t *testing.T) {
+	t.Parallel()
+	dfake := daytonatest.Start(t)
+	daytonatest.RequireVolumes(t)
+	db, err := daytona.New(daytona.Config{APIURL: dfake.URL, PollInterval: 200 * time.Millisecond,
+		LookupEnv: lookup(map[string]string{daytona.DefaultAPIKeyEnv: dfake.APIKey})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Validate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reg := backends.NewRegistry()
+	if err := reg.Add("dt", db); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t)
+	checkWorkspaceWith(t, e, "dt", daytona.WorkspaceDir, func() func() {
 		return sandruntest.StartWorkerWith(t, e.st, sandruntest.FastConfig(), reg).Stop
 	})
 }

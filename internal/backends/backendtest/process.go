@@ -23,8 +23,8 @@ func HostProcessGone(t *testing.T, pid int) bool {
 		return true
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if errors.Is(err, fs.ErrNotExist) {
-		return true
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return true // reaped before, or between the open and the read
 	}
 	if err != nil {
 		t.Fatalf("HostProcessGone(%d): %v", pid, err)

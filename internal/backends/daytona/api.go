@@ -50,7 +50,38 @@ type createSandbox struct {
 	// AutoDeleteInterval 0 deletes the sandbox as soon as it stops.
 	AutoDeleteInterval int              `json:"autoDeleteInterval"`
 	BuildInfo          *createBuildInfo `json:"buildInfo,omitempty"`
+	Volumes            []sandboxVolume  `json:"volumes,omitempty"`
 }
+
+// sandboxVolume is the API's SandboxVolume: a volume (by ID) the sandbox
+// mounts at MountPath.
+type sandboxVolume struct {
+	VolumeID  string `json:"volumeId"`
+	MountPath string `json:"mountPath"`
+}
+
+// volume is the API's VolumeDto, the fields this package reads.
+type volume struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	State       string  `json:"state"`
+	ErrorReason *string `json:"errorReason"`
+}
+
+// reason is v's errorReason, or "no reason given".
+func (v volume) reason() string {
+	if v.ErrorReason == nil || *v.ErrorReason == "" {
+		return "no reason given"
+	}
+	return *v.ErrorReason
+}
+
+// Volume states this package acts on (the spec's VolumeState).
+const (
+	volumeReady   = "ready"
+	volumeError   = "error"
+	volumeDeleted = "deleted"
+)
 
 // createBuildInfo builds the sandbox's image from a Dockerfile.
 type createBuildInfo struct {
@@ -107,6 +138,29 @@ func (a *api) list(ctx context.Context, labels map[string]string, cursor string,
 	u.RawQuery = q.Encode()
 	err := a.c.Do(ctx, httpsandbox.Call{Op: "list sandboxes", Method: http.MethodGet, URL: u, Out: &page, Idempotent: true})
 	return page, err
+}
+
+// volumeByName reads the volume called name (GET /volumes/by-name/{name});
+// the API finds none once it is deleted.
+func (a *api) volumeByName(ctx context.Context, name string) (volume, error) {
+	var v volume
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "get volume " + name, Method: http.MethodGet, URL: a.base.JoinPath("volumes", "by-name", name), Out: &v, Idempotent: true})
+	return v, err
+}
+
+// createVolume creates the volume called name (POST /volumes); it starts
+// in state pending_create. It is not retried on a 5xx: the volume may
+// exist, and the next read by name finds it.
+func (a *api) createVolume(ctx context.Context, name string) (volume, error) {
+	var v volume
+	err := a.c.Do(ctx, httpsandbox.Call{Op: "create volume " + name, Method: http.MethodPost, URL: a.base.JoinPath("volumes"),
+		Body: map[string]string{"name": name}, Out: &v})
+	return v, err
+}
+
+// deleteVolume marks volume id for deletion (DELETE /volumes/{volumeId}).
+func (a *api) deleteVolume(ctx context.Context, id string) error {
+	return a.c.Do(ctx, httpsandbox.Call{Op: "delete volume " + id, Method: http.MethodDelete, URL: a.base.JoinPath("volumes", id), Idempotent: true})
 }
 
 // toolbox returns the toolbox of sb: {toolboxProxyUrl}/{sandboxId}.

@@ -62,9 +62,10 @@ func newClient(s settings) *httpsandbox.Client {
 func (b *Backend) Kind() string { return Kind }
 
 // Capabilities implements backends.Backend: sandboxes are isolated and
-// sized; each job has its own, so nothing persists between jobs.
+// sized; each job has its own, so nothing persists between jobs but a
+// workspace, a Daytona volume mounted at WorkspaceDir.
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, Workspaces: true}
 }
 
 // Validate implements backends.Backend: one authenticated, cheap call
@@ -86,7 +87,8 @@ func (b *Backend) Close() error {
 }
 
 var (
-	_ backends.Backend      = (*Backend)(nil)
-	_ backends.OrphanReaper = (*Backend)(nil)
-	_ io.Closer             = (*Backend)(nil)
+	_ backends.Backend          = (*Backend)(nil)
+	_ backends.OrphanReaper     = (*Backend)(nil)
+	_ backends.WorkspaceRemover = (*Backend)(nil)
+	_ io.Closer                 = (*Backend)(nil)
 )

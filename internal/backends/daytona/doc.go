@@ -66,6 +66,20 @@
 // is reopened and resumed where it broke, loses nothing; hence it is the
 // default.
 //
+// Workspaces (Spec.Workspace): each is a Daytona volume named
+// sandrun-ws-DEPLOYMENT-NAME (a "." appended when that would end in
+// "-deleted", the suffix the API gives deleted volumes). Before the
+// sandbox is created, GET /volumes/by-name/{name} finds it, or POST
+// /volumes makes it, and it is polled until ready (a volume still being
+// deleted is waited out, then made anew), within start_timeout; state
+// error is ErrPermanent. The create request mounts it (volumes: its ID at
+// WorkspaceDir, /workspace), which is then the job's working directory
+// unless Spec.Dir is absolute (a relative Dir is taken inside it), in
+// both modes. RemoveWorkspace deletes it (DELETE /volumes/{id}) and waits
+// until the API no longer finds it; none is not an error. The worker runs
+// one job of a workspace at a time, so a volume is never mounted by two
+// sandboxes of sandrun at once.
+//
 // Orphans: a worker killed with SIGKILL leaves its sandbox running.
 // ReapOrphans lists the deployment's sandboxes by label and deletes those
 // whose attempt is not live. Should no worker be left at all, the

@@ -29,7 +29,7 @@ func (r *run) execute(ctx context.Context) (backends.Result, error) {
 		timeout = time.Until(dl) + r.b.executeMargin
 	}
 	secs := max(1, int(math.Ceil(timeout.Seconds())))
-	req := executeRequest{Command: r.job.executeCommand(), Cwd: r.job.spec.Dir, Envs: r.job.env, Timeout: secs}
+	req := executeRequest{Command: r.job.executeCommand(), Cwd: r.job.workdir(), Envs: r.job.env, Timeout: secs}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
 		time.Duration(secs)*time.Second+r.job.spec.Grace()+httpsandbox.KillWait+2*signalTimeout)
 	defer cancel()

@@ -32,7 +32,15 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 	if err != nil {
 		return res, err
 	}
-	sb, err := b.start(ctx, j)
+	var vol *volume
+	if spec.Workspace != "" {
+		v, err := b.ensureVolume(ctx, spec)
+		if err != nil {
+			return res, runErr(ctx, "workspace "+spec.Workspace, err)
+		}
+		vol = &v
+	}
+	sb, err := b.start(ctx, j, vol)
 	if err != nil {
 		return res, runErr(ctx, "start sandbox", err)
 	}

@@ -31,13 +31,17 @@ func labels(spec backends.Spec) map[string]string {
 }
 
 // createBody is the CreateSandbox for j: from the job's or the profile's
-// image (with the resources), else from the profile's snapshot.
-func (b *Backend) createBody(j job) createSandbox {
+// image (with the resources), else from the profile's snapshot; with the
+// workspace's volume vol, if any, mounted at WorkspaceDir.
+func (b *Backend) createBody(j job, vol *volume) createSandbox {
 	body := createSandbox{
 		Labels:           labels(j.spec),
 		Target:           b.cfg.Target,
 		NetworkBlockAll:  b.cfg.NetworkBlockAll,
 		AutoStopInterval: b.cfg.autoStop,
+	}
+	if vol != nil {
+		body.Volumes = []sandboxVolume{{VolumeID: vol.ID, MountPath: WorkspaceDir}}
 	}
 	image := b.cfg.Image
 	if c := j.spec.Container; c != nil && c.Image != "" {
@@ -52,13 +56,18 @@ func (b *Backend) createBody(j job) createSandbox {
 	return body
 }
 
-// start creates j's sandbox and waits until it has started. A sandbox it
-// created is deleted again when it fails.
-func (b *Backend) start(ctx context.Context, j job) (sandbox, error) {
-	sb, err := b.api.create(ctx, b.createBody(j))
+// start creates j's sandbox, with the workspace's volume vol if any, and
+// waits until it has started. A sandbox it created is deleted again when
+// it fails.
+func (b *Backend) start(ctx context.Context, j job, vol *volume) (sandbox, error) {
+	sb, err := b.api.create(ctx, b.createBody(j, vol))
 	if err != nil {
 		if httpsandbox.HasStatus(err, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity) {
-			err = fmt.Errorf("%w (image or snapshot?): %w", err, backends.ErrPermanent)
+			what := "image or snapshot?"
+			if vol != nil {
+				what = "image, snapshot or workspace volume?"
+			}
+			err = fmt.Errorf("%w (%s): %w", err, what, backends.ErrPermanent)
 		}
 		return sb, err
 	}

@@ -3,6 +3,7 @@ package daytona
 import (
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -68,13 +69,24 @@ func newJob(spec backends.Spec) (job, error) {
 	return job{spec: spec, env: env}, nil
 }
 
+// workdir is the job's working directory: Spec.Dir, or, with a
+// workspace, WorkspaceDir unless Dir is absolute (a relative Dir is taken
+// inside it). Empty means the sandbox's default directory.
+func (j job) workdir() string {
+	if j.spec.Workspace != "" && !path.IsAbs(j.spec.Dir) {
+		return path.Join(WorkspaceDir, j.spec.Dir)
+	}
+	return j.spec.Dir
+}
+
 // dir is the cwd argument of the wrapper: a relative path that starts
 // with "-" would read as an option of cd.
 func (j job) dir() string {
-	if strings.HasPrefix(j.spec.Dir, "-") {
-		return "./" + j.spec.Dir
+	d := j.workdir()
+	if strings.HasPrefix(d, "-") {
+		return "./" + d
 	}
-	return j.spec.Dir
+	return d
 }
 
 // sessionCommand is the session command's text: the wrapper with the

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ type CreateRequest struct {
 	NetworkBlockAll    bool              `json:"networkBlockAll"`
 	AutoStopInterval   *int              `json:"autoStopInterval"`
 	AutoDeleteInterval *int              `json:"autoDeleteInterval"`
+	Volumes            []SandboxVolume   `json:"volumes"`
 	BuildInfo          *struct {
 		DockerfileContent string `json:"dockerfileContent"`
 	} `json:"buildInfo"`
@@ -52,6 +54,7 @@ type sandboxJSON struct {
 	Recoverable        bool              `json:"recoverable"`
 	AutoStopInterval   int               `json:"autoStopInterval"`
 	AutoDeleteInterval int               `json:"autoDeleteInterval"`
+	Volumes            []SandboxVolume   `json:"volumes"`
 	CreatedAt          string            `json:"createdAt"`
 	ToolboxProxyURL    string            `json:"toolboxProxyUrl"`
 }
@@ -63,11 +66,12 @@ type sandbox struct {
 	polls    int    // Reads while starting.
 	failWith string // A build failure, reported once it has "built".
 	sessions map[string]*session
-	procs    []*proc // Every command it ran.
+	procs    []*proc      // Every command it ran.
+	mounts   []mountPoint // Its volumes.
 }
 
 func (sb *sandbox) describe() Sandbox {
-	d := Sandbox{ID: sb.dto.ID, State: sb.dto.State, Labels: maps.Clone(sb.dto.Labels), Dir: sb.dir}
+	d := Sandbox{ID: sb.dto.ID, State: sb.dto.State, Labels: maps.Clone(sb.dto.Labels), Dir: sb.dir, Volumes: slices.Clone(sb.dto.Volumes)}
 	for _, p := range sb.procs {
 		d.Pgids = append(d.Pgids, p.Pgid)
 	}
@@ -91,6 +95,11 @@ func (f *Fake) routes() http.Handler {
 	mux.HandleFunc("POST /api/sandbox", f.createSandbox)
 	mux.HandleFunc("GET /api/sandbox/{id}", f.getSandbox)
 	mux.HandleFunc("DELETE /api/sandbox/{id}", f.deleteSandbox)
+	mux.HandleFunc("GET /api/volumes", f.listVolumes)
+	mux.HandleFunc("POST /api/volumes", f.createVolume)
+	mux.HandleFunc("GET /api/volumes/{volumeId}", f.getVolume)
+	mux.HandleFunc("DELETE /api/volumes/{volumeId}", f.deleteVolume)
+	mux.HandleFunc("GET /api/volumes/by-name/{name}", f.getVolumeByName)
 	const tb = "/proxy/toolbox/{id}/process/"
 	mux.HandleFunc("POST "+tb+"execute", f.execute)
 	mux.HandleFunc("POST "+tb+"session", f.createSession)
@@ -153,6 +162,22 @@ func (f *Fake) createSandbox(w http.ResponseWriter, r *http.Request) {
 	} else {
 		sb.dto.Name = sb.dto.ID
 	}
+	if len(req.Volumes) > 0 {
+		mounts, volumes, status, msg := f.mountVolumes(req.Volumes)
+		if status != 0 {
+			writeMessage(w, status, msg)
+			return
+		}
+		if err := getMounter().err; err != nil {
+			writeMessage(w, http.StatusNotImplemented, "daytonatest: "+err.Error())
+			return
+		}
+		if _, err := rootOps(mounts); err != nil {
+			writeMessage(w, http.StatusNotImplemented, err.Error())
+			return
+		}
+		sb.mounts, sb.dto.Volumes = mounts, volumes
+	}
 	sb.dir = f.sandboxDir(sb.dto.ID)
 	if err := os.MkdirAll(sb.dir, 0o700); err != nil {
 		writeMessage(w, http.StatusInternalServerError, err.Error())
@@ -173,6 +198,10 @@ func (sb *sandbox) public() sandboxJSON {
 	}
 	if d.Env == nil {
 		d.Env = map[string]string{}
+	}
+	d.Volumes = slices.Clone(d.Volumes)
+	if d.Volumes == nil {
+		d.Volumes = []SandboxVolume{}
 	}
 	return d
 }

@@ -12,6 +12,40 @@
 // status, and their logs as JSON or, with follow=true, as a WebSocket of
 // chunks marked 01 01 01 (stdout) and 02 02 02 (stderr).
 //
+// Volumes: POST /volumes, GET /volumes (includeDeleted), GET
+// /volumes/{volumeId}, GET /volumes/by-name/{name} and DELETE
+// /volumes/{volumeId}, with the API's rules: a name is taken by one volume
+// that is not deleted (400 otherwise; an empty name becomes the ID); a new
+// volume goes pending_create → creating → ready, one step per read of it
+// (SetVolumePolls); only a ready or error volume can be deleted (400),
+// and not while a sandbox that is not deleted mounts it (409); it then
+// goes pending_delete → deleting → deleted, renamed NAME-deleted, and by
+// name it is no longer found; BreakVolume puts one in state error. A
+// sandbox create's volumes (by ID or name) must exist (404) and be ready
+// (400), with the API's mount path and subpath checks (400); the sandbox
+// shows them with their IDs.
+//
+// Each volume's data is a real directory under the test's temporary
+// directory, made when the volume is ready and removed when it is
+// deleted; what one sandbox writes there the next one reads. The commands
+// of a sandbox with volumes run in a mount namespace of their own
+// (`unshare --mount`, plus `--user --map-root-user` when the test is not
+// root), chrooted into a tmpfs where every entry of the host's / is bound
+// at its own path and each volume's directory at its mount path (mount.go):
+// they see the host's files, as every command of the fake does, and the
+// volumes where the sandbox mounts them, and the host's filesystem is left
+// as it was. This needs Linux, util-linux's unshare and mount, chroot,
+// and root or unprivileged user namespaces (RequireVolumes; VolumesWork;
+// elsewhere such a create answers 501). Its limits: without root the
+// commands run as root of a user namespace (id -u prints 0; files they
+// make are still the test user's); a mount path under a host symlink or
+// file is refused (501); a mount path over a host directory the sandbox's
+// home lies in (/tmp, say) hides that home; each command's namespace costs
+// about a tenth of a second of mounts (one that fails exits 125, its
+// complaint on stderr); and a volume is a plain directory,
+// not Daytona's S3-backed FUSE mount (no size quota, no eventual
+// consistency, ownership as the host has it).
+//
 // Commands run as `/bin/sh -c TEXT` on the host, each in a process group
 // of its own, with the sandbox's environment (HOME, its directory under
 // the test's temporary directory; PATH; DAYTONA_SANDBOX_ID; the create
@@ -24,8 +58,9 @@
 // (nothing is built or pulled; the name is only checked), resources,
 // auto-stop and auto-delete timers, the session shell (each session
 // command runs in a shell of its own, so commands share no shell state),
-// PTYs, files, git, and the rest of the API. Output written by a
-// command's leftover processes after it ended is dropped.
+// volume quotas and volume backends, PTYs, files, git, and the rest of
+// the API. Output written by a command's leftover processes after it
+// ended is dropped.
 package daytonatest
 
 import (
@@ -60,6 +95,8 @@ type Fake struct {
 
 	mu             sync.Mutex
 	sandboxes      map[string]*sandbox
+	volumes        map[string]*volume // By ID, deleted ones too.
+	volumePolls    int
 	order          []string // Sandbox IDs in creation order, for listing.
 	deleted        []string
 	kills          []Kill
@@ -85,13 +122,15 @@ type Kill struct {
 func Start(t testing.TB) *Fake {
 	t.Helper()
 	f := &Fake{
-		APIKey:     "dtn_test_" + randomHex(12),
-		root:       t.TempDir(),
-		closing:    make(chan struct{}),
-		sandboxes:  make(map[string]*sandbox),
-		snapshots:  map[string]bool{DefaultSnapshot: true},
-		badImages:  make(map[string]string),
-		startPolls: 1,
+		APIKey:      "dtn_test_" + randomHex(12),
+		root:        t.TempDir(),
+		closing:     make(chan struct{}),
+		sandboxes:   make(map[string]*sandbox),
+		volumes:     make(map[string]*volume),
+		volumePolls: 2,
+		snapshots:   map[string]bool{DefaultSnapshot: true},
+		badImages:   make(map[string]string),
+		startPolls:  1,
 	}
 	// Set f.srv before serving: handlers read its URL.
 	f.srv = httptest.NewUnstartedServer(f.routes())
@@ -182,6 +221,8 @@ type Sandbox struct {
 	Dir string
 	// Pgids are the process groups of the commands it ran.
 	Pgids []int
+	// Volumes are the volumes it mounts, their IDs resolved.
+	Volumes []SandboxVolume
 }
 
 // Sandboxes returns the sandboxes not deleted, in creation order.

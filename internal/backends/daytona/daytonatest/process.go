@@ -2,7 +2,9 @@ package daytonatest
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 )
@@ -19,18 +21,30 @@ var (
 // an empty standard input.
 type proc = sandboxtest.Process
 
-// start starts text in dir with env. Its output is captured marked, from
-// a pipe per stream, or combined, from one pipe for both (which keeps
-// their order). f.mu is held, so Close cannot slip in between its check
-// and the start.
-func (f *Fake) start(text, dir string, env []string, marked bool) (*proc, error) {
+// start starts text in sb, in its directory dir, with env. Its output is
+// captured marked, from a pipe per stream, or combined, from one pipe for
+// both (which keeps their order). A sandbox with volumes runs it where it
+// sees them (see mount.go). f.mu is held, so Close cannot slip in between
+// its check and the start.
+func (f *Fake) start(sb *sandbox, text, dir string, env []string, marked bool) (*proc, error) {
 	select {
 	case <-f.closing: // Close has killed everything; nothing new may start.
 		return nil, errors.New("the fake is closing")
 	default:
 	}
 	cmd := exec.Command("/bin/sh", "-c", text)
-	cmd.Dir, cmd.Env = dir, env
+	if len(sb.mounts) > 0 {
+		root := filepath.Join(f.root, "mnt")
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, err
+		}
+		var err error
+		if cmd, err = getMounter().command(root, sb.mounts, text, dir); err != nil {
+			return nil, err
+		}
+	}
+	// Where dir is on the host: a missing one fails the start.
+	cmd.Dir, cmd.Env = sb.hostPath(dir), env
 	return sandboxtest.StartProcess(&f.wg, cmd, !marked)
 }
 

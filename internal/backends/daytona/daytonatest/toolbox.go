@@ -87,7 +87,7 @@ func (f *Fake) execute(w http.ResponseWriter, r *http.Request) {
 			dir = filepath.Join(sb.dir, dir)
 		}
 	}
-	p, err := f.start(req.Command, dir, environ(env), false)
+	p, err := f.start(sb, req.Command, dir, environ(env), false)
 	if err != nil {
 		f.mu.Unlock()
 		toolboxError(w, http.StatusBadRequest, err.Error())
@@ -203,7 +203,7 @@ func (f *Fake) sessionExec(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		return
 	}
-	p, err := f.start(req.Command, sb.dir, environ(sb.env()), true)
+	p, err := f.start(sb, req.Command, sb.dir, environ(sb.env()), true)
 	if err != nil {
 		f.mu.Unlock()
 		toolboxError(w, http.StatusBadRequest, err.Error())
