@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"regexp"
 	"strings"
 )
@@ -267,7 +268,35 @@ func (w *walker) git(c *command) {
 			}
 		}
 	}
+	w.gitExecPath(c)
 	w.callFunc(c)
+}
+
+// gitExecPath judges git --exec-path=DIR CMD ARGS: git runs DIR/git-CMD
+// with ARGS, whatever the command made of that file (a link to a shell,
+// a script it wrote).
+func (w *walker) gitExecPath(c *command) {
+	dir := ""
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case !a.lit:
+			return
+		case strings.HasPrefix(a.val, "--exec-path="):
+			dir = strings.TrimPrefix(a.val, "--exec-path=")
+		case a.val == "-c" || a.val == "-C" || a.val == "--git-dir" || a.val == "--work-tree" || a.val == "--namespace":
+			i++
+		case strings.HasPrefix(a.val, "-"):
+		default:
+			if dir == "" {
+				return
+			}
+			prog := a
+			prog.val, prog.exact = path.Join(dir, "git-"+a.val), -1
+			w.run(append([]arg{prog}, c.args[i+1:]...), c.stdin, c.sp, joinVia(c.via, "git --exec-path"), false)
+			return
+		}
+	}
 }
 
 // extWords splits the command of a git ext:: remote into its words as git

@@ -15,6 +15,9 @@ func TestNestedPrograms(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
 	for _, tc := range []struct{ cmd, rule string }{
+		// git --exec-path=DIR CMD runs DIR/git-CMD: a link or script the command made.
+		{"ln -s /bin/sh git-x && git --exec-path=. x -c 'rm -rf ~'", "rm-root"},
+		{"git --exec-path=/usr/lib/git-core status", ""},
 		{"gawk 'BEGIN {system(\"rm -rf ~\")}'", "inline-code"},
 		{"busybox awk 'BEGIN {system(\"rm -rf /etc\")}'", "inline-code"},
 		{"nawk 'BEGIN {system(\"rm -rf /home/*\")}'", "inline-code"},
