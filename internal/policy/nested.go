@@ -155,6 +155,8 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 			w.d.add(w.f, rulePipeToShell, "runs code downloaded from the network", via, sp)
 		case src.taint&taintDecoded != 0:
 			w.d.add(w.f, ruleDecodedExec, "runs a decoded payload", via, sp)
+		case l == langSQL && src.taint&taintSQLGen != 0:
+			w.d.add(w.f, ruleSQLDestructive, "runs SQL generated with DROP, TRUNCATE or DELETE", via, sp)
 		case src.file || l == langSQL:
 		default:
 			w.d.add(w.f, ruleUnresolved, "runs a script built at run time", via, sp)

@@ -15,6 +15,10 @@ func TestNestedPrograms(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
 	for _, tc := range []struct{ cmd, rule string }{
+		// SQL generated with DROP or TRUNCATE and piped into a client.
+		{`psql -At -c "select 'DROP TABLE ' || tablename || ' CASCADE;' from pg_tables where schemaname='public'" | psql`, "sql-destructive"},
+		{`mysql -N -e "SELECT CONCAT('TRUNCATE TABLE ', table_name, ';') FROM information_schema.tables" | mysql app`, "sql-destructive"},
+		{`psql -At -c "select 'ANALYZE ' || tablename || ';' from pg_tables" | psql`, ""},
 		// git --exec-path=DIR CMD runs DIR/git-CMD: a link or script the command made.
 		{"ln -s /bin/sh git-x && git --exec-path=. x -c 'rm -rf ~'", "rm-root"},
 		{"git --exec-path=/usr/lib/git-core status", ""},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -75,9 +76,17 @@ func produce(c *command) stream {
 		return out
 	}
 	out := generated()
-	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret)
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen)
+	if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && sqlGenerator.MatchString(a.val) }) {
+		out.taint |= taintSQLGen
+	}
 	return out
 }
+
+// sqlGenerator is destructive SQL written into a string a query or script
+// outputs: DROP TABLE, TRUNCATE, DELETE FROM inside quotes, to be run by
+// whatever reads the output.
+var sqlGenerator = regexp.MustCompile(`(?i)['"]\s*(drop\s+(table|database|schema|view|index|sequence|function|type|user|role|owned)|truncate(\s+table)?|delete\s+from)\b`)
 
 // dumpsEnvironment reports a command that prints the environment's values:
 // env or printenv (with or without names), set, export -p, declare -x or -p,

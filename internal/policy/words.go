@@ -21,7 +21,7 @@ const (
 )
 
 // taint says where the unknown part of a word comes from.
-type taint uint8
+type taint uint16
 
 const (
 	taintUnknown  taint = 1 << iota // a variable or output the detector cannot know
@@ -41,6 +41,9 @@ const (
 	// taintCredential is output that names credential files found by name
 	// (find / -name .netrc), and a word made of it.
 	taintCredential
+	// taintSQLGen is output of a command whose own words build destructive
+	// SQL (select 'DROP TABLE ' || name ...): statements generated to be run.
+	taintSQLGen
 )
 
 // arg is one word of a command after expansion and quote removal.
