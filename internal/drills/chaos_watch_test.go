@@ -108,10 +108,15 @@ func (h *chaosRun) watchVia(url string, rewatch <-chan struct{}) {
 // workers: context deadline exceeded" here), so it tries again for up
 // to 30 s.
 func startWatch(ctx context.Context, js jetstream.JetStream, serverVersion string) (jetstream.KeyValue, jetstream.KeyWatcher, uint64, error) {
-	opening, cancel := context.WithTimeout(ctx, 30*time.Second)
+	opening, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for {
-		kv, w, last, err := tryStartWatch(ctx, opening, js, serverVersion)
+		// Each try has its own deadline: a request the cluster drops
+		// while it has no leader (CI once lost the first one and waited
+		// out the whole window on it, seed 16) is sent again.
+		try, cancelTry := context.WithTimeout(opening, 5*time.Second)
+		kv, w, last, err := tryStartWatch(ctx, try, js, serverVersion)
+		cancelTry()
 		if err == nil || opening.Err() != nil {
 			return kv, w, last, err
 		}
