@@ -69,7 +69,7 @@ func TestPackLoadErrors(t *testing.T) {
 func TestSensitivePaths(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
-	for _, tc := range []struct{ cmd, rule string }{
+	checkDecisions(t, e, []ruleCase{
 		{"rm ~/.ssh/id_ed25519", ruleCredentialDestroy},
 		{"rm -rf ~/.aws", ruleCredentialDestroy},
 		{"shred -u ~/.ssh/id_rsa", ruleCredentialDestroy},
@@ -202,15 +202,7 @@ func TestSensitivePaths(t *testing.T) {
 		{"ruby -rfileutils -e 'FileUtils.rm_rf(Dir.home, noop: true, verbose: true)'", ""},
 		// Windows programs named by their path.
 		{"\"C:\\Program Files\\Windows Defender\\MpCmdRun.exe\" -RemoveDefinitions -All", "windows:security-off"},
-	} {
-		d := e.Decide(Request{Command: tc.cmd, Origin: "manual", Mode: ModeDeny})
-		switch {
-		case tc.rule == "" && !d.Allow:
-			t.Errorf("%q refused: %s", tc.cmd, d.Reason)
-		case tc.rule != "" && (d.Allow || !strings.Contains(d.Reason, tc.rule)):
-			t.Errorf("%q: want a denial by %s, got allow=%v: %s", tc.cmd, tc.rule, d.Allow, d.Reason)
-		}
-	}
+	})
 }
 
 // TestPackSettings: a deployment turns a pack off; an unknown pack and an
@@ -242,5 +234,23 @@ func TestPackSettings(t *testing.T) {
 	e := newEngine(t, cfg)
 	if d := e.Decide(Request{Command: "git branch -D old", Origin: "manual", Mode: ModeAllowlist}); !d.Allow {
 		t.Errorf("a high rule allowlisted: %s", d.Reason)
+	}
+}
+
+// ruleCase is a command and the rule that must refuse it in deny mode
+// ("": it must be approved).
+type ruleCase struct{ cmd, rule string }
+
+// checkDecisions judges each case as a manual job in deny mode.
+func checkDecisions(t *testing.T, e *Engine, cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		d := e.Decide(Request{Command: tc.cmd, Origin: "manual", Mode: ModeDeny})
+		switch {
+		case tc.rule == "" && !d.Allow:
+			t.Errorf("%q refused: %s", tc.cmd, d.Reason)
+		case tc.rule != "" && (d.Allow || !strings.Contains(d.Reason, tc.rule)):
+			t.Errorf("%q: want a denial by %s, got allow=%v: %s", tc.cmd, tc.rule, d.Allow, d.Reason)
+		}
 	}
 }
