@@ -19,6 +19,9 @@ pkgs=()
 need dash || pkgs+=(dash)
 need bash || pkgs+=(bash)
 need make || pkgs+=(make)
+# The CLI's completion test completes in a real bash with bash-completion
+# loaded, as users' shells have it.
+[ -f /usr/share/bash-completion/bash_completion ] || pkgs+=(bash-completion)
 # The docker backend's tests import an image made from busybox-static
 # (no registry is reachable); the engine itself comes with the machine.
 # Debian's dynamically linked busybox package does not do: in an image or

@@ -1,64 +1,93 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sandrun/sandrun/internal/auth"
 )
 
-// auth makes a deployment's credentials directory and mints identities
-// from it: `sandrun auth init --dir DIR`, `sandrun auth add --dir DIR
-// --name alice --role submitter --origin subagent -o alice.creds`, and
-// prints what an external nats-server must trust: `sandrun auth export`.
-func (c cli) auth(args []string) error {
-	if len(args) == 0 || (args[0] != "init" && args[0] != "add" && args[0] != "export") {
-		return usageErr("want `auth init --dir DIR`, `auth add --dir DIR --name NAME --role ROLE [--origin ORIGIN] [-o FILE]` or `auth export --dir DIR`")
+// authCmd makes a deployment's credentials directory and mints
+// identities from it, and prints what an external nats-server must trust.
+func (c cli) authCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "a deployment's credentials: make them, mint identities, export for nats-server",
+		Example: `  sandrun auth init --dir /srv/sandrun/auth
+  sandrun auth add --dir /srv/sandrun/auth --name alice --role submitter --origin subagent -o alice.creds
+  sandrun auth export --dir /srv/sandrun/auth`,
 	}
-	fs := flag.NewFlagSet("sandrun auth "+args[0], flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	dir := fs.String("dir", "", "credentials directory (a server's DATA/auth; required)")
-	var id auth.Identity
-	var role, out string
-	if args[0] == "add" {
-		fs.StringVar(&id.Name, "name", "", "identity name: a-z 0-9 _ - (required)")
-		fs.StringVar(&role, "role", string(auth.RoleSubmitter), "admin, worker, scheduler or submitter")
-		fs.StringVar(&id.Origin, "origin", "", "origin its jobs run under: manual, cron, batch or subagent (default manual; cron for a scheduler)")
-		fs.StringVar(&out, "o", "", "write the .creds file here, owner-only (default: standard output)")
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if *dir == "" {
-		return usageErr("auth: --dir is required")
-	}
-	m, err := auth.Ensure(*dir)
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "init":
-		fmt.Fprintf(c.stdout, "%s\n", m.Dir)
-		return nil
-	case "export":
-		// KEY=VALUE lines for `nomad var put nomad/jobs/nats ...`: public
-		// JWTs and keys only, nothing secret.
-		for _, kv := range m.Exports() {
-			fmt.Fprintf(c.stdout, "%s=%s\n", kv[0], kv[1])
+	cmd.PersistentFlags().StringVar(&dir, "dir", "", "credentials directory (a server's DATA/auth; required)")
+	material := func() (*auth.Material, error) {
+		if dir == "" {
+			return nil, usageErr("--dir is required")
 		}
-		return nil
+		return auth.Ensure(dir)
 	}
-	id.Role = auth.Role(role)
-	if out != "" {
-		if err := m.MintFile(id, out); err != nil {
-			return fmt.Errorf("auth add: -o: %w", err)
-		}
-		return nil
+	initCmd := &cobra.Command{
+		Use:   "init --dir DIR",
+		Short: "make the credentials directory (prints its path)",
+		Args:  argsUsage(0, 0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			m, err := material()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "%s\n", m.Dir)
+			return nil
+		},
 	}
-	creds, err := m.Mint(id)
-	if err != nil {
-		return err
+	export := &cobra.Command{
+		Use:   "export --dir DIR",
+		Short: "print the public JWTs and keys an external nats-server trusts (KEY=VALUE lines)",
+		Args:  argsUsage(0, 0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			m, err := material()
+			if err != nil {
+				return err
+			}
+			// KEY=VALUE lines for `nomad var put nomad/jobs/nats ...`:
+			// public JWTs and keys only, nothing secret.
+			for _, kv := range m.Exports() {
+				fmt.Fprintf(c.stdout, "%s=%s\n", kv[0], kv[1])
+			}
+			return nil
+		},
 	}
-	_, err = c.stdout.Write(creds)
-	return err
+	var (
+		id        auth.Identity
+		role, out string
+	)
+	add := &cobra.Command{
+		Use:   "add --dir DIR --name NAME --role ROLE [--origin ORIGIN] [-o FILE]",
+		Short: "mint credentials for an identity",
+		Args:  argsUsage(0, 0, "no arguments (--name, --role)"),
+		RunE: func(*cobra.Command, []string) error {
+			m, err := material()
+			if err != nil {
+				return err
+			}
+			id.Role = auth.Role(role)
+			if out != "" {
+				if err := m.MintFile(id, out); err != nil {
+					return fmt.Errorf("-o: %w", err)
+				}
+				return nil
+			}
+			creds, err := m.Mint(id)
+			if err != nil {
+				return err
+			}
+			_, err = c.stdout.Write(creds)
+			return err
+		},
+	}
+	add.Flags().StringVar(&id.Name, "name", "", "identity name: a-z 0-9 _ - (required)")
+	add.Flags().StringVar(&role, "role", string(auth.RoleSubmitter), "admin, worker, scheduler or submitter")
+	add.Flags().StringVar(&id.Origin, "origin", "", "origin its jobs run under: manual, cron, batch or subagent (default manual; cron for a scheduler)")
+	add.Flags().StringVarP(&out, "out", "o", "", "write the .creds file here, owner-only (default: standard output)")
+	cmd.AddCommand(initCmd, add, export)
+	return cmd
 }

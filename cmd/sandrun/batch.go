@@ -19,139 +19,40 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sandrun/sandrun/client"
-	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
-// batch runs the batch subcommands:
-//
-//	sandrun batch submit FILE.jsonl | --template SPEC --params FILE.jsonl
-//	sandrun batch status|wait|results|cancel ID
-//	sandrun batch retry ID --failed
-func (c cli) batch(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usageErr("batch submit|status|wait|results|retry|cancel")
-	}
-	sub, rest := args[0], args[1:]
-	var n app.NATSConfig
-	fs := c.flags("batch "+sub, &n)
-	var (
-		id, queue, backend, timeout, approval, origin, tmpl, params, format string
-		maxAttempts, inFlight, maxParallel, from, limit                     int
-		failed, asJSON                                                      bool
-		labels                                                              []string
-		interval                                                            time.Duration
-	)
-	switch sub {
-	case "submit":
-		fs.StringVar(&id, "id", "", "batch id (default: derived from the input, so the same input is the same batch)")
-		fs.StringVar(&queue, "queue", "", "queue of items that name none")
-		fs.StringVar(&backend, "backend", "", "backend profile of items that name none")
-		fs.StringVar(&timeout, "timeout", "", "timeout of items that set none, e.g. 10m")
-		fs.IntVar(&maxAttempts, "max-attempts", 0, "attempts per item, for items that set none")
-		fs.StringVar(&approval, "approval", "", "approval mode of every item: deny, approve or allowlist")
-		fs.StringVar(&origin, "origin", "", "origin of every item (default batch; subagent batches are denied by default)")
-		fs.StringVar(&tmpl, "template", "", "item template (a job spec, JSON or YAML, using {{.index}} and the params' fields)")
-		fs.StringVar(&params, "params", "", "with --template: one JSON object of fields per line, one item each")
-		fs.IntVar(&inFlight, "in-flight", 4096, "writes awaiting JetStream's acknowledgement at once")
-		fs.IntVar(&maxParallel, "max-parallel", 0, "items running at once across all workers (0: no bound)")
-		fs.Func("label", "K=V label on every item (repeatable)", func(s string) error { labels = append(labels, s); return nil })
-	case "status":
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-	case "wait":
-		fs.DurationVar(&interval, "interval", 0, "progress interval (default 500ms on a terminal, 2s otherwise)")
-	case "results":
-		fs.StringVar(&format, "format", "jsonl", "jsonl or csv")
-		fs.IntVar(&from, "from", 0, "with --limit: the first item's index")
-		fs.IntVar(&limit, "limit", 0, "at most this many items, from --from (0: every item, read in one pass)")
-	case "retry":
-		fs.BoolVar(&failed, "failed", false, "run again the items that failed, timed out, died or were canceled")
-	case "cancel":
-	default:
-		return usageErr("batch submit|status|wait|results|retry|cancel, not %q", sub)
-	}
-	// Flags may follow the ID too (`batch retry ID --failed`).
-	var positional []string
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	if sub == "submit" {
-		items, derived, err := batchItems(positional, tmpl, params)
-		if err != nil {
-			return err
-		}
-		for i := range items {
-			it := &items[i]
-			it.Queue = orDefault(it.Queue, queue)
-			it.Backend = orDefault(it.Backend, backend)
-			if it.MaxAttempts == 0 {
-				it.MaxAttempts = maxAttempts
-			}
-			if approval != "" {
-				it.Approval = approval
-			}
-			if origin != "" {
-				it.Origin = jobs.Origin(origin)
-			}
-			if timeout != "" && it.Timeout == 0 {
-				if err := it.Timeout.UnmarshalJSON([]byte(strconv.Quote(timeout))); err != nil {
-					return usageErr("--timeout: %v", err)
-				}
-			}
-		}
-		var lm map[string]string
-		if err := addKV(&lm, labels, "--label"); err != nil {
-			return err
-		}
-		if id == "" {
-			id = derived
-		}
-		began := time.Now()
-		res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: id, Labels: lm, InFlight: inFlight, MaxParallel: maxParallel}, items)
-		if err != nil {
-			return err
-		}
-		c.warnPlacement(ctx, cl, items[0].WithDefaults().Queue, items[0].WithDefaults().Backend)
-		fmt.Fprintln(c.stdout, id)
-		fmt.Fprintf(c.stderr, "batch %s: %d items (%d new, %d already submitted) in %s\n", id, res.Batch.Total, res.Submitted, res.Existing,
-			time.Since(began).Round(time.Millisecond))
-		return nil
-	}
-	if len(positional) != 1 {
-		return usageErr("batch %s ID", sub)
-	}
-	id = positional[0]
-	switch sub {
-	case "status":
+// batchCmd is `sandrun batch submit|status|wait|results|retry|cancel`.
+func (c cli) batchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "batch", Short: "many jobs as one batch: submit, follow, collect"}
+	cmd.AddCommand(c.batchSubmitCmd())
+	var out outputFlag
+	status := c.batchIDCmd("status ID", "print a batch's progress", func(ctx context.Context, cl *client.Client, id string) error {
 		p, err := cl.BatchStatus(ctx, id)
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			enc := json.NewEncoder(c.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(p)
-		}
-		fmt.Fprintln(c.stdout, progressLine(p))
-		return nil
-	case "wait":
+		return c.emit(out, p, func(t *table) { t.row(progressLine(p)) })
+	})
+	out.register(status)
+	var interval time.Duration
+	wait := c.batchIDCmd("wait ID", "follow a batch until every item has ended", func(ctx context.Context, cl *client.Client, id string) error {
 		return c.batchWait(ctx, cl, id, interval)
-	case "results":
+	})
+	wait.Flags().DurationVar(&interval, "interval", 0, "progress interval (default 500ms on a terminal, 2s otherwise)")
+	var (
+		format      string
+		from, limit int
+	)
+	results := c.batchIDCmd("results ID", "print every item's result (JSON lines or CSV)", func(ctx context.Context, cl *client.Client, id string) error {
+		if format != "jsonl" && format != "csv" {
+			return usageErr("--format %q: want jsonl or csv", format)
+		}
 		if limit < 0 || from < 0 || (from > 0 && limit == 0) {
-			return usageErr("batch results: --limit must be >= 1 with --from, and neither negative")
+			return usageErr("--limit must be >= 1 with --from, and neither negative")
 		}
 		if limit > 0 {
 			v, next, err := cl.BatchPage(ctx, id, from, limit)
@@ -168,7 +69,12 @@ func (c cli) batch(ctx context.Context, args []string) error {
 			return err
 		}
 		return writeResults(c.stdout, v, format)
-	case "retry":
+	})
+	results.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")
+	results.Flags().IntVar(&from, "from", 0, "with --limit: the first item's index")
+	results.Flags().IntVar(&limit, "limit", 0, "at most this many items, from --from (0: every item, read in one pass)")
+	var failed bool
+	retry := c.batchIDCmd("retry ID --failed", "run again the items that failed, timed out, died or were canceled", func(ctx context.Context, cl *client.Client, id string) error {
 		if !failed {
 			return usageErr("batch retry ID --failed")
 		}
@@ -178,15 +84,134 @@ func (c cli) batch(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "%d item(s) run again\n", k)
 		return nil
-	case "cancel":
+	})
+	retry.Flags().BoolVar(&failed, "failed", false, "run again the items that failed, timed out, died or were canceled")
+	cancel := c.batchIDCmd("cancel ID", "stop every item of a batch", func(ctx context.Context, cl *client.Client, id string) error {
 		k, err := cl.CancelBatch(ctx, id)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "%d item(s) asked to stop\n", k)
 		return nil
+	})
+	cmd.AddCommand(status, wait, results, retry, cancel)
+	return cmd
+}
+
+// batchIDCmd is a batch command on one batch ID.
+func (c cli) batchIDCmd(use, short string, run func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  argsUsage(1, 1, "exactly one batch id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, closeFn, err := c.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			return run(cmd.Context(), cl, args[0])
+		},
 	}
-	return nil
+}
+
+func (c cli) batchSubmitCmd() *cobra.Command {
+	var (
+		id, queue, backend, timeout, approval, origin, tmpl, params string
+		maxAttempts, inFlight, maxParallel                          int
+		labels                                                      []string
+	)
+	cmd := &cobra.Command{
+		Use:   "submit FILE.jsonl... | --template SPEC --params FILE.jsonl",
+		Short: "submit many jobs as one batch (prints the batch id)",
+		Example: `  sandrun batch submit items.jsonl
+  sandrun batch submit --template eval.yaml --params cases.jsonl --max-parallel 64`,
+		RunE: func(cmd *cobra.Command, positional []string) error {
+			ctx := cmd.Context()
+			flags := cmd.Flags()
+			if flags.Changed("max-attempts") && (maxAttempts < 1 || maxAttempts > jobs.MaxAttemptsCap) {
+				return usageErr("--max-attempts: must be 1..%d, got %d", jobs.MaxAttemptsCap, maxAttempts)
+			}
+			if !flags.Changed("max-attempts") {
+				maxAttempts = 0 // each item's own, else the default
+			}
+			if inFlight < 1 {
+				return usageErr("--in-flight: must be at least 1, got %d", inFlight)
+			}
+			if maxParallel < 0 {
+				return usageErr("--max-parallel: must be 0 (no bound) or more, got %d", maxParallel)
+			}
+			var itemTimeout jobs.Duration
+			if flags.Changed("timeout") {
+				if err := itemTimeout.UnmarshalJSON([]byte(strconv.Quote(timeout))); err != nil {
+					return usageErr("--timeout: %v", err)
+				}
+				if itemTimeout <= 0 || itemTimeout.D() > jobs.MaxTimeout {
+					return usageErr("--timeout: must be > 0 and <= %s, got %s", jobs.MaxTimeout, timeout)
+				}
+			}
+			if queue == "" {
+				queue = c.conn.queue()
+			}
+			items, derived, err := batchItems(positional, tmpl, params)
+			if err != nil {
+				return err
+			}
+			for i := range items {
+				it := &items[i]
+				it.Queue = orDefault(it.Queue, queue)
+				it.Backend = orDefault(it.Backend, backend)
+				if it.MaxAttempts == 0 {
+					it.MaxAttempts = maxAttempts
+				}
+				if approval != "" {
+					it.Approval = approval
+				}
+				if origin != "" {
+					it.Origin = jobs.Origin(origin)
+				}
+				if it.Timeout == 0 {
+					it.Timeout = itemTimeout
+				}
+			}
+			var lm map[string]string
+			if err := addKV(&lm, labels, "--label"); err != nil {
+				return err
+			}
+			if id == "" {
+				id = derived
+			}
+			cl, closeFn, err := c.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			began := time.Now()
+			res, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: id, Labels: lm, InFlight: inFlight, MaxParallel: maxParallel}, items)
+			if err != nil {
+				return err
+			}
+			c.warnPlacement(ctx, cl, items[0].WithDefaults().Queue, items[0].WithDefaults().Backend)
+			fmt.Fprintln(c.stdout, id)
+			fmt.Fprintf(c.stderr, "batch %s: %d items (%d new, %d already submitted) in %s\n", id, res.Batch.Total, res.Submitted, res.Existing,
+				time.Since(began).Round(time.Millisecond))
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&id, "id", "", "batch id (default: derived from the input, so the same input is the same batch)")
+	fs.StringVar(&queue, "queue", "", "queue of items that name none (default: the context's, else \"default\")")
+	fs.StringVar(&backend, "backend", "", "backend profile of items that name none")
+	fs.StringVar(&timeout, "timeout", "", "timeout of items that set none, e.g. 10m")
+	fs.IntVar(&maxAttempts, "max-attempts", jobs.DefaultMaxAttempts, "attempts per item, for items that set none, 1 to 100")
+	fs.StringVar(&approval, "approval", "", "approval mode of every item: deny, approve or allowlist")
+	fs.StringVar(&origin, "origin", "", "origin of every item (default batch; subagent batches are denied by default)")
+	fs.StringVar(&tmpl, "template", "", "item template (a job spec, JSON or YAML, using {{.index}} and the params' fields)")
+	fs.StringVar(&params, "params", "", "with --template: one JSON object of fields per line, one item each")
+	fs.IntVar(&inFlight, "in-flight", 4096, "writes awaiting JetStream's acknowledgement at once")
+	fs.IntVar(&maxParallel, "max-parallel", 0, "items running at once across all workers (0: no bound)")
+	fs.StringArrayVar(&labels, "label", nil, "K=V label on every item (repeatable)")
+	return cmd
 }
 
 // orDefault returns v, or def when v is empty.

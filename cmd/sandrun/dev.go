@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/spf13/cobra"
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
@@ -25,76 +25,104 @@ import (
 // when it runs as root: nobody.
 const devJobUser = "65534:65534"
 
-// dev runs an embedded JetStream server, a worker and the scheduler in
-// one process: everything sandrun needs on one machine.
-func (c cli) dev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sandrun dev", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	dir := fs.String("data", ".sandrun", "data directory for the embedded JetStream file store")
-	port := fs.Int("port", 4222, "client port of the embedded server on 127.0.0.1 (-1: any free port)")
-	httpPort := fs.Int("http-port", 0, "monitoring port of the embedded server (0: off)")
-	syncAlways := fs.Bool("sync-always", false, "fsync every write (durable against power loss, ~5x slower)")
-	slots := fs.Int("slots", 4, "worker concurrency slots")
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on this address")
-	schedules := fs.String("schedules", "", "schedules YAML file (default: one example schedule, dev-heartbeat)")
-	configFile := fs.String("config", "", "YAML config file (worker, backends, policy)")
-	demo := fs.Bool("demo", false, "submit example jobs, print how each ends, and exit")
-	cluster := fs.Int("cluster", 1, "embedded servers: 3 runs a 3-node JetStream cluster on loopback with R3 streams and buckets")
-	verbose := fs.Bool("v", false, "log at debug level")
-	noAuth := fs.Bool("no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks only: anyone who reaches the port runs anything)")
-	if err := fs.Parse(args); err != nil {
-		return err
+// devCmd runs an embedded JetStream server, a worker and the scheduler
+// in one process: everything sandrun needs on one machine.
+func (c cli) devCmd() *cobra.Command {
+	var o devOptions
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "embedded NATS + worker + scheduler in one process (--cluster 3: three nodes)",
+		Long: `Run everything sandrun needs on this machine: an embedded JetStream server
+(with credentials and encryption at rest), a worker and the scheduler. It saves
+a context (--save-context, default "dev") so that the CLI here needs no flag.`,
+		Example: `  sandrun dev
+  sandrun dev --demo
+  sandrun dev --config worker.yaml --slots 8`,
+		Args: argsUsage(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.dev(cmd.Context(), o) },
 	}
-	cfg, err := app.LoadFile(*configFile)
+	fs := cmd.Flags()
+	fs.StringVar(&o.dir, "data", ".sandrun", "data directory for the embedded JetStream file store")
+	fs.IntVar(&o.port, "port", 4222, "client port of the embedded server on 127.0.0.1 (-1: any free port)")
+	fs.IntVar(&o.httpPort, "http-port", 0, "monitoring port of the embedded server (0: off)")
+	fs.BoolVar(&o.syncAlways, "sync-always", false, "fsync every write (durable against power loss, ~5x slower)")
+	fs.IntVar(&o.slots, "slots", 4, "worker concurrency slots")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address")
+	fs.StringVar(&o.schedules, "schedules", "", "schedules YAML file (default: one example schedule, dev-heartbeat)")
+	fs.StringVar(&o.configFile, "config", "", "YAML config file (worker, backends, policy)")
+	fs.BoolVar(&o.demo, "demo", false, "submit example jobs, print how each ends, and exit")
+	fs.IntVar(&o.cluster, "cluster", 1, "embedded servers: 3 runs a 3-node JetStream cluster on loopback with R3 streams and buckets")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log at debug level")
+	fs.BoolVar(&o.noAuth, "no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks only: anyone who reaches the port runs anything)")
+	fs.StringVar(&o.saveContext, "save-context", "dev", "save a context of this name for the CLI here (made current when none is; \"\": none)")
+	return cmd
+}
+
+type devOptions struct {
+	dir, metricsAddr, schedules, configFile, saveContext string
+	port, httpPort, slots, cluster                       int
+	syncAlways, demo, verbose, noAuth                    bool
+}
+
+func (c cli) dev(ctx context.Context, o devOptions) error {
+	if o.slots < 1 {
+		return usageErr("--slots: must be at least 1, got %d", o.slots)
+	}
+	if o.saveContext != "" {
+		if err := validContextName(o.saveContext); err != nil {
+			return fmt.Errorf("--save-context: %w", err)
+		}
+	}
+	cfg, err := app.LoadFile(o.configFile)
 	if err != nil {
 		return err
 	}
-	cfg.Worker.Slots = *slots
-	if len(cfg.Backends) == 0 && os.Geteuid() == 0 && !*noAuth {
+	cfg.Worker.Slots = o.slots
+	if len(cfg.Backends) == 0 && os.Geteuid() == 0 && !o.noAuth {
 		// The built-in local profile of a worker running as root: its
 		// commands run as nobody, so that they cannot read the
 		// credentials and the secrets key in the data directory.
 		cfg.Backends = map[string]app.BackendConfig{"local": {Kind: "local", User: devJobUser}}
 	}
-	if *metricsAddr != "" {
-		cfg.MetricsAddr = *metricsAddr
+	if o.metricsAddr != "" {
+		cfg.MetricsAddr = o.metricsAddr
 	}
-	if *schedules != "" {
-		cfg.SchedulesFile = *schedules
+	if o.schedules != "" {
+		cfg.SchedulesFile = o.schedules
 	} else {
 		// An example, so cron jobs are seen firing out of the box.
 		every := "@every 30s"
-		if *demo {
+		if o.demo {
 			every = "@every 2s"
 		}
 		cfg.Schedules = []scheduler.Schedule{{Name: "dev-heartbeat", Cron: every,
 			Job: jobs.Spec{Command: `echo "cron slot fired at $(date -u +%H:%M:%S)"`, Timeout: jobs.Duration(time.Minute)}}}
 	}
 	level := slog.LevelInfo
-	if *verbose {
+	if o.verbose {
 		level = slog.LevelDebug
 	}
-	if *demo {
+	if o.demo {
 		level = slog.LevelWarn
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 
-	if *cluster < 1 || *cluster > 5 {
-		return usageErr("dev: --cluster: want 1 to 5 servers, got %d", *cluster)
+	if o.cluster < 1 || o.cluster > 5 {
+		return usageErr("dev: --cluster: want 1 to 5 servers, got %d", o.cluster)
 	}
-	embedded := natsutil.EmbeddedConfig{Dir: *dir, Port: *port, HTTPPort: *httpPort, SyncAlways: *syncAlways}
+	embedded := natsutil.EmbeddedConfig{Dir: o.dir, Port: o.port, HTTPPort: o.httpPort, SyncAlways: o.syncAlways}
 	var creds string
-	if !*noAuth {
-		if creds, err = secure(&embedded, *dir, filepath.Join(*dir, "auth")); err != nil {
+	if !o.noAuth {
+		if creds, err = secure(&embedded, o.dir, filepath.Join(o.dir, "auth")); err != nil {
 			return err
 		}
 		cfg.NATS.Creds = creds
 		if cfg.Worker.SecretsKeyFile == "" {
-			cfg.Worker.SecretsKeyFile = filepath.Join(*dir, "auth", "secrets.nk")
+			cfg.Worker.SecretsKeyFile = filepath.Join(o.dir, "auth", "secrets.nk")
 		}
 	}
 	var servers []*server.Server
-	if *cluster == 1 {
+	if o.cluster == 1 {
 		srv, err := natsutil.StartEmbedded(embedded)
 		if err != nil {
 			return err
@@ -102,10 +130,10 @@ func (c cli) dev(ctx context.Context, args []string) error {
 		servers = append(servers, srv)
 	} else {
 		embedded.HTTPPort = 0
-		if servers, err = natsutil.StartCluster(ctx, *dir, *cluster, embedded); err != nil {
+		if servers, err = natsutil.StartCluster(ctx, o.dir, o.cluster, embedded); err != nil {
 			return err
 		}
-		cfg.Layout.Replicas = min(*cluster, 3)
+		cfg.Layout.Replicas = min(o.cluster, 3)
 	}
 	defer func() {
 		for _, srv := range servers {
@@ -117,13 +145,16 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	if creds != "" {
 		// The CLI of the same user on this machine finds its way in.
 		if err := natsutil.SaveLocalContext(servers[0].ClientURL(), creds); err != nil {
-			log.Warn("could not record the local context; give the CLI --creds "+creds, "err", err)
+			log.Warn("could not record the local credentials; give the CLI --creds "+creds, "err", err)
 		}
 	}
+	if o.saveContext != "" && !o.demo {
+		saveServerContext(c.stderr, o.saveContext, cfg.NATS.URL, creds)
+	}
 	cfg.Collectors = append(cfg.Collectors, metrics.NewServerCollector(natsutil.Stats(servers[0])))
-	if !*demo {
+	if !o.demo {
 		fmt.Fprintf(c.stderr, "sandrun dev: embedded NATS at %s (%d server(s), replicas %d, data in %s); Ctrl-C to stop\n",
-			cfg.NATS.URL, len(servers), max(cfg.Layout.Replicas, 1), *dir)
+			cfg.NATS.URL, len(servers), max(cfg.Layout.Replicas, 1), o.dir)
 		if creds != "" {
 			fmt.Fprintf(c.stderr, "sandrun dev: credentials in %s (the CLI here finds %s; others get their own: sandrun auth add)\n",
 				filepath.Dir(creds), filepath.Base(creds))
@@ -134,7 +165,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	defer stop()
 	demoErr := make(chan error, 1)
 	ready := func(st *jobs.Store, _ *metrics.Metrics) {
-		if !*demo {
+		if !o.demo {
 			return
 		}
 		go func() {
@@ -145,7 +176,7 @@ func (c cli) dev(ctx context.Context, args []string) error {
 	if err := app.Run(runCtx, cfg, app.Roles{Worker: true, Scheduler: true}, log, ready); err != nil {
 		return err
 	}
-	if *demo {
+	if o.demo {
 		return <-demoErr
 	}
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends"
@@ -34,20 +34,43 @@ type check struct {
 // described on its own, so that one broken profile does not hide the
 // others — with the orphans the reaper would remove. It reports every
 // failure and exits non-zero at the end if there was one.
-func (c cli) doctor(ctx context.Context, args []string) error {
-	var n app.NATSConfig
-	fs := c.flags("doctor", &n)
-	configFile := fs.String("config", os.Getenv("SANDRUN_CONFIG"), "worker config file to check (env SANDRUN_CONFIG; default: the built-in local profile only)")
-	asJSON := fs.Bool("json", false, "print the checks as a JSON array")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (c cli) doctorCmd() *cobra.Command {
+	var (
+		configFile string
+		out        outputFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "check NATS, the policy and every backend profile of a worker config",
+		Example: `  sandrun doctor --config worker.yaml
+  sandrun doctor --config worker.yaml -o json`,
+		Args: argsUsage(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.doctor(cmd.Context(), configFile, out)
+		},
 	}
-	cfg, broken, err := app.LoadFileProfiles(*configFile)
+	cmd.Flags().StringVar(&configFile, "config", os.Getenv("SANDRUN_CONFIG"), "worker config file to check (env SANDRUN_CONFIG; default: the built-in local profile only)")
+	out.register(cmd)
+	cmd.Flags().Lookup("output").Usage = "table or json (the checks as an array; yaml too)"
+	return cmd
+}
+
+func (c cli) doctor(ctx context.Context, configFile string, out outputFlag) error {
+	kind, err := out.kind()
 	if err != nil {
 		return err
 	}
-	if n.URL == "" {
-		n = cfg.NATS
+	cfg, broken, err := app.LoadFileProfiles(configFile)
+	if err != nil {
+		return err
+	}
+	// The config's server is the one to check, unless the command line
+	// names another.
+	n := cfg.NATS
+	if c.conn.n.URL != "" || c.conn.context != "" || n.URL == "" {
+		if n, _, err = c.conn.resolve(); err != nil {
+			return err
+		}
 	}
 	var checks []check
 	report := func(c check, err error) {
@@ -58,7 +81,7 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 		}
 		checks = append(checks, c)
 	}
-	if *configFile == "" {
+	if configFile == "" {
 		report(check{Check: "config", Detail: "no --config (or SANDRUN_CONFIG): the built-in local profile only"}, nil)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -99,10 +122,8 @@ func (c cli) doctor(ctx context.Context, args []string) error {
 			failed++
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(checks); err != nil {
+	if kind != "table" {
+		if err := c.emit(out, checks, nil); err != nil {
 			return err
 		}
 	} else {

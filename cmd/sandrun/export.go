@@ -11,8 +11,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sandrun/sandrun/client"
-	"github.com/sandrun/sandrun/internal/app"
 )
 
 // export writes the history of finished jobs as JSON lines, one per
@@ -20,28 +21,42 @@ import (
 // of JetStream state. Written to a file, it resumes after the last line
 // the file holds (a torn last line is cut off first): run it again, or
 // keep it running with --follow, and every ending is written once.
-func (c cli) export(ctx context.Context, args []string) error {
-	var n app.NATSConfig
-	fs := c.flags("export", &n)
-	out := fs.String("out", "", "JSON lines file to append to, resuming after its last line; - for standard output")
-	follow := fs.Bool("follow", false, "keep writing endings as they happen, until interrupted")
-	after := fs.Uint64("after", 0, "with --out -: start after this sequence (a line's seq)")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (c cli) exportCmd() *cobra.Command {
+	var (
+		out    string
+		follow bool
+		after  uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "export --out FILE|- [--follow]",
+		Short: "finished jobs as JSON lines (a history that outlives retention)",
+		Example: `  sandrun export --out history.jsonl --follow
+  sandrun export --out - --after 1200 | jq .state`,
+		Args: argsUsage(0, 0, "no arguments (--out FILE|-)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.export(cmd.Context(), out, follow, after)
+		},
 	}
-	if *out == "" || fs.NArg() != 0 {
-		return usageErr("sandrun export --out FILE|- [--follow]")
+	cmd.Flags().StringVar(&out, "out", "", "JSON lines file to append to, resuming after its last line; - for standard output")
+	cmd.Flags().BoolVar(&follow, "follow", false, "keep writing endings as they happen, until interrupted")
+	cmd.Flags().Uint64Var(&after, "after", 0, "with --out -: start after this sequence (a line's seq)")
+	return cmd
+}
+
+func (c cli) export(ctx context.Context, out string, follow bool, after uint64) error {
+	if out == "" {
+		return usageErr("--out: required (a file, or - for standard output)")
 	}
-	w, from, finish, err := openHistory(*out)
+	w, from, finish, err := openHistory(out)
 	if err != nil {
 		return err
 	}
-	if *out == "-" {
-		from = *after
-	} else if *after != 0 {
+	if out == "-" {
+		from = after
+	} else if after != 0 {
 		return usageErr("--after: only with --out - (a file resumes after its own last line)")
 	}
-	cl, closeFn, err := connect(ctx, n)
+	cl, closeFn, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -51,7 +66,7 @@ func (c cli) export(ctx context.Context, args []string) error {
 	written := 0
 	flush := time.NewTicker(time.Second)
 	defer flush.Stop()
-	err = cl.History(ctx, from, *follow, func(e client.HistoryEntry) error {
+	err = cl.History(ctx, from, follow, func(e client.HistoryEntry) error {
 		written++
 		if err := enc.Encode(e); err != nil {
 			return err

@@ -2,60 +2,45 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sandrun/sandrun/client"
-	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
-func oneID(args []string, what string) (string, error) {
-	if len(args) != 1 {
-		return "", usageErr("want exactly one job id, e.g. sandrun %s 01J...", what)
+// jobCmd is a command on one job ID; run gets the connected client.
+func (c cli) jobCmd(use, short string, run func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:               use,
+		Short:             short,
+		Args:              argsUsage(1, 1, "exactly one job id, e.g. 01JB..."),
+		ValidArgsFunction: c.completeJobIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, closeFn, err := c.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			return run(cmd.Context(), cl, args[0])
+		},
 	}
-	return args[0], nil
 }
 
-// withJob parses a one-job command's flags (those setup adds, plus the
-// connection flags), connects, and runs fn on the job ID.
-func (c cli) withJob(ctx context.Context, name string, args []string, setup func(*flag.FlagSet),
-	fn func(cl *client.Client, id string) error) error {
-	var n app.NATSConfig
-	fs := c.flags(name, &n)
-	if setup != nil {
-		setup(fs)
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	id, err := oneID(fs.Args(), name)
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	return fn(cl, id)
-}
-
-func (c cli) status(ctx context.Context, args []string) error {
-	var asJSON *bool
-	setup := func(fs *flag.FlagSet) {
-		asJSON = fs.Bool("json", false, "print the record and result as JSON (stable for scripts)")
-	}
-	return c.withJob(ctx, "status", args, setup, func(cl *client.Client, id string) error {
-		return c.printStatus(ctx, cl, id, *asJSON)
+func (c cli) statusCmd() *cobra.Command {
+	var out outputFlag
+	cmd := c.jobCmd("status ID", "show a job's record and result", func(ctx context.Context, cl *client.Client, id string) error {
+		return c.printStatus(ctx, cl, id, out)
 	})
+	cmd.Example = "  sandrun status 01JB... -o json"
+	out.register(cmd)
+	return cmd
 }
 
-func (c cli) printStatus(ctx context.Context, cl *client.Client, id string, asJSON bool) error {
+func (c cli) printStatus(ctx context.Context, cl *client.Client, id string, out outputFlag) error {
 	st, err := cl.Status(ctx, id)
 	if errors.Is(err, jobs.ErrExpired) {
 		return fmt.Errorf("%w (this deployment keeps %s)", err, cl.Store().Retention.String())
@@ -73,45 +58,42 @@ func (c cli) printStatus(ctx context.Context, cl *client.Client, id string, asJS
 		return err
 	}
 
-	if asJSON {
-		return writeJSON(c, statusJSON(st))
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintf(tw, "id\t%s\n", st.Run.Spec.ID)
-	fmt.Fprintf(tw, "state\t%s\n", st.State())
-	fmt.Fprintf(tw, "owner\t%s\n", st.Run.OwnerString())
-	fmt.Fprintf(tw, "queue\t%s\n", st.Run.Spec.Queue)
-	fmt.Fprintf(tw, "backend\t%s\n", st.Run.Spec.Backend)
-	fmt.Fprintf(tw, "command\t%s\n", st.Run.Spec.Command)
-	fmt.Fprintf(tw, "attempts\t%d of %d\n", st.Run.Attempt, st.Run.Spec.MaxAttempts)
-	if st.Run.Worker != "" {
-		fmt.Fprintf(tw, "worker\t%s\n", st.Run.Worker)
-	}
-	if !st.Run.NextAttemptAt.IsZero() {
-		fmt.Fprintf(tw, "next attempt\t%s\n", st.Run.NextAttemptAt.Format(time.RFC3339))
-	}
-	if st.Run.LastError != "" {
-		fmt.Fprintf(tw, "last error\t%s\n", st.Run.LastError)
-	}
-	if r := st.Result; r != nil {
-		fmt.Fprintf(tw, "exit code\t%d\n", r.ExitCode)
-		if r.Signal != "" {
-			fmt.Fprintf(tw, "signal\t%s\n", r.Signal)
+	return c.emit(out, statusJSON(st), func(t *table) {
+		t.row("id", st.Run.Spec.ID)
+		t.row("state", string(st.State()))
+		t.row("owner", st.Run.OwnerString())
+		t.row("queue", st.Run.Spec.Queue)
+		t.row("backend", st.Run.Spec.Backend)
+		t.row("command", st.Run.Spec.Command)
+		t.row("attempts", fmt.Sprintf("%d of %d", st.Run.Attempt, st.Run.Spec.MaxAttempts))
+		if st.Run.Worker != "" {
+			t.row("worker", st.Run.Worker)
 		}
-		if r.Rule != "" {
-			fmt.Fprintf(tw, "policy rule\t%s\n", r.Rule)
+		if !st.Run.NextAttemptAt.IsZero() {
+			t.row("next attempt", st.Run.NextAttemptAt.Format(time.RFC3339))
 		}
-		if r.Error != "" {
-			fmt.Fprintf(tw, "error\t%s\n", r.Error)
+		if st.Run.LastError != "" {
+			t.row("last error", st.Run.LastError)
 		}
-		fmt.Fprintf(tw, "wall\t%.3fs\n", r.WallSeconds)
-		fmt.Fprintf(tw, "cpu\tuser %.3fs sys %.3fs\n", r.UserCPUSeconds, r.SysCPUSeconds)
-		if r.MaxRSSBytes > 0 {
-			fmt.Fprintf(tw, "peak rss\t%d KiB\n", r.MaxRSSBytes>>10)
+		if r := st.Result; r != nil {
+			t.row("exit code", fmt.Sprint(r.ExitCode))
+			if r.Signal != "" {
+				t.row("signal", r.Signal)
+			}
+			if r.Rule != "" {
+				t.row("policy rule", r.Rule)
+			}
+			if r.Error != "" {
+				t.row("error", r.Error)
+			}
+			t.row("wall", fmt.Sprintf("%.3fs", r.WallSeconds))
+			t.row("cpu", fmt.Sprintf("user %.3fs sys %.3fs", r.UserCPUSeconds, r.SysCPUSeconds))
+			if r.MaxRSSBytes > 0 {
+				t.row("peak rss", fmt.Sprintf("%d KiB", r.MaxRSSBytes>>10))
+			}
+			t.row("output", fmt.Sprintf("stdout %d bytes, stderr %d bytes", r.Stdout.Size, r.Stderr.Size))
 		}
-		fmt.Fprintf(tw, "output\tstdout %d bytes, stderr %d bytes\n", r.Stdout.Size, r.Stderr.Size)
-	}
-	return tw.Flush()
+	})
 }
 
 // statusJSON is the stable --json shape of status and ls.
@@ -137,71 +119,69 @@ func statusJSON(st client.Status) statusOut {
 	}
 }
 
-func writeJSON(c cli, v any) error {
-	enc := json.NewEncoder(c.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+func (c cli) lsCmd() *cobra.Command {
+	var (
+		out                outputFlag
+		state, queue, cont string
+		limit              int
+	)
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "list jobs, most recently changed first",
+		Example: "  sandrun ls --state failed --queue default",
+		Args:    argsUsage(0, 0, "no arguments (filters are flags)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if limit < 1 {
+				return usageErr("--limit: must be at least 1, got %d", limit)
+			}
+			if _, err := out.kind(); err != nil {
+				return err
+			}
+			f := client.ListFilter{Queue: queue, Limit: limit, Continue: cont}
+			if state != "" {
+				s, err := jobs.ParseState(state)
+				if err != nil {
+					return usageErr("--state: %v", err)
+				}
+				f.State = s
+			}
+			cl, closeFn, err := c.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			page, err := cl.ListPage(ctx, f)
+			if err != nil {
+				return err
+			}
+			if page.Next != "" {
+				fmt.Fprintf(c.stderr, "more: sandrun ls --continue %s (with the same filters)\n", page.Next)
+			}
+			rows := make([]statusOut, 0, len(page.Jobs))
+			for _, st := range page.Jobs {
+				rows = append(rows, statusJSON(st))
+			}
+			return c.emit(out, rows, func(t *table) {
+				t.header("ID", "STATE", "QUEUE", "BACKEND", "TRY", "COMMAND")
+				for _, r := range rows {
+					t.row(r.ID, string(r.State), r.Queue, r.Backend, fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts), r.Command)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state (queued, running, succeeded, failed, ...)")
+	cmd.Flags().StringVar(&queue, "queue", "", "only jobs of this queue")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many jobs")
+	cmd.Flags().StringVar(&cont, "continue", "", "the page after the one that printed this token")
+	out.register(cmd)
+	return cmd
 }
 
-func (c cli) ls(ctx context.Context, args []string) error {
-	var n app.NATSConfig
-	fs := c.flags("ls", &n)
-	state := fs.String("state", "", "only jobs in this state")
-	queue := fs.String("queue", "", "only jobs of this queue")
-	limit := fs.Int("limit", 100, "at most this many jobs, most recently changed first")
-	cont := fs.String("continue", "", "the page after the one that printed this token")
-	asJSON := fs.Bool("json", false, "JSON output")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *limit < 1 {
-		return usageErr("--limit: must be at least 1, got %d", *limit)
-	}
-	f := client.ListFilter{Queue: *queue, Limit: *limit, Continue: *cont}
-	if *state != "" {
-		s, err := jobs.ParseState(*state)
-		if err != nil {
-			return usageErr("--state: %v", err)
-		}
-		f.State = s
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	page, err := cl.ListPage(ctx, f)
-	if err != nil {
-		return err
-	}
-	list := page.Jobs
-	if page.Next != "" {
-		fmt.Fprintf(c.stderr, "more: sandrun ls --continue %s (with the same filters)\n", page.Next)
-	}
-	if *asJSON {
-		out := make([]statusOut, 0, len(list))
-		for _, st := range list {
-			out = append(out, statusJSON(st))
-		}
-		return writeJSON(c, out)
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tBACKEND\tATTEMPT\tCOMMAND")
-	for _, st := range list {
-		cmd := st.Run.Spec.Command
-		if len(cmd) > 50 {
-			cmd = cmd[:47] + "..."
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", st.Run.Spec.ID, st.State(), st.Run.Spec.Queue,
-			st.Run.Spec.Backend, st.Run.Attempt, st.Run.Spec.MaxAttempts, cmd)
-	}
-	return tw.Flush()
-}
-
-func (c cli) logs(ctx context.Context, args []string) error {
-	var follow *bool
-	setup := func(fs *flag.FlagSet) { follow = fs.Bool("f", false, "follow the live output until the job ends") }
-	return c.withJob(ctx, "logs", args, setup, func(cl *client.Client, id string) error {
+func (c cli) logsCmd() *cobra.Command {
+	var follow bool
+	cmd := c.jobCmd("logs ID", "print a job's output (-f: follow it live)", func(ctx context.Context, cl *client.Client, id string) error {
 		st, err := cl.Status(ctx, id)
 		if err != nil {
 			return err
@@ -209,16 +189,19 @@ func (c cli) logs(ctx context.Context, args []string) error {
 		if st.Result != nil {
 			return cl.Output(ctx, *st.Result, c.stdout, c.stderr)
 		}
-		if !*follow {
+		if !follow {
 			return fmt.Errorf("job %s is %s: no output stored yet (use -f to follow it)", id, st.State())
 		}
 		_, err = cl.Follow(ctx, id, client.FollowOptions{Stdout: c.stdout, Stderr: c.stderr})
 		return err
 	})
+	cmd.Example = "  sandrun logs -f 01JB..."
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the live output until the job ends")
+	return cmd
 }
 
-func (c cli) cancel(ctx context.Context, args []string) error {
-	return c.withJob(ctx, "cancel", args, nil, func(cl *client.Client, id string) error {
+func (c cli) cancelCmd() *cobra.Command {
+	return c.jobCmd("cancel ID", "cancel a queued or running job", func(ctx context.Context, cl *client.Client, id string) error {
 		out, err := cl.Cancel(ctx, id)
 		if err != nil {
 			return err
@@ -241,49 +224,45 @@ func (c cli) cancel(ctx context.Context, args []string) error {
 	})
 }
 
-func (c cli) dlq(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usageErr("want `dlq ls` or `dlq retry ID`")
-	}
-	var n app.NATSConfig
-	fs := c.flags("dlq "+args[0], &n)
-	asJSON := fs.Bool("json", false, "JSON output (dlq ls)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	switch args[0] {
-	case "ls":
-		list, err := cl.DLQ(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
+func (c cli) dlqCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "dlq", Short: "the dead-letter queue: jobs that used up their attempts"}
+	var out outputFlag
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "list dead jobs",
+		Args:  argsUsage(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := out.kind(); err != nil {
+				return err
+			}
+			cl, closeFn, err := c.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			list, err := cl.DLQ(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if list == nil {
 				list = []jobs.DLQEntry{}
 			}
-			return writeJSON(c, list)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tQUEUE\tATTEMPTS\tTIME\tREASON")
-		for _, e := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", e.JobID, e.Queue, e.Attempts, e.Time.Format(time.RFC3339), e.Reason)
-		}
-		return tw.Flush()
-	case "retry":
-		id, err := oneID(fs.Args(), "dlq retry")
-		if err != nil {
-			return err
-		}
+			return c.emit(out, list, func(t *table) {
+				t.header("ID", "QUEUE", "TRIES", "TIME", "REASON")
+				for _, e := range list {
+					t.row(e.JobID, e.Queue, fmt.Sprint(e.Attempts), e.Time.UTC().Format(time.RFC3339), e.Reason)
+				}
+			})
+		},
+	}
+	out.register(ls)
+	retry := c.jobCmd("retry ID", "run a dead job again", func(ctx context.Context, cl *client.Client, id string) error {
 		if err := cl.RetryDLQ(ctx, id); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "%s requeued\n", id)
 		return nil
-	}
-	return usageErr("unknown dlq command %q (want ls or retry)", args[0])
+	})
+	cmd.AddCommand(ls, retry)
+	return cmd
 }

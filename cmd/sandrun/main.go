@@ -3,61 +3,47 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"time"
+	"strings"
 
-	"github.com/sandrun/sandrun/client"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/sandrun/sandrun/internal/app"
 )
 
-const usage = `sandrun runs untrusted commands through a JetStream queue.
-
-Usage:
-  sandrun submit [flags] -- COMMAND...   submit a job (prints its id; --wait follows it)
-  sandrun status ID [--json]             show a job
-  sandrun logs ID [-f]                   print a job's output (-f: follow)
-  sandrun cancel ID                      cancel a queued or running job
-  sandrun ls [--state S] [--queue Q]     list jobs
-  sandrun dlq ls | dlq retry ID          dead-letter queue
-  sandrun workspace ls [--json] | rm NAME  your workspaces; rm deletes one's storage after its queued jobs
-  sandrun export --out FILE [--follow]   finished jobs as JSON lines (a history that outlives retention)
-  sandrun batch submit FILE.jsonl        many jobs as one batch (or --template SPEC --params FILE.jsonl)
-  sandrun batch status|wait|results|cancel ID ; batch retry ID --failed
-  sandrun schedules ls|add FILE|rm|suspend|resume|trigger|history NAME
-                                         cron schedules (the schedulers watch them)
-  sandrun policy check [flags] -- CMD    judge a command as a worker would (exit 0 approve, 3 deny)
-  sandrun policy rules                   list the policy's rules
-  sandrun doctor [--config FILE]         check NATS, the policy and every backend profile
-  sandrun sif ls|prune [--dry-run]|pull REF  [--config FILE [--profile P] | --scratch DIR]
-                                         the SIF cache of a singularity profile
-  sandrun dev [flags]                    embedded NATS + worker + scheduler in one process (--cluster 3: three nodes)
-  sandrun server --data DIR [flags]      one embedded NATS node (--cluster-name, --routes: a cluster node)
-  sandrun auth add --dir DIR --name N --role R [--origin O] [-o FILE]
-                                         mint credentials for an identity (auth init: make DIR;
-                                         auth export: the JWTs an external nats-server trusts)
-  sandrun worker [flags]                 run a worker (same as the worker binary)
-  sandrun scheduler [flags]              run the scheduler (same as the scheduler binary)
+const longHelp = `sandrun runs untrusted commands through a JetStream queue.
 
 COMMAND after --: one word is a shell script as written (submit -- 'echo hi;
 exit 3'); several words each arrive as given, as with docker run (submit --
 sh -c 'echo hi; exit 3' runs sh with two arguments).
 
-Every command takes --nats-url (env SANDRUN_NATS_URL), --creds, --tls-cert,
---tls-key and --tls-ca. Run "sandrun COMMAND -h" for a command's flags.
-`
+Commands that talk to a server take the connection flags (--context,
+--nats-url, --creds, --tls-*) anywhere on the line. Without them, the
+context chosen with --context, $SANDRUN_CONTEXT or "sandrun context use"
+says where to connect; "sandrun dev" and "sandrun server" save one for
+themselves. Read commands print -o table (default), json or yaml.`
+
+const rootExamples = `  sandrun dev                                  # a server, a worker and the scheduler on this machine
+  sandrun submit --wait -- echo hello          # run a command and follow it
+  sandrun submit -f job.yaml                   # a job spec from a file
+  sandrun status 01JB... -o json               # a job's record and result
+  sandrun logs -f 01JB...                      # follow its output
+  sandrun ls --state failed                    # recent jobs
+  sandrun context ls                           # the servers this CLI knows`
 
 // cli carries the process's streams so commands are testable.
 type cli struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
+	// conn holds the connection flags of the command line being run.
+	conn *connFlags
 }
 
-// exitError carries a specific exit code (submit --wait).
+// exitError carries a specific exit code (submit --wait, policy check).
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
@@ -67,72 +53,100 @@ func main() {
 	os.Exit(c.run(os.Args[1:]))
 }
 
+// run executes one command line and returns the process's exit code: 0,
+// 1 for a failure, 2 for a command line that could not be understood
+// (reported before anything ran), or the code a command chose.
 func (c cli) run(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(c.stdout, usage)
-		return 0
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "worker":
-		return app.DaemonMain("sandrun worker", app.Roles{Worker: true}, rest)
-	case "scheduler":
-		return app.DaemonMain("sandrun scheduler", app.Roles{Scheduler: true}, rest)
-	}
+	c.conn = &connFlags{}
+	started := false
+	root := c.rootCmd(&started)
+	root.SetArgs(args)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetIn(c.stdin)
 	ctx, cancel := app.SignalContext()
 	defer cancel()
-	var err error
-	switch cmd {
-	case "submit":
-		err = c.submit(ctx, rest)
-	case "status":
-		err = c.status(ctx, rest)
-	case "logs":
-		err = c.logs(ctx, rest)
-	case "cancel":
-		err = c.cancel(ctx, rest)
-	case "workspace":
-		err = c.workspace(ctx, rest)
-	case "export":
-		err = c.export(ctx, rest)
-	case "ls":
-		err = c.ls(ctx, rest)
-	case "dlq":
-		err = c.dlq(ctx, rest)
-	case "dev":
-		err = c.dev(ctx, rest)
-	case "policy":
-		err = c.policyCmd(ctx, rest)
-	case "schedules":
-		err = c.schedules(ctx, rest)
-	case "doctor":
-		err = c.doctor(ctx, rest)
-	case "sif":
-		err = c.sif(ctx, rest)
-	case "batch":
-		err = c.batch(ctx, rest)
-	case "server":
-		err = c.server(ctx, rest)
-	case "auth":
-		err = c.auth(rest)
-	default:
-		fmt.Fprintf(c.stderr, "sandrun: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
+	cmd, err := root.ExecuteContextC(ctx)
 	var ee exitError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(c.stderr, "sandrun %s: %v\n", cmd, err)
+	case !started || errors.Is(err, errUsage):
+		fmt.Fprintf(c.stderr, "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
 		return 2
 	}
-	fmt.Fprintf(c.stderr, "sandrun %s: %v\n", cmd, err)
+	fmt.Fprintf(c.stderr, "%s: %v\n", cmd.CommandPath(), err)
 	return 1
+}
+
+// rootCmd builds the command tree. started is set once a command's own
+// code runs, so that errors before it (flags, arguments, unknown
+// commands) are usage errors.
+func (c cli) rootCmd(started *bool) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sandrun",
+		Short:         "run untrusted, agent-issued commands through a JetStream queue",
+		Long:          longHelp,
+		Example:       rootExamples,
+		Version:       versionString(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			*started = true
+		},
+	}
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	c.conn.register(root.PersistentFlags())
+	root.AddGroup(&cobra.Group{ID: "jobs", Title: "Jobs:"}, &cobra.Group{ID: "ops", Title: "Running sandrun:"})
+	for _, cmd := range []*cobra.Command{
+		c.submitCmd(), c.statusCmd(), c.logsCmd(), c.cancelCmd(), c.lsCmd(), c.batchCmd(),
+		c.schedulesCmd(), c.workspaceCmd(), c.dlqCmd(), c.exportCmd(), c.policyCmd(),
+	} {
+		cmd.GroupID = "jobs"
+		root.AddCommand(cmd)
+	}
+	for _, cmd := range []*cobra.Command{
+		c.devCmd(), c.serverCmd(), c.workerCmd(), c.schedulerCmd(), c.authCmd(), c.contextCmd(),
+		c.doctorCmd(), c.sifCmd(), c.versionCmd(),
+	} {
+		cmd.GroupID = "ops"
+		root.AddCommand(cmd)
+	}
+	for _, cmd := range root.Commands() {
+		groupsRefuseUnknown(cmd)
+	}
+	root.SetHelpCommandGroupID("ops")
+	root.SetCompletionCommandGroupID("ops")
+	return root
+}
+
+// groupsRefuseUnknown makes every command that only holds subcommands
+// print its help when called alone, and refuse an unknown subcommand
+// (cobra runs neither for a command without a Run of its own).
+func groupsRefuseUnknown(cmd *cobra.Command) {
+	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			return usageErr("unknown command %q (want %s)", args[0], strings.Join(names, ", "))
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		groupsRefuseUnknown(sub)
+	}
 }
 
 var errUsage = errors.New("usage")
@@ -141,21 +155,36 @@ func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
-// flags returns a flag set with the connection flags.
-func (c cli) flags(name string, n *app.NATSConfig) *flag.FlagSet {
-	fs := flag.NewFlagSet("sandrun "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	app.NATSFlags(fs, n)
-	return fs
+// argsUsage checks a command's operand count, as a usage error.
+func argsUsage(min, max int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < min || (max >= 0 && len(args) > max) {
+			return usageErr("want %s, got %d argument(s)", what, len(args))
+		}
+		return nil
+	}
 }
 
-// connect returns a client bound to the existing layout.
-func connect(ctx context.Context, n app.NATSConfig) (*client.Client, func(), error) {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := client.Connect(cctx, client.Options{URL: n.URL, CredsFile: n.Creds, TLSCert: n.TLSCert, TLSKey: n.TLSKey, TLSCA: n.TLSCA, Name: "sandrun-cli"})
-	if err != nil {
-		return nil, nil, err
+// daemonCmd runs a daemon with its own (standard library) flags: the
+// same command line as the worker and scheduler binaries.
+func daemonCmd(name, short string, roles app.Roles) *cobra.Command {
+	return &cobra.Command{
+		Use:                name + " [flags]",
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if code := app.DaemonMain("sandrun "+name, roles, args); code != 0 {
+				return exitError{code: code}
+			}
+			return nil
+		},
 	}
-	return c, c.Close, nil
+}
+
+func (c cli) workerCmd() *cobra.Command {
+	return daemonCmd("worker", "run a worker (same as the worker binary; --help lists its flags)", app.Roles{Worker: true})
+}
+
+func (c cli) schedulerCmd() *cobra.Command {
+	return daemonCmd("scheduler", "run the scheduler (same as the scheduler binary; --help lists its flags)", app.Roles{Scheduler: true})
 }

@@ -6,95 +6,107 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sandrun/sandrun/client"
-	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/scheduler"
 )
 
-// schedules handles `sandrun schedules ls|add|rm|suspend|resume|trigger|history`.
-func (c cli) schedules(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usageErr("want schedules ls | add FILE|- | rm NAME | suspend NAME | resume NAME | trigger NAME | history NAME")
+// schedulesCmd is `sandrun schedules ls|add|rm|suspend|resume|trigger|history`.
+func (c cli) schedulesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "schedules",
+		Aliases: []string{"schedule"},
+		Short:   "cron schedules (the schedulers watch them)",
 	}
-	sub := args[0]
-	var n app.NATSConfig
-	fs := c.flags("schedules "+sub, &n)
-	asJSON := fs.Bool("json", false, "JSON output (ls, history)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	needName := func() (string, error) {
-		if len(rest) != 1 {
-			return "", usageErr("want exactly one schedule name, e.g. sandrun schedules %s nightly", sub)
-		}
-		return rest[0], nil
-	}
-	// Validate files before connecting.
-	var toAdd []scheduler.Schedule
-	if sub == "add" {
-		if len(rest) != 1 {
-			return usageErr("want a schedules file (or - for stdin)")
-		}
-		var data []byte
-		var err error
-		if rest[0] == "-" {
-			data, err = io.ReadAll(c.stdin)
-		} else {
-			data, err = os.ReadFile(rest[0])
-		}
-		if err != nil {
-			return err
-		}
-		if toAdd, err = scheduler.DecodeFile(data); err != nil {
-			return err
-		}
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	cat := scheduler.NewCatalog(cl.Store())
-	switch sub {
-	case "ls":
-		return c.schedulesLs(ctx, cl, cat, *asJSON)
-	case "add":
-		for _, s := range toAdd {
-			if err := cat.Put(ctx, s, false); err != nil {
+	var lsOut, histOut outputFlag
+	ls := c.catalogCmd("ls", "list the schedules with their next and last firing", argsUsage(0, 0, "no arguments"),
+		func(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, _ []string) error {
+			return c.schedulesLs(ctx, cl, cat, lsOut)
+		})
+	ls.Aliases = []string{"list"}
+	lsOut.register(ls)
+	add := c.catalogCmd("add FILE|-", "save the schedules of a YAML file (or stdin)", argsUsage(1, 1, "a schedules file (or - for stdin)"),
+		func(ctx context.Context, _ *client.Client, cat *scheduler.Catalog, args []string) error {
+			var data []byte
+			var err error
+			if args[0] == "-" {
+				data, err = io.ReadAll(c.stdin)
+			} else {
+				data, err = os.ReadFile(args[0])
+			}
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "%s saved\n", s.Name)
-		}
-		return nil
-	case "rm", "suspend", "resume", "trigger", "history":
-		name, err := needName()
-		if err != nil {
-			return err
-		}
-		switch sub {
-		case "rm":
-			err = cat.Remove(ctx, name)
-		case "suspend", "resume":
-			err = cat.SetSuspended(ctx, name, sub == "suspend")
-		case "trigger":
-			var id string
-			if id, err = cat.Trigger(ctx, name); err == nil {
-				fmt.Fprintln(c.stdout, id)
-				return nil
+			toAdd, err := scheduler.DecodeFile(data)
+			if err != nil {
+				return err
 			}
-		case "history":
-			return c.schedulesHistory(ctx, cl, cat, name, *asJSON)
-		}
-		if err == nil {
-			fmt.Fprintf(c.stdout, "%s: %s done\n", name, sub)
-		}
-		return err
+			for _, s := range toAdd {
+				if err := cat.Put(ctx, s, false); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.stdout, "%s saved\n", s.Name)
+			}
+			return nil
+		})
+	add.ValidArgsFunction = nil
+	cmd.AddCommand(ls, add)
+	for _, verb := range []struct{ name, short string }{
+		{"rm", "delete a schedule"},
+		{"suspend", "stop a schedule firing (its slots are skipped, not made up)"},
+		{"resume", "let a suspended schedule fire again"},
+	} {
+		cmd.AddCommand(c.catalogCmd(verb.name+" NAME", verb.short, argsUsage(1, 1, "exactly one schedule name"),
+			func(ctx context.Context, _ *client.Client, cat *scheduler.Catalog, args []string) error {
+				var err error
+				if verb.name == "rm" {
+					err = cat.Remove(ctx, args[0])
+				} else {
+					err = cat.SetSuspended(ctx, args[0], verb.name == "suspend")
+				}
+				if err == nil {
+					fmt.Fprintf(c.stdout, "%s: %s done\n", args[0], verb.name)
+				}
+				return err
+			}))
 	}
-	return usageErr("unknown schedules command %q", sub)
+	trigger := c.catalogCmd("trigger NAME", "fire a schedule now (prints the job id)", argsUsage(1, 1, "exactly one schedule name"),
+		func(ctx context.Context, _ *client.Client, cat *scheduler.Catalog, args []string) error {
+			id, err := cat.Trigger(ctx, args[0])
+			if err == nil {
+				fmt.Fprintln(c.stdout, id)
+			}
+			return err
+		})
+	history := c.catalogCmd("history NAME", "a schedule's recent firings and their jobs' states", argsUsage(1, 1, "exactly one schedule name"),
+		func(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, args []string) error {
+			return c.schedulesHistory(ctx, cl, cat, args[0], histOut)
+		})
+	histOut.register(history)
+	cmd.AddCommand(trigger, history)
+	return cmd
+}
+
+// catalogCmd is a schedules command: run gets the connected catalog.
+func (c cli) catalogCmd(use, short string, args cobra.PositionalArgs,
+	run func(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, args []string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:               use,
+		Short:             short,
+		Args:              args,
+		ValidArgsFunction: c.completeSchedules,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, closeFn, err := c.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			return run(cmd.Context(), cl, scheduler.NewCatalog(cl.Store()), args)
+		},
+	}
 }
 
 type scheduleRow struct {
@@ -106,7 +118,7 @@ type scheduleRow struct {
 	Missed    int64     `json:"missed"`
 }
 
-func (c cli) schedulesLs(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, asJSON bool) error {
+func (c cli) schedulesLs(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, out outputFlag) error {
 	list, err := cat.List(ctx)
 	if err != nil {
 		return err
@@ -130,30 +142,19 @@ func (c cli) schedulesLs(ctx context.Context, cl *client.Client, cat *scheduler.
 		}
 		rows = append(rows, row)
 	}
-	if asJSON {
-		return writeJSON(c, rows)
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tZONE\tNEXT (zone time)\tLAST SLOT\tLAST JOB\tLAST STATE\tMISSED\tSUSPENDED")
-	for _, r := range rows {
-		zone := r.TimeZone
-		if zone == "" {
-			zone = "UTC"
+	return c.emit(out, rows, func(t *table) {
+		t.header("NAME", "CRON", "NEXT", "LAST JOB", "STATE", "MISSED", "SUSPENDED")
+		for _, r := range rows {
+			next := "-"
+			if !r.Next.IsZero() {
+				next = r.Next.Format("01-02 15:04:05 MST")
+			}
+			t.row(r.Name, r.Cron, next, dash(r.LastJob), dash(r.LastState), fmt.Sprint(r.Missed), fmt.Sprint(r.Suspended))
 		}
-		next := "-"
-		if !r.Next.IsZero() {
-			next = r.Next.Format("2006-01-02 15:04:05 MST")
-		}
-		last := "-"
-		if !r.LastSlot.IsZero() {
-			last = r.LastSlot.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%v\n", r.Name, r.Cron, zone, next, last, dash(r.LastJob), dash(r.LastState), r.Missed, r.Suspended)
-	}
-	return tw.Flush()
+	})
 }
 
-func (c cli) schedulesHistory(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, name string, asJSON bool) error {
+func (c cli) schedulesHistory(ctx context.Context, cl *client.Client, cat *scheduler.Catalog, name string, out outputFlag) error {
 	if _, err := cat.Get(ctx, name); err != nil {
 		return err
 	}
@@ -175,15 +176,12 @@ func (c cli) schedulesHistory(ctx context.Context, cl *client.Client, cat *sched
 		}
 		rows = append(rows, r)
 	}
-	if asJSON {
-		return writeJSON(c, rows)
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tKIND\tJOB\tSTATE\tREASON")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Slot.UTC().Format(time.RFC3339), r.Kind, dash(r.JobID), dash(r.State), r.Reason)
-	}
-	return tw.Flush()
+	return c.emit(out, rows, func(t *table) {
+		t.header("SLOT", "KIND", "JOB", "STATE", "REASON")
+		for _, r := range rows {
+			t.row(r.Slot.UTC().Format(time.RFC3339), string(r.Kind), dash(r.JobID), dash(r.State), r.Reason)
+		}
+	})
 }
 
 func dash(s string) string {

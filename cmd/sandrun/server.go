@@ -2,23 +2,33 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
-// server runs one embedded JetStream server — alone, or as a node of a
-// cluster — until interrupted: a NATS node for machines without
+// serverCmd runs one embedded JetStream server — alone, or as a node of
+// a cluster — until interrupted: a NATS node for machines without
 // nats-server, and the nodes of the failure drills.
-func (c cli) server(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sandrun server", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	var cfg natsutil.EmbeddedConfig
-	var routes, authDir string
-	var noAuth bool
+func (c cli) serverCmd() *cobra.Command {
+	var o serverOptions
+	cmd := &cobra.Command{
+		Use:   "server --data DIR",
+		Short: "one embedded NATS node (--cluster-name, --routes: a cluster node)",
+		Long: `Run one embedded JetStream server until interrupted. It prints its client URL
+on standard output, and saves a context (--save-context, default "server") for
+the CLI on this machine.`,
+		Example: `  sandrun server --data /var/lib/sandrun
+  sandrun server --data n1 --name n1 --cluster-name c --routes nats-route://127.0.0.1:6223,nats-route://127.0.0.1:6224`,
+		Args: argsUsage(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.server(cmd.Context(), o) },
+	}
+	fs := cmd.Flags()
+	cfg := &o.cfg
 	fs.StringVar(&cfg.Dir, "data", "", "JetStream file store directory (required)")
 	fs.StringVar(&cfg.ServerName, "name", "", "server name, unique in a cluster (default sandrun-embedded)")
 	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "listen host")
@@ -27,22 +37,36 @@ func (c cli) server(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.SyncAlways, "sync-always", false, "fsync every write")
 	fs.StringVar(&cfg.Cluster.Name, "cluster-name", "", "cluster name: makes this server a cluster node")
 	fs.IntVar(&cfg.Cluster.Port, "cluster-port", 6222, "route port of this node")
-	fs.StringVar(&routes, "routes", "", "comma-separated route URLs of the other nodes (nats-route://host:port)")
+	fs.StringVar(&o.routes, "routes", "", "comma-separated route URLs of the other nodes (nats-route://host:port)")
 	fs.BoolVar(&cfg.Cluster.NoAdvertise, "no-advertise", false, "do not tell clients the other nodes' URLs (nodes behind a proxy or load balancer)")
 	fs.StringVar(&cfg.HTTPHost, "http-host", "127.0.0.1", "monitoring listen host (the endpoints need no credentials)")
-	fs.StringVar(&authDir, "auth", "", "credentials directory, the same for every node of a cluster (default: DATA/auth, made on first start)")
+	fs.StringVar(&o.authDir, "auth", "", "credentials directory, the same for every node of a cluster (default: DATA/auth, made on first start)")
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve clients over TLS with this certificate (PEM); a cluster node also routes over mutual TLS")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the certificate's key (PEM)")
 	fs.StringVar(&cfg.TLS.CA, "tls-ca", "", "CA that signed every node's certificate (required for a cluster node with TLS)")
-	fs.BoolVar(&noAuth, "no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks and drills only)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs.BoolVar(&o.noAuth, "no-auth", false, "accept connections without credentials and store data unencrypted (benchmarks and drills only)")
+	fs.StringVar(&o.saveContext, "save-context", "server", "save a context of this name for the CLI here (made current when none is; \"\": none)")
+	return cmd
+}
+
+type serverOptions struct {
+	cfg                          natsutil.EmbeddedConfig
+	routes, authDir, saveContext string
+	noAuth                       bool
+}
+
+func (c cli) server(ctx context.Context, o serverOptions) error {
+	cfg, authDir := o.cfg, o.authDir
+	if o.saveContext != "" {
+		if err := validContextName(o.saveContext); err != nil {
+			return fmt.Errorf("--save-context: %w", err)
+		}
 	}
 	if cfg.Dir == "" {
 		return usageErr("server: --data is required")
 	}
 	var creds string
-	if !noAuth {
+	if !o.noAuth {
 		if authDir == "" {
 			authDir = filepath.Join(cfg.Dir, "auth")
 		}
@@ -51,11 +75,11 @@ func (c cli) server(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if routes != "" {
+	if o.routes != "" {
 		if cfg.Cluster.Name == "" {
-			return usageErr("server: --routes needs --cluster-name")
+			return usageErr("server: --o.routes needs --cluster-name")
 		}
-		cfg.Cluster.Routes = strings.Split(routes, ",")
+		cfg.Cluster.Routes = strings.Split(o.routes, ",")
 	}
 	srv, err := natsutil.StartEmbedded(cfg)
 	if err != nil {
@@ -66,8 +90,11 @@ func (c cli) server(ctx context.Context, args []string) error {
 	if creds != "" {
 		fmt.Fprintf(c.stderr, "sandrun server %s: credentials in %s\n", srv.Name(), filepath.Dir(creds))
 		if err := natsutil.SaveLocalContext(srv.ClientURL(), creds); err != nil {
-			fmt.Fprintf(c.stderr, "sandrun server: could not record the local context (give the CLI --creds %s): %v\n", creds, err)
+			fmt.Fprintf(c.stderr, "sandrun server: could not record the local credentials (give the CLI --creds %s): %v\n", creds, err)
 		}
+	}
+	if o.saveContext != "" {
+		saveServerContext(c.stderr, o.saveContext, srv.ClientURL(), creds)
 	}
 	<-ctx.Done()
 	srv.Shutdown()

@@ -1,59 +1,75 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"maps"
 	"slices"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sandrun/sandrun/internal/app"
 	"github.com/sandrun/sandrun/internal/backends/singularity"
+	"github.com/sandrun/sandrun/internal/sifcache"
 )
 
-// sif manages a singularity profile's SIF cache:
-//
-//	sandrun sif ls    [--json]
-//	sandrun sif prune [--dry-run]
-//	sandrun sif pull  REF
-//
-// The cache is the one of a profile of --config (--profile, or the only
-// singularity profile), or the one under --scratch.
-func (c cli) sif(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usageErr("sif ls|prune|pull")
+// sifCmd manages a singularity profile's SIF cache: the cache of a
+// profile of --config (--profile, or the only singularity profile), or
+// the one under --scratch.
+func (c cli) sifCmd() *cobra.Command {
+	var (
+		configFile, profile, scratch, binary string
+		maxBytes                             int64
+		maxImages                            int
+		maxAge                               time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "sif",
+		Short: "the SIF cache of a singularity profile: ls, prune, pull",
+		Example: `  sandrun sif ls --config worker.yaml
+  sandrun sif prune --dry-run --scratch /scratch/sandrun`,
 	}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("sandrun sif "+sub, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	configFile := fs.String("config", "", "worker config file holding the singularity profile")
-	profile := fs.String("profile", "", "the singularity profile of --config (default: the only one)")
-	scratch := fs.String("scratch", "", "scratch directory of the cache, instead of --config")
-	binary := fs.String("binary", "", "apptainer or singularity binary, with --scratch (default: found on PATH)")
-	maxBytes := fs.Int64("max-bytes", 0, "cache budget in bytes, with --scratch")
-	maxImages := fs.Int("max-images", 0, "cache budget in images, with --scratch")
-	maxAge := fs.Duration("max-age", 0, "evict images unused this long, with --scratch")
-	asJSON := fs.Bool("json", false, "ls: print JSON")
-	dryRun := fs.Bool("dry-run", false, "prune: only list what would be removed")
-	if err := fs.Parse(rest); err != nil {
-		return err
-	}
-	b, err := sifBackend(*configFile, *profile, singularity.Config{Scratch: *scratch, Binary: *binary,
-		CacheMaxBytes: *maxBytes, CacheMaxImages: *maxImages, CacheMaxAge: *maxAge})
-	if err != nil {
-		return err
-	}
-	cache := b.Cache()
-	switch sub {
-	case "ls":
-		entries, err := cache.List()
-		if err != nil {
-			return err
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&configFile, "config", "", "worker config file holding the singularity profile")
+	pf.StringVar(&profile, "profile", "", "the singularity profile of --config (default: the only one)")
+	pf.StringVar(&scratch, "scratch", "", "scratch directory of the cache, instead of --config")
+	pf.StringVar(&binary, "binary", "", "apptainer or singularity binary, with --scratch (default: found on PATH)")
+	pf.Int64Var(&maxBytes, "max-bytes", 0, "cache budget in bytes, with --scratch")
+	pf.IntVar(&maxImages, "max-images", 0, "cache budget in images, with --scratch")
+	pf.DurationVar(&maxAge, "max-age", 0, "evict images unused this long, with --scratch")
+	open := func() (*sifcache.Cache, error) {
+		switch {
+		case maxBytes < 0:
+			return nil, usageErr("--max-bytes: must be 0 (no budget) or more, got %d", maxBytes)
+		case maxImages < 0:
+			return nil, usageErr("--max-images: must be 0 (no budget) or more, got %d", maxImages)
+		case maxAge < 0:
+			return nil, usageErr("--max-age: must be 0 (no limit) or more, got %s", maxAge)
 		}
-		if *asJSON {
+		b, err := sifBackend(configFile, profile, singularity.Config{Scratch: scratch, Binary: binary,
+			CacheMaxBytes: maxBytes, CacheMaxImages: maxImages, CacheMaxAge: maxAge})
+		if err != nil {
+			return nil, err
+		}
+		return b.Cache(), nil
+	}
+	var out outputFlag
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "list the cached images",
+		Args:  argsUsage(0, 0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			if _, err := out.kind(); err != nil {
+				return err
+			}
+			cache, err := open()
+			if err != nil {
+				return err
+			}
+			entries, err := cache.List()
+			if err != nil {
+				return err
+			}
 			type row struct {
 				Ref      string    `json:"ref"`
 				Size     int64     `json:"size"`
@@ -62,50 +78,67 @@ func (c cli) sif(ctx context.Context, args []string) error {
 				InUse    bool      `json:"in_use"`
 			}
 			rows := make([]row, 0, len(entries))
+			var total int64
 			for _, e := range entries {
 				rows = append(rows, row{e.Ref, e.Size, e.PulledAt, e.LastUsed, e.InUse})
+				total += e.Size
 			}
-			enc := json.NewEncoder(c.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rows)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "REF\tSIZE\tLAST USED\tIN USE")
-		var total int64
-		for _, e := range entries {
-			total += e.Size
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", e.Ref, humanBytes(e.Size), e.LastUsed.Local().Format(time.DateTime), e.InUse)
-		}
-		_ = tw.Flush()
-		fmt.Fprintf(c.stdout, "%d image(s), %s in %s\n", len(entries), humanBytes(total), cache.Dir())
-		return nil
-	case "prune":
-		evicted, err := cache.Prune(*dryRun)
-		if err != nil {
-			return err
-		}
-		verb := "removed"
-		if *dryRun {
-			verb = "would remove"
-		}
-		for _, e := range evicted {
-			fmt.Fprintf(c.stdout, "%s %s (%s, %s)\n", verb, e.Ref, humanBytes(e.Size), e.Reason)
-		}
-		fmt.Fprintf(c.stdout, "%d image(s) %s\n", len(evicted), verb)
-		return nil
-	case "pull":
-		if fs.NArg() != 1 {
-			return usageErr("sif pull REF")
-		}
-		path, release, err := cache.Acquire(ctx, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		release()
-		fmt.Fprintln(c.stdout, path)
-		return nil
+			return c.emit(out, rows, func(t *table) {
+				t.header("REF", "SIZE", "LAST USED", "IN USE")
+				for _, e := range rows {
+					t.row(e.Ref, humanBytes(e.Size), e.LastUsed.Local().Format(time.DateTime), fmt.Sprint(e.InUse))
+				}
+				t.row(fmt.Sprintf("%d image(s), %s in %s", len(entries), humanBytes(total), cache.Dir()))
+			})
+		},
 	}
-	return usageErr("sif ls|prune|pull, not %q", sub)
+	out.register(ls)
+	var dryRun bool
+	prune := &cobra.Command{
+		Use:   "prune",
+		Short: "evict what the cache's budget says must go",
+		Args:  argsUsage(0, 0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			cache, err := open()
+			if err != nil {
+				return err
+			}
+			evicted, err := cache.Prune(dryRun)
+			if err != nil {
+				return err
+			}
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			for _, e := range evicted {
+				fmt.Fprintf(c.stdout, "%s %s (%s, %s)\n", verb, e.Ref, humanBytes(e.Size), e.Reason)
+			}
+			fmt.Fprintf(c.stdout, "%d image(s) %s\n", len(evicted), verb)
+			return nil
+		},
+	}
+	prune.Flags().BoolVar(&dryRun, "dry-run", false, "only list what would be removed")
+	pull := &cobra.Command{
+		Use:   "pull REF",
+		Short: "fetch an image into the cache (prints its path)",
+		Args:  argsUsage(1, 1, "one image reference"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cache, err := open()
+			if err != nil {
+				return err
+			}
+			path, release, err := cache.Acquire(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			release()
+			fmt.Fprintln(c.stdout, path)
+			return nil
+		},
+	}
+	cmd.AddCommand(ls, prune, pull)
+	return cmd
 }
 
 // sifBackend builds the singularity backend whose cache `sandrun sif`

@@ -1,73 +1,78 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sandrun/sandrun/client"
-	"github.com/sandrun/sandrun/internal/app"
 )
 
-// workspace lists the caller's workspaces or removes one: rm submits the
-// job that deletes its storage on the profile that keeps it (after the
-// workspace's jobs submitted before) and waits for it.
-func (c cli) workspace(ctx context.Context, args []string) error {
-	if len(args) == 0 || (args[0] != "ls" && args[0] != "rm") {
-		return usageErr("workspace ls [--json] | workspace rm NAME")
+// workspaceCmd lists the caller's workspaces or removes one: rm submits
+// the job that deletes its storage on the profile that keeps it (after
+// the workspace's jobs submitted before) and waits for it.
+func (c cli) workspaceCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "workspace", Aliases: []string{"workspaces"}, Short: "your durable workspaces"}
+	var lsOut, rmOut outputFlag
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "list your workspaces",
+		Args:  argsUsage(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := lsOut.kind(); err != nil {
+				return err
+			}
+			cl, closeFn, err := c.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			list, err := cl.Workspaces(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return c.emit(lsOut, list, func(t *table) {
+				t.header("WORKSPACE", "QUEUE", "BACKEND", "LAST USED", "LAST JOB")
+				for _, w := range list {
+					t.row(w.Workspace, w.Queue, w.Backend, w.LastUsed.Local().Format(time.DateTime), w.LastJob)
+				}
+			})
+		},
 	}
-	sub := args[0]
-	var n app.NATSConfig
-	fs := c.flags("workspace "+sub, &n)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
+	lsOut.register(ls)
+	rm := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "delete a workspace's storage, after its queued jobs",
+		Args:  argsUsage(1, 1, "exactly one workspace name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, name := cmd.Context(), args[0]
+			if _, err := rmOut.kind(); err != nil {
+				return err
+			}
+			cl, closeFn, err := c.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			spec, err := cl.RemoveWorkspace(ctx, name)
+			if err != nil {
+				return err
+			}
+			r, err := cl.Follow(ctx, spec.ID, client.FollowOptions{})
+			if err != nil {
+				return err
+			}
+			if r.State != "succeeded" {
+				return fmt.Errorf("workspace %s: removal job %s %s: %s", name, spec.ID, r.State, r.Error)
+			}
+			v := map[string]string{"workspace": name, "removed_by": spec.ID}
+			return c.emit(rmOut, v, func(t *table) {
+				t.row(fmt.Sprintf("workspace %s removed (job %s)", name, spec.ID))
+			})
+		},
 	}
-	if sub == "rm" && fs.NArg() != 1 {
-		return usageErr("workspace rm: want exactly one workspace name")
-	}
-	if sub == "ls" && fs.NArg() != 0 {
-		return usageErr("workspace ls: takes no arguments")
-	}
-	cl, closeFn, err := connect(ctx, n)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	if sub == "ls" {
-		list, err := cl.Workspaces(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			enc := json.NewEncoder(c.stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(list)
-		}
-		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "WORKSPACE\tQUEUE\tBACKEND\tLAST USED\tLAST JOB")
-		for _, w := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.Workspace, w.Queue, w.Backend, w.LastUsed.Local().Format(time.DateTime), w.LastJob)
-		}
-		return tw.Flush()
-	}
-	name := fs.Arg(0)
-	spec, err := cl.RemoveWorkspace(ctx, name)
-	if err != nil {
-		return err
-	}
-	r, err := cl.Follow(ctx, spec.ID, client.FollowOptions{})
-	if err != nil {
-		return err
-	}
-	if r.State != "succeeded" {
-		return fmt.Errorf("workspace %s: removal job %s %s: %s", name, spec.ID, r.State, r.Error)
-	}
-	if *asJSON {
-		return json.NewEncoder(c.stdout).Encode(map[string]string{"workspace": name, "removed_by": spec.ID})
-	}
-	fmt.Fprintf(c.stdout, "workspace %s removed (job %s)\n", name, spec.ID)
-	return nil
+	rmOut.register(rm)
+	cmd.AddCommand(ls, rm)
+	return cmd
 }

@@ -317,6 +317,15 @@ func LeakOptions() []goleak.Option {
 // processes: it builds the CLI into *bin, runs the tests, removes the
 // build, and checks for leaked goroutines. It returns the exit code.
 func MainWithCLI(m *testing.M, race bool, bin *string) int {
+	// Servers started by the tests save contexts and credentials for
+	// the local CLI: in a directory of the tests', never the user's.
+	cfgDir, err := os.MkdirTemp("", "sandrun-test-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(cfgDir) }()
+	_ = os.Setenv("XDG_CONFIG_HOME", cfgDir)
 	path, dir, err := BuildCLI(race)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
