@@ -222,8 +222,16 @@ var wrappers = map[string]wrapper{
 	"prlimit":               optionsThen(optSpec{short: "p", long: []string{"pid", "output"}}),
 	"start-stop-daemon":     startStopDaemon,
 	"multitime":             optionsThen(optSpec{short: "nsi"}),
-	"rlwrap":                optionsThen(optSpec{short: "aCDfFgHlOpPsSotwz", long: []string{"break-chars", "command-name", "history-no-dupes", "file", "history-format", "forget-matching", "history-filename", "logfile", "only-cook", "prompt-colour", "pre-given", "histsize", "substitute-prompt", "set-term-name", "polling", "filter"}}),
+	"rlwrap":                optionsThen(optSpec{short: "CDfFgHlOPsStz", long: []string{"break-chars", "command-name", "history-no-dupes", "file", "history-format", "forget-matching", "history-filename", "logfile", "only-cook", "prompt-colour", "pre-given", "histsize", "substitute-prompt", "set-term-name", "polling", "filter"}}),
 	"setlock":               operandThen(optSpec{}),
+	"systemd-inhibit":       optionsThen(optSpec{long: []string{"what", "who", "why", "mode"}}),
+	"ip":                    ipNetnsExec,
+	"coreutils":             coreutilsProg,
+	"wsl":                   wsl,
+	"wsl.exe":               wsl,
+	"conhost":               optionsThen(optSpec{long: []string{"width", "height", "signal", "feature"}}),
+	"conhost.exe":           optionsThen(optSpec{long: []string{"width", "height", "signal", "feature"}}),
+	"cmake":                 cmakeE,
 	"ssh-agent":             optionsThen(optSpec{short: "aEPtO"}),
 	"grc":                   optionsThen(optSpec{short: "c", long: []string{"config", "colour"}}),
 	"xdotool":               xdotool,
@@ -318,6 +326,61 @@ func capsh(args []arg) ([]arg, bool) {
 		if a.val == "--" {
 			return append([]arg{shell}, args[i+1:]...), true
 		}
+	}
+	return nil, false
+}
+
+// ipNetnsExec: ip [-n NS] netns exec NAME COMMAND... runs COMMAND.
+func ipNetnsExec(args []arg) ([]arg, bool) {
+	rest, _ := skipOptions(args, optSpec{short: "nbf", long: []string{"netns", "batch", "family"}})
+	if len(rest) >= 3 && rest[0].lit && rest[1].lit && strings.HasPrefix("netns", rest[0].val) && rest[1].val == "exec" {
+		return rest[3:], true
+	}
+	return nil, false
+}
+
+// coreutilsProg: the multi-call coreutils --coreutils-prog=NAME ARGS runs
+// NAME with ARGS.
+func coreutilsProg(args []arg) ([]arg, bool) {
+	if len(args) > 0 && args[0].lit {
+		if v, ok := strings.CutPrefix(args[0].val, "--coreutils-prog="); ok && v != "" {
+			name := args[0]
+			name.val, name.exact = v, -1
+			return append([]arg{name}, args[1:]...), true
+		}
+	}
+	return nil, false
+}
+
+// wsl [-d DISTRO] [-u USER] [--cd DIR] [-e|--exec|--] COMMAND... runs
+// COMMAND in the Linux distribution; management options (--list,
+// --unregister, ...) run none.
+func wsl(args []arg) ([]arg, bool) {
+	rest, opts := skipOptions(args, optSpec{short: "du", long: []string{"distribution", "user", "cd", "shell-type", "distribution-id"}})
+	for _, o := range opts {
+		switch o.name {
+		case "d", "distribution", "u", "user", "cd", "shell-type", "distribution-id", "e", "exec":
+		default:
+			return nil, false
+		}
+	}
+	return rest, len(rest) > 0
+}
+
+// cmakeE: cmake -E rm|remove|remove_directory ARGS deletes like rm -r.
+func cmakeE(args []arg) ([]arg, bool) {
+	if len(args) < 2 || !args[0].lit || args[0].val != "-E" || !args[1].lit {
+		return nil, false
+	}
+	rm := args[1]
+	rm.val, rm.exact = "rm", -1
+	switch args[1].val {
+	case "rm", "remove":
+		return append([]arg{rm}, args[2:]...), true
+	case "remove_directory", "rm_rf":
+		flag := rm
+		flag.val = "-rf"
+		return append([]arg{rm, flag}, args[2:]...), true
 	}
 	return nil, false
 }

@@ -23,6 +23,13 @@ var sqlClients = map[string]sqlArgs{
 	"cockroach":         subcommandSQL("sql", optSpec{short: "edf", long: []string{"execute", "database", "url", "host", "user", "certs-dir", "format", "file"}}, "e", "execute"),
 	"bq":                bqSQL,
 	"influx":            influxQL,
+	"mycli":             optionSQL(optSpec{short: "ehPuSDp", long: []string{"execute", "host", "port", "user", "socket", "database", "password", "login-path", "defaults-group-suffix", "defaults-file", "ssl-ca", "ssl-cert", "ssl-key"}}, "e", "execute", "", ""),
+	"litecli":           optionSQL(optSpec{short: "eD", long: []string{"execute", "database", "liteclirc", "prompt", "logfile"}}, "e", "execute", "", ""),
+	"usql":              optionSQL(optSpec{short: "cfoJ", long: []string{"command", "file", "out", "set", "variable", "config"}}, "c", "command", "", "f"),
+	"beeline":           optionSQL(optSpec{short: "eufnpdi", long: []string{"hiveconf", "hivevar", "property-file"}}, "e", "", "", "f"),
+	"hive":              optionSQL(optSpec{short: "efdi", long: []string{"database", "hiveconf", "hivevar", "define"}}, "e", "", "", "f"),
+	"spark-sql":         optionSQL(optSpec{short: "efi", long: []string{"database", "master", "conf", "name", "jars"}}, "e", "", "", "f"),
+	"turso":             tursoSQL,
 	"sqlite3":           positionalSQL,
 	"duckdb":            positionalSQL,
 }
@@ -46,6 +53,16 @@ func optionSQL(spec optSpec, short, long, extra, fileShort string) sqlArgs {
 		}
 		return sql, len(sql) == 0 && !file
 	}
+}
+
+// tursoSQL reads the SQL of turso db shell DB SQL...; without SQL the
+// shell reads it from stdin.
+func tursoSQL(args []arg) ([]arg, bool) {
+	ops, _ := operands(args, optSpec{long: []string{"instance", "location", "config-path"}})
+	if len(ops) < 3 || ops[0].val != "db" || ops[1].val != "shell" {
+		return nil, false
+	}
+	return ops[3:], len(ops) == 3
 }
 
 // subcommandSQL reads SQL from options of one subcommand (cockroach sql -e).
