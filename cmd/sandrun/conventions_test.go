@@ -9,11 +9,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/local"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
 	"github.com/sandrun/sandrun/internal/sandruntest"
@@ -371,5 +374,47 @@ func TestContextsChooseTheServer(t *testing.T) {
 	}
 	if code, _, errOut := sandrun(t, "context", "add", "Bad/Name", "--nats-url", "nats://x:1"); code != 2 || !strings.Contains(errOut, "context name") {
 		t.Errorf("a bad context name: %d %q", code, errOut)
+	}
+}
+
+// A job for a profile no live worker has waits in its queue, as the
+// warning says, while the queue's other jobs run; a worker with the
+// profile then runs it.
+func TestUnservedProfileWaitsForItsWorker(t *testing.T) {
+	t.Parallel()
+	url, st := setup(t) // a worker with the profile "local" only
+	code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--backend", "gpu", "--", "echo ran on gpu")
+	if code != 0 || !strings.Contains(errOut, `no live worker of queue "default" has backend profile "gpu"`) ||
+		!strings.Contains(errOut, "waits in its queue until one") {
+		t.Fatalf("submit --backend gpu: %d %q", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	// The queue's local jobs run meanwhile: the worker has pulled past
+	// the gpu job and left it.
+	for i := range 3 {
+		if code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--wait", "--", fmt.Sprintf("echo local %d", i)); code != 0 || out != fmt.Sprintf("local %d\n", i) {
+			t.Fatalf("a local job behind it: %d %q %q", code, out, errOut)
+		}
+	}
+	if q := sandruntest.Queued(t, st); len(q) != 1 || q[0].ID != id {
+		t.Fatalf("queued: %+v, want only the gpu job", q)
+	}
+	if code, _, errOut := sandrun(t, "status", "--nats-url", url, id); code != 1 || !strings.Contains(errOut, "no record yet: queued") {
+		t.Fatalf("status of the waiting job: %d %q", code, errOut)
+	}
+	reg := backends.NewRegistry()
+	lb, err := local.New(local.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add("gpu", lb); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandruntest.FastConfig()
+	cfg.Name = "gpu-worker"
+	sandruntest.StartWorkerWith(t, st, cfg, reg)
+	r := sandruntest.WaitResult(t, sandruntest.Client(st), id, 30*time.Second)
+	if r.State != jobs.StateSucceeded || r.Worker != "gpu-worker" || r.Stdout.Head != "ran on gpu\n" {
+		t.Fatalf("the gpu job: %+v", r)
 	}
 }

@@ -148,7 +148,7 @@ func (s *Store) PublishJobAsync(spec Spec, owner, msgID string) (jetstream.PubAc
 	if err != nil {
 		return nil, err
 	}
-	return s.JS.PublishAsync(JobSubject(spec.Queue, owner), data, jetstream.WithMsgID(msgID))
+	return s.JS.PublishAsync(LaneSubject(spec.Queue, spec.Backend, owner), data, jetstream.WithMsgID(msgID))
 }
 
 // IsExists reports whether a record write failed because the record

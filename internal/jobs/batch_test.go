@@ -6,12 +6,17 @@ import "testing"
 // positions, which the server's permissions pin; parsing them back must
 // never let another shape through.
 func TestOwnerSubjectsRoundTrip(t *testing.T) {
-	q, o, ok := ParseJobSubject(JobSubject("gpu", "subagent.alice"))
-	if !ok || q != "gpu" || o != (Owner{Origin: OriginSubagent, Name: "alice"}) {
-		t.Fatalf("got %q %+v %v", q, o, ok)
+	q, p, o, ok := ParseJobSubject(JobSubject("gpu", "subagent.alice"))
+	if !ok || q != "gpu" || p != "" || o != (Owner{Origin: OriginSubagent, Name: "alice"}) {
+		t.Fatalf("got %q %q %+v %v", q, p, o, ok)
 	}
-	for _, bad := range []string{"sandrun.jobs.q.gpu", "sandrun.jobs.q.gpu.manual", "sandrun.jobs.q.gpu.manual.a.b", "sandrun.jobs.delay.x", "sandrun.jobs.q..manual.a"} {
-		if _, _, ok := ParseJobSubject(bad); ok {
+	q, p, o, ok = ParseJobSubject(LaneSubject("gpu", "hpc-A_1", "subagent.alice"))
+	if !ok || q != "gpu" || p != "hpc-A_1" || o != (Owner{Origin: OriginSubagent, Name: "alice"}) {
+		t.Fatalf("lane: got %q %q %+v %v", q, p, o, ok)
+	}
+	for _, bad := range []string{"sandrun.jobs.q.gpu", "sandrun.jobs.q.gpu.manual", "sandrun.jobs.q.gpu.manual.a.b", "sandrun.jobs.delay.x", "sandrun.jobs.q..manual.a",
+		"sandrun.jobs.q.gpu~.manual.a", "sandrun.jobs.q.~local.manual.a", "sandrun.jobs.q.gpu~a~b.manual.a", "sandrun.jobs.q.gpu~local.manual"} {
+		if _, _, _, ok := ParseJobSubject(bad); ok {
 			t.Errorf("%q parsed as a dispatch subject", bad)
 		}
 	}

@@ -46,31 +46,65 @@ func OutputSubject(id string, attempt int, stream string) string {
 	return subjectOutput + id + "." + strconv.Itoa(attempt) + "." + stream
 }
 
-// JobSubject is where owner's jobs of queue are dispatched. owner is
-// ORIGIN.NAME (auth.Identity.Owner): the server lets each identity publish
-// only under its own, so a worker learns from the subject who submitted a
-// job and which origin its policy runs under — nothing in the spec can
-// say otherwise.
+// JobSubject is where owner's jobs of queue are dispatched when they
+// name no profile lane: the subject clients before lanes published to,
+// still consumed (see LaneSubject). owner is ORIGIN.NAME
+// (auth.Identity.Owner): the server lets each identity publish only under
+// its own, so a worker learns from the subject who submitted a job and
+// which origin its policy runs under — nothing in the spec can say
+// otherwise.
 func JobSubject(queue, owner string) string { return subjectJobs + "q." + queue + "." + owner }
 
-// QueueFilter matches every job of queue, whoever submitted it.
-func QueueFilter(queue string) string { return subjectJobs + "q." + queue + ".>" }
+// LaneSubject is where owner's jobs of queue for backend profile are
+// dispatched: sandrun.jobs.q.QUEUE~PROFILE.ORIGIN.NAME. Only workers that
+// have the profile consume its lane, so a job for a profile no live
+// worker serves waits in the stream until one starts. The lane is one
+// token (neither queue nor profile names may hold "~"), so a submitter's
+// permission sandrun.jobs.q.*.ORIGIN.NAME covers every lane.
+func LaneSubject(queue, profile, owner string) string {
+	return subjectJobs + "q." + lane(queue, profile) + "." + owner
+}
+
+// laneSep joins a queue and a profile into a lane token.
+const laneSep = "~"
+
+func lane(queue, profile string) string {
+	if profile == "" {
+		return queue
+	}
+	return queue + laneSep + profile
+}
+
+// QueueFilter matches the jobs of queue that name no lane (JobSubject),
+// whoever submitted them.
+func QueueFilter(queue string) string { return subjectJobs + "q." + queue + ".*.*" }
+
+// LaneFilter matches every job of queue's lane for profile ("" for the
+// jobs that name no lane), whoever submitted it.
+func LaneFilter(queue, profile string) string {
+	return subjectJobs + "q." + lane(queue, profile) + ".*.*"
+}
 
 // AnonymousOwner is the owner of submissions over a connection without
 // credentials (a deployment with authentication off, tests in-process).
 const AnonymousOwner = "manual.anonymous"
 
-// ParseJobSubject splits a dispatch subject into its queue and owner.
-func ParseJobSubject(subject string) (queue string, owner Owner, ok bool) {
+// ParseJobSubject splits a dispatch subject into its queue, its lane's
+// profile ("" for JobSubject) and its owner.
+func ParseJobSubject(subject string) (queue, profile string, owner Owner, ok bool) {
 	rest, ok := strings.CutPrefix(subject, subjectJobs+"q.")
 	if !ok {
-		return "", Owner{}, false
+		return "", "", Owner{}, false
 	}
 	parts := strings.Split(rest, ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return "", Owner{}, false
+		return "", "", Owner{}, false
 	}
-	return parts[0], Owner{Origin: Origin(parts[1]), Name: parts[2]}, true
+	queue, profile, hasLane := strings.Cut(parts[0], laneSep)
+	if queue == "" || hasLane && (profile == "" || strings.Contains(profile, laneSep)) {
+		return "", "", Owner{}, false
+	}
+	return queue, profile, Owner{Origin: Origin(parts[1]), Name: parts[2]}, true
 }
 
 // Owner is who submitted a job, as the server vouched for it: the origin
@@ -112,8 +146,9 @@ func EventFilter(id string) string { return subjectEvents + id + ".*" }
 // DLQSubject holds the dead-letter entry of job id.
 func DLQSubject(id string) string { return subjectDLQ + id }
 
-// ConsumerName is the durable pull consumer of queue.
-func ConsumerName(queue string) string { return "q-" + queue }
+// ConsumerName is the durable pull consumer of queue's lane for profile
+// ("" for the jobs that name no lane).
+func ConsumerName(queue, profile string) string { return "q-" + lane(queue, profile) }
 
 // RunKey is the job record's key in the jobstate bucket.
 func RunKey(id string) string { return "run." + id }
@@ -441,15 +476,22 @@ type QueueConfig struct {
 	ClaimWindow time.Duration
 }
 
-// EnsureQueue creates or updates the durable pull consumer of queue.
-func (s *Store) EnsureQueue(ctx context.Context, queue string, qc QueueConfig) (jetstream.Consumer, error) {
+// EnsureLane creates or updates the durable pull consumer of queue's lane
+// for profile ("" for the jobs that name no lane). The consumers of a
+// queue's lanes filter disjoint subjects, as a WorkQueue stream requires.
+func (s *Store) EnsureLane(ctx context.Context, queue, profile string, qc QueueConfig) (jetstream.Consumer, error) {
 	if qc.ClaimWindow == 0 {
 		qc.ClaimWindow = time.Minute
 	}
+	desc := "sandrun dispatch for queue " + queue + ", jobs that name no lane"
+	if profile != "" {
+		desc = "sandrun dispatch for queue " + queue + ", profile " + profile
+	}
+	name := ConsumerName(queue, profile)
 	c, err := s.JS.CreateOrUpdateConsumer(ctx, StreamJobs, jetstream.ConsumerConfig{
-		Durable:       ConsumerName(queue),
-		Description:   "sandrun dispatch for queue " + queue,
-		FilterSubject: QueueFilter(queue),
+		Durable:       name,
+		Description:   desc,
+		FilterSubject: LaneFilter(queue, profile),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       qc.ClaimWindow,
 		MaxDeliver:    -1,
@@ -457,7 +499,7 @@ func (s *Store) EnsureQueue(ctx context.Context, queue string, qc QueueConfig) (
 		MaxAckPending: 10_000,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", ConsumerName(queue), err)
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
 	return c, nil
 }

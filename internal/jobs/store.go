@@ -143,7 +143,7 @@ func (s *Store) SubmitPipelined(ctx context.Context, spec Spec, owner, msgID str
 		return err
 	}
 	return s.write(ctx, "submit "+spec.ID, func(ctx context.Context, attempt int) error {
-		ack, err := s.JS.Publish(ctx, JobSubject(spec.Queue, owner), job, jetstream.WithMsgID(msgID))
+		ack, err := s.JS.Publish(ctx, LaneSubject(spec.Queue, spec.Backend, owner), job, jetstream.WithMsgID(msgID))
 		if err != nil {
 			return fmt.Errorf("dispatch %s: %w", spec.ID, err)
 		}
@@ -290,7 +290,7 @@ func (s *Store) PublishJob(ctx context.Context, spec Spec, owner, msgID string) 
 		return err
 	}
 	return s.write(ctx, "dispatch "+spec.ID, func(ctx context.Context, _ int) error {
-		_, err := s.JS.Publish(ctx, JobSubject(spec.Queue, owner), data, jetstream.WithMsgID(msgID))
+		_, err := s.JS.Publish(ctx, LaneSubject(spec.Queue, spec.Backend, owner), data, jetstream.WithMsgID(msgID))
 		return err
 	})
 }
@@ -309,7 +309,7 @@ func (s *Store) ScheduleJob(ctx context.Context, spec Spec, owner string, at tim
 		_, err := s.JS.Publish(ctx, DelaySubject(spec.ID), data,
 			jetstream.WithMsgID(msgID),
 			jetstream.WithScheduleAt(at),
-			jetstream.WithScheduleTarget(JobSubject(spec.Queue, owner)))
+			jetstream.WithScheduleTarget(LaneSubject(spec.Queue, spec.Backend, owner)))
 		return err
 	})
 }

@@ -25,6 +25,7 @@ type Metrics struct {
 	ReaperIndexed   prometheus.Gauge
 	Retries         *prometheus.CounterVec // queue
 	BatchThrottled  *prometheus.CounterVec // queue
+	HandedBack      *prometheus.CounterVec // queue
 	BatchesDone     prometheus.Counter
 	InvalidMessages *prometheus.CounterVec // reason
 	PolicyDecisions *prometheus.CounterVec // decision, mode, rule
@@ -116,6 +117,9 @@ func New() *Metrics {
 		}, []string{"op"}),
 		BatchThrottled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandrun_batch_throttled_total", Help: "Batch items put back because their batch's max_parallel slots were all taken.",
+		}, []string{"queue"}),
+		HandedBack: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandrun_dispatch_handed_back_total", Help: "Messages a worker received when another of its lanes had just taken its last free slot, and handed straight back.",
 		}, []string{"queue"}),
 		BatchesDone: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sandrun_batches_completed_total", Help: "Batch completions announced (batch_completed events).",
@@ -212,7 +216,7 @@ func New() *Metrics {
 	r.MustRegister(m.ContainerCreate, m.ContainerStart, m.ImagePulls, m.ImagePullSeconds, m.OOMKills, m.HostAccessRefusals, m.BackendErrors, m.BackendAbandoned)
 	r.MustRegister(m.LeaderChanges, m.ScheduleFires, m.ScheduleSkipped, m.ScheduleMissed, m.ScheduleErrors, m.FireLag, m.Schedules)
 	r.MustRegister(m.JobsClaimed, m.JobsFinished, m.RunDuration, m.ScriptTimeouts, m.JobsRunning,
-		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.ReaperIndexed, m.Retries, m.BatchThrottled, m.BatchesDone, m.WriteRetries,
+		m.Slots, m.LeaseRenewals, m.LeaseLosses, m.StaleCommits, m.ReaperRecovered, m.ReaperIndexed, m.Retries, m.BatchThrottled, m.HandedBack, m.BatchesDone, m.WriteRetries,
 		m.InvalidMessages, m.PolicyDecisions, m.Leader, m.SubmitToStart)
 	return m
 }

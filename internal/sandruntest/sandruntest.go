@@ -367,7 +367,7 @@ func Queued(t testing.TB, st *jobs.Store) []jobs.Spec {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, ok := jobs.ParseJobSubject(m.Subject); !ok {
+		if _, _, _, ok := jobs.ParseJobSubject(m.Subject); !ok {
 			continue // a delayed retry's schedule
 		}
 		spec, err := jobs.DecodeJSON(m.Data)

@@ -24,8 +24,9 @@ const maxRawInDLQ = 4 << 10
 //
 // releaseSlot gives the job's concurrency slot back; it is called once the
 // command has ended, before the commit.
-func (w *Worker) handle(ctx context.Context, queue string, msg jetstream.Msg, releaseSlot func()) {
-	spec, owner, err := decodeMessage(queue, msg.Subject(), msg.Headers().Get(jetstream.SchedulerHeader), msg.Data())
+func (w *Worker) handle(ctx context.Context, ln lane, msg jetstream.Msg, releaseSlot func()) {
+	queue := ln.queue
+	spec, owner, err := decodeMessage(ln, msg.Subject(), msg.Headers().Get(jetstream.SchedulerHeader), msg.Data())
 	if err != nil {
 		w.rejectInvalid(ctx, queue, msg, err)
 		return
@@ -220,10 +221,11 @@ func (w *Worker) claimExisting(ctx context.Context, j *job, queue string, msg je
 // decodeMessage turns a dispatch message into a spec and its owner (from
 // the subject, which only that owner may publish to), or says why it is
 // not a job.
-func decodeMessage(queue, subject, scheduler string, data []byte) (jobs.Spec, jobs.Owner, error) {
-	q, owner, ok := jobs.ParseJobSubject(subject)
-	if !ok || q != queue {
-		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "subject", Msg: fmt.Sprintf("%q is not %s", subject, jobs.JobSubject(queue, "ORIGIN.NAME"))}
+func decodeMessage(ln lane, subject, scheduler string, data []byte) (jobs.Spec, jobs.Owner, error) {
+	queue := ln.queue
+	q, profile, owner, ok := jobs.ParseJobSubject(subject)
+	if !ok || q != queue || profile != ln.profile {
+		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "subject", Msg: fmt.Sprintf("%q is not %s", subject, jobs.LaneSubject(queue, ln.profile, "ORIGIN.NAME"))}
 	}
 	if err := checkScheduler(scheduler, owner); err != nil {
 		return jobs.Spec{}, jobs.Owner{}, err
@@ -237,6 +239,9 @@ func decodeMessage(queue, subject, scheduler string, data []byte) (jobs.Spec, jo
 	}
 	if spec.Queue != queue {
 		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "queue", Msg: fmt.Sprintf("is %q but the message was published to queue %q", spec.Queue, queue)}
+	}
+	if profile != "" && spec.WithDefaults().Backend != profile {
+		return jobs.Spec{}, jobs.Owner{}, &jobs.FieldError{Field: "backend", Msg: fmt.Sprintf("is %q but the message was published to the lane of profile %q", spec.Backend, profile)}
 	}
 	if err := checkSealed(spec); err != nil {
 		return jobs.Spec{}, jobs.Owner{}, err
@@ -256,7 +261,7 @@ func checkScheduler(scheduler string, owner jobs.Owner) error {
 	if scheduler == "" || jobs.IsDelaySubject(scheduler) {
 		return nil
 	}
-	if _, from, ok := jobs.ParseJobSubject(scheduler); ok && from == owner {
+	if _, _, from, ok := jobs.ParseJobSubject(scheduler); ok && from == owner {
 		return nil
 	}
 	return &jobs.FieldError{Field: "subject", Msg: fmt.Sprintf("scheduled by %q, which may not publish jobs as %s", scheduler, owner)}
@@ -303,7 +308,7 @@ func (w *Worker) rejectInvalid(ctx context.Context, queue string, msg jetstream.
 // owner's ID is ended, and never for a message a schedule put on that
 // subject: the owner did not publish it, and a record would squat the ID.
 func (w *Worker) endRefused(ctx context.Context, queue string, msg jetstream.Msg, cause error) {
-	q, owner, ok := jobs.ParseJobSubject(msg.Subject())
+	q, _, owner, ok := jobs.ParseJobSubject(msg.Subject())
 	if !ok || q != queue || msg.Headers().Get(jetstream.SchedulerHeader) != "" {
 		return
 	}

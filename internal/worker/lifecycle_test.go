@@ -113,16 +113,27 @@ func TestCancelQueuedJob(t *testing.T) {
 	}
 }
 
-// waitDrained waits until queue q's consumer has nothing pending or unacked.
+// waitDrained waits until the consumers of queue q's lanes have nothing
+// pending or unacked.
 func (e env) waitDrained(t *testing.T, q string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := e.st.JS.Consumer(e.ctx, jobs.StreamJobs, jobs.ConsumerName(q))
-		if err == nil {
-			if info, err := c.Info(e.ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-				return
+		busy, seen := 0, 0
+		stream, err := e.st.JS.Stream(e.ctx, jobs.StreamJobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for info := range stream.ListConsumers(e.ctx).Info() {
+			if info.Name == jobs.ConsumerName(q, "") || strings.HasPrefix(info.Name, jobs.ConsumerName(q, "")+"~") {
+				seen++
+				if info.NumPending != 0 || info.NumAckPending != 0 {
+					busy++
+				}
 			}
+		}
+		if seen > 0 && busy == 0 {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -120,13 +120,19 @@ func (w *Worker) Name() string { return w.cfg.Name }
 // them back to the queue, and returns once every goroutine it started has
 // exited. It returns an error only if the worker could not start.
 func (w *Worker) Run(ctx context.Context) error {
-	consumers := make(map[string]jetstream.Consumer, len(w.cfg.Queues))
+	// Per queue, the lane of jobs that name no lane first (its filter
+	// narrowed from the whole queue, in layouts from before lanes), then
+	// one lane per profile this worker has: a job waits for a worker with
+	// its profile instead of failing on the first of its queue.
+	consumers := make(map[lane]jetstream.Consumer)
 	for _, q := range w.cfg.Queues {
-		c, err := w.store.EnsureQueue(ctx, q, jobs.QueueConfig{ClaimWindow: w.cfg.ClaimWindow})
-		if err != nil {
-			return err
+		for _, p := range append([]string{""}, w.deps.Backends.Profiles()...) {
+			c, err := w.store.EnsureLane(ctx, q, p, jobs.QueueConfig{ClaimWindow: w.cfg.ClaimWindow})
+			if err != nil {
+				return err
+			}
+			consumers[lane{q, p}] = c
 		}
-		consumers[q] = c
 	}
 	if err := w.publishSealKey(ctx); err != nil {
 		return err
@@ -165,8 +171,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", "queues", w.cfg.Queues, "slots", w.cfg.Slots,
 		"backends", w.deps.Backends.Profiles(), "lease_ttl", w.cfg.LeaseTTL)
 	var pullers sync.WaitGroup
-	for q, c := range consumers {
-		pullers.Go(func() { w.pull(ctx, jobsCtx, q, c) })
+	for ln, c := range consumers {
+		pullers.Go(func() { w.pull(ctx, jobsCtx, ln, c) })
 	}
 	<-ctx.Done()
 	pullers.Wait()
@@ -185,23 +191,43 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// pull fetches one message per free slot from queue q until ctx is done:
-// never more messages than it can start at once, so nothing sits in a
-// client buffer counting down its claim window.
-func (w *Worker) pull(ctx, jobsCtx context.Context, q string, c jetstream.Consumer) {
+// lane is one of a queue's dispatch lanes: the jobs for one backend
+// profile, or (profile "") the jobs that name no lane.
+type lane struct{ queue, profile string }
+
+// pull fetches messages of one lane while a slot is free, until ctx is
+// done: never more messages than it can start at once, so nothing sits in
+// a client buffer counting down its claim window. A worker pulls from
+// several lanes, so a pull that waits for a message holds no slot: a
+// message that arrives when the other lanes have taken every slot is
+// handed straight back for another worker.
+func (w *Worker) pull(ctx, jobsCtx context.Context, ln lane, c jetstream.Consumer) {
 	for {
+		// Pull only while there is room to run what comes.
 		select {
 		case <-ctx.Done():
 			return
 		case w.slots <- struct{}{}:
 		}
 		free := 1 + w.takeFreeSlots()
-		msgs, err := w.fetch(ctx, c, free)
+		var msgs []jetstream.Msg
+		var err error
+		if free > 1 {
+			msgs, err = w.fetchNow(c, free)
+		}
 		for i := len(msgs); i < free; i++ {
 			<-w.slots
 		}
+		if len(msgs) == 0 && err == nil {
+			msgs, err = w.fetchWait(ctx, c)
+			if len(msgs) == 1 && !w.tryTakeSlot() {
+				_ = msgs[0].Nak()
+				w.m.HandedBack.WithLabelValues(ln.queue).Inc()
+				msgs = nil
+			}
+		}
 		if err != nil && ctx.Err() == nil {
-			w.log.Warn("fetch failed", "queue", q, "err", err)
+			w.log.Warn("fetch failed", "queue", ln.queue, "profile", ln.profile, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -219,9 +245,19 @@ func (w *Worker) pull(ctx, jobsCtx context.Context, q string, c jetstream.Consum
 				// ended, so the next job starts while this one commits.
 				release := sync.OnceFunc(func() { <-w.slots })
 				defer release()
-				w.handle(jobsCtx, q, msg, release)
+				w.handle(jobsCtx, ln, msg, release)
 			})
 		}
+	}
+}
+
+// tryTakeSlot reserves a free slot without waiting.
+func (w *Worker) tryTakeSlot() bool {
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -238,28 +274,29 @@ func (w *Worker) takeFreeSlots() int {
 	}
 }
 
-// fetch returns up to n messages: whatever is there now when n > 1, else
-// it waits up to PullWait for one. Timeouts are not errors.
-func (w *Worker) fetch(ctx context.Context, c jetstream.Consumer, n int) ([]jetstream.Msg, error) {
-	var out []jetstream.Msg
-	if n > 1 {
-		batch, err := c.FetchNoWait(n)
-		if err != nil {
-			return nil, err
-		}
-		for m := range batch.Messages() {
-			out = append(out, m)
-		}
-		if len(out) > 0 || batch.Error() != nil {
-			return out, ignoreNoMessages(batch.Error())
-		}
+// fetchNow returns up to n messages that are there now.
+func (w *Worker) fetchNow(c jetstream.Consumer, n int) ([]jetstream.Msg, error) {
+	batch, err := c.FetchNoWait(n)
+	if err != nil {
+		return nil, err
 	}
+	var out []jetstream.Msg
+	for m := range batch.Messages() {
+		out = append(out, m)
+	}
+	return out, ignoreNoMessages(batch.Error())
+}
+
+// fetchWait waits up to PullWait for one message. Timeouts are not
+// errors.
+func (w *Worker) fetchWait(ctx context.Context, c jetstream.Consumer) ([]jetstream.Msg, error) {
 	fctx, cancel := context.WithTimeout(ctx, w.cfg.PullWait)
 	defer cancel()
 	batch, err := c.Fetch(1, jetstream.FetchContext(fctx))
 	if err != nil {
 		return nil, ignoreNoMessages(err)
 	}
+	var out []jetstream.Msg
 	for m := range batch.Messages() {
 		out = append(out, m)
 	}
@@ -362,7 +399,7 @@ func (w *Worker) registerOnce(ctx context.Context, info []byte) bool {
 // store are streams too).
 type stateSource struct {
 	store     *jobs.Store
-	consumers map[string]jetstream.Consumer
+	consumers map[lane]jetstream.Consumer
 }
 
 // layoutStreams are the streams whose sizes are exported.
@@ -371,12 +408,17 @@ var layoutStreams = []string{jobs.StreamJobs, jobs.StreamEvents, jobs.StreamDLQ,
 
 func (d stateSource) JetStreamState(ctx context.Context) (metrics.JetStreamState, error) {
 	st := metrics.JetStreamState{Consumers: map[string]metrics.ConsumerState{}, Streams: map[string]metrics.StreamState{}}
-	for q, c := range d.consumers {
+	for ln, c := range d.consumers {
 		info, err := c.Info(ctx)
 		if err != nil {
 			return st, err
 		}
-		st.Consumers[q] = metrics.ConsumerState{Pending: info.NumPending, AckPending: uint64(info.NumAckPending), Redelivered: uint64(info.NumRedelivered)}
+		// A queue's depth is the sum of the lanes this worker serves.
+		cs := st.Consumers[ln.queue]
+		cs.Pending += info.NumPending
+		cs.AckPending += uint64(info.NumAckPending)
+		cs.Redelivered += uint64(info.NumRedelivered)
+		st.Consumers[ln.queue] = cs
 	}
 	for _, name := range layoutStreams {
 		s, err := d.store.JS.Stream(ctx, name)
