@@ -38,10 +38,13 @@ type Client struct {
 	seal  *sealKey
 }
 
-// Options say how to reach a deployment's NATS. Empty fields fall back to
-// SANDRUN_NATS_URL, SANDRUN_NATS_CREDS, SANDRUN_NATS_TLS_CERT,
-// SANDRUN_NATS_TLS_KEY and SANDRUN_NATS_TLS_CA, and the URL to the
-// embedded server of `sandrun dev` (nats://127.0.0.1:4222).
+// Options say how to reach a deployment's NATS. Empty fields are filled
+// as the CLI fills them: from the context named by Context or
+// $SANDRUN_CONTEXT; else from SANDRUN_NATS_URL, SANDRUN_NATS_CREDS,
+// SANDRUN_NATS_TLS_CERT, SANDRUN_NATS_TLS_KEY and SANDRUN_NATS_TLS_CA;
+// else from the current context (`sandrun context use`, or the one
+// `sandrun dev` saved); else the URL of `sandrun dev`
+// (nats://127.0.0.1:4222).
 type Options struct {
 	URL       string // comma-separated seed URLs
 	CredsFile string // NATS credentials (JWT + nkey seed)
@@ -51,6 +54,8 @@ type Options struct {
 	// Name is the connection name shown in the server's monitoring
 	// (default "sandrun-client").
 	Name string
+	// Context names a saved context (`sandrun context ls`).
+	Context string
 }
 
 // Connect dials NATS and opens the deployment's JetStream layout. Close
@@ -59,8 +64,11 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 	if o.Name == "" {
 		o.Name = "sandrun-client"
 	}
-	cc := natsutil.ConnConfig{URL: o.URL, CredsFile: o.CredsFile,
-		TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSCA: o.TLSCA, Name: o.Name}.FromEnv()
+	cc, _, err := natsutil.ConnConfig{URL: o.URL, CredsFile: o.CredsFile,
+		TLSCert: o.TLSCert, TLSKey: o.TLSKey, TLSCA: o.TLSCA, Name: o.Name, Context: o.Context}.Resolve()
+	if err != nil {
+		return nil, err
+	}
 	owner := jobs.AnonymousOwner
 	if cc.CredsFile != "" {
 		data, err := os.ReadFile(cc.CredsFile)

@@ -15,9 +15,9 @@ func (c cli) authCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "auth",
 		Short: "a deployment's credentials: make them, mint identities, export for nats-server",
-		Example: `  sandrun auth init --dir /srv/sandrun/auth
-  sandrun auth add --dir /srv/sandrun/auth --name alice --role submitter --origin subagent -o alice.creds
-  sandrun auth export --dir /srv/sandrun/auth`,
+		Example: `  sandrun auth init --dir ./auth
+  sandrun auth add --dir ./auth --name alice --role submitter --origin subagent -o alice.creds
+  sandrun auth export --dir ./auth`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "credentials directory (a server's DATA/auth; required)")
 	material := func() (*auth.Material, error) {

@@ -124,8 +124,8 @@ func (c cli) batchSubmitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit FILE.jsonl... | --template SPEC --params FILE.jsonl",
 		Short: "submit many jobs as one batch (prints the batch id)",
-		Example: `  sandrun batch submit items.jsonl
-  sandrun batch submit --template eval.yaml --params cases.jsonl --max-parallel 64`,
+		Example: `  sandrun batch submit examples/items.jsonl
+  sandrun batch submit --template examples/eval.yaml --params examples/cases.jsonl --max-parallel 64`,
 		RunE: func(cmd *cobra.Command, positional []string) error {
 			ctx := cmd.Context()
 			flags := cmd.Flags()

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -29,62 +27,34 @@ func (f *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.n.TLSCA, "tls-ca", "", "CA certificate to verify the server (env SANDRUN_NATS_TLS_CA)")
 }
 
-// resolve says where to connect, and the context it used (if any).
-// Flags win, field by field. Then a context named by --context or
-// $SANDRUN_CONTEXT supplies the rest; else a URL from the flags or
-// $SANDRUN_NATS_URL means no context is used (the environment's
-// SANDRUN_NATS_* fill the blanks); else the current context ("sandrun
-// context use") does; else the default URL. A context is a whole: its
-// credentials are never paired with another server's URL from the
-// environment.
+// resolve says where to connect, and the context it used (if any):
+// the flags, then natsutil.ConnConfig.Resolve (a context named by
+// --context or $SANDRUN_CONTEXT; else the environment; else the current
+// context; else the default URL).
 func (f *connFlags) resolve() (app.NATSConfig, string, error) {
-	n := f.n
-	name, source := f.context, "--context"
-	if name == "" {
-		name, source = os.Getenv("SANDRUN_CONTEXT"), "SANDRUN_CONTEXT"
-	}
-	if name == "" && (n.URL != "" || os.Getenv("SANDRUN_NATS_URL") != "") {
-		return n, "", nil
-	}
-	store, err := openContexts()
+	cc, name, err := natsutil.ConnConfig{URL: f.n.URL, CredsFile: f.n.Creds, TLSCert: f.n.TLSCert,
+		TLSKey: f.n.TLSKey, TLSCA: f.n.TLSCA, Context: f.context}.Resolve()
 	if err != nil {
-		if name != "" {
-			return n, "", fmt.Errorf("%s %s: %w", source, name, err)
-		}
-		return n, "", nil
+		return app.NATSConfig{}, "", err
 	}
-	if name == "" {
-		if name, source = store.current(), "the current context"; name == "" {
-			return n, "", nil
-		}
-	}
-	cx, err := store.get(name)
-	if err != nil {
-		return n, "", fmt.Errorf("%s: %w", source, err)
-	}
-	fill := func(v *string, from string) {
-		if *v == "" {
-			*v = from
-		}
-	}
-	fill(&n.URL, cx.URL)
-	fill(&n.Creds, cx.Creds)
-	fill(&n.TLSCert, cx.TLSCert)
-	fill(&n.TLSKey, cx.TLSKey)
-	fill(&n.TLSCA, cx.TLSCA)
-	return n, name, nil
+	return app.NATSConfig{URL: cc.URL, Creds: cc.CredsFile, TLSCert: cc.TLSCert, TLSKey: cc.TLSKey, TLSCA: cc.TLSCA}, name, nil
 }
 
-// queue is the default queue of the selected context, if any.
+// queue is the default queue of the context in use, if any.
 func (f *connFlags) queue() string {
-	if _, name, err := f.resolve(); err == nil && name != "" {
-		if store, err := openContexts(); err == nil {
-			if ctx, err := store.get(name); err == nil {
-				return ctx.Queue
-			}
-		}
+	_, name, err := f.resolve()
+	if err != nil || name == "" {
+		return ""
 	}
-	return ""
+	store, err := natsutil.OpenContexts()
+	if err != nil {
+		return ""
+	}
+	cx, err := store.Get(name)
+	if err != nil {
+		return ""
+	}
+	return cx.Queue
 }
 
 // connect returns a client bound to the existing layout.

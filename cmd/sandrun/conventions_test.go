@@ -356,7 +356,7 @@ func TestContextsChooseTheServer(t *testing.T) {
 		}
 	}
 	// A context that does not exist is an error naming how it was chosen.
-	if code, _, errOut := sandrun(t, "--context", "gamma", "ls"); code != 1 || !strings.Contains(errOut, `--context: no context "gamma"`) {
+	if code, _, errOut := sandrun(t, "--context", "gamma", "ls"); code != 1 || !strings.Contains(errOut, `no context "gamma"`) {
 		t.Errorf("--context gamma: %d %q", code, errOut)
 	}
 	// add, show, rm.

@@ -37,7 +37,7 @@ func (c cli) devCmd() *cobra.Command {
 a context (--save-context, default "dev") so that the CLI here needs no flag.`,
 		Example: `  sandrun dev
   sandrun dev --demo
-  sandrun dev --config worker.yaml --slots 8`,
+  sandrun dev --config examples/worker.yaml --slots 8`,
 		Args: argsUsage(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.dev(cmd.Context(), o) },
 	}

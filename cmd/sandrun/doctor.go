@@ -42,8 +42,8 @@ func (c cli) doctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "check NATS, the policy and every backend profile of a worker config",
-		Example: `  sandrun doctor --config worker.yaml
-  sandrun doctor --config worker.yaml -o json`,
+		Example: `  sandrun doctor          # the built-in local profile, on the server of the current context
+  sandrun doctor -o json`,
 		Args: argsUsage(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.doctor(cmd.Context(), configFile, out)

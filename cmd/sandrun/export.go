@@ -30,8 +30,8 @@ func (c cli) exportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --out FILE|- [--follow]",
 		Short: "finished jobs as JSON lines (a history that outlives retention)",
-		Example: `  sandrun export --out history.jsonl --follow
-  sandrun export --out - --after 1200 | jq .state`,
+		Example: `  sandrun export --out history.jsonl       # add --follow to keep writing endings
+  sandrun export --out - --after 3`,
 		Args: argsUsage(0, 0, "no arguments (--out FILE|-)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.export(cmd.Context(), out, follow, after)

@@ -35,7 +35,7 @@ func (c cli) statusCmd() *cobra.Command {
 	cmd := c.jobCmd("status ID", "show a job's record and result", func(ctx context.Context, cl *client.Client, id string) error {
 		return c.printStatus(ctx, cl, id, out)
 	})
-	cmd.Example = "  sandrun status 01JB... -o json"
+	cmd.Example = "  sandrun status ID -o json"
 	out.register(cmd)
 	return cmd
 }
@@ -195,7 +195,7 @@ func (c cli) logsCmd() *cobra.Command {
 		_, err = cl.Follow(ctx, id, client.FollowOptions{Stdout: c.stdout, Stderr: c.stderr})
 		return err
 	})
-	cmd.Example = "  sandrun logs -f 01JB..."
+	cmd.Example = "  sandrun logs -f ID"
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the live output until the job ends")
 	return cmd
 }

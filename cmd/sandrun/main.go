@@ -27,11 +27,14 @@ context chosen with --context, $SANDRUN_CONTEXT or "sandrun context use"
 says where to connect; "sandrun dev" and "sandrun server" save one for
 themselves. Read commands print -o table (default), json or yaml.`
 
+// rootExamples, like every command's Example, are run against `sandrun
+// dev` by TestReadmeAndHelpExamples: ID is the last job id printed, BATCH
+// the last batch id, and "# exits N" the exit code expected.
 const rootExamples = `  sandrun dev                                  # a server, a worker and the scheduler on this machine
   sandrun submit --wait -- echo hello          # run a command and follow it
-  sandrun submit -f job.yaml                   # a job spec from a file
-  sandrun status 01JB... -o json               # a job's record and result
-  sandrun logs -f 01JB...                      # follow its output
+  sandrun submit -f examples/job.yaml          # a job spec from a file (prints its id)
+  sandrun status ID -o json                    # a job's record and result
+  sandrun logs -f ID                           # follow its output
   sandrun ls --state failed                    # recent jobs
   sandrun context ls                           # the servers this CLI knows`
 

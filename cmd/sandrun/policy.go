@@ -76,8 +76,9 @@ func (c cli) policyCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check [flags] [--] COMMAND...",
 		Short: "judge a command as a worker would (exit 0: approve, 3: deny)",
-		Example: `  sandrun policy check -- 'rm -rf ~'
-  sandrun policy check --origin subagent --approval allowlist -- git push --force`,
+		Example: `  sandrun policy check -- 'rm -rf ~'                # exits 3
+  sandrun policy check -- git status
+  sandrun policy check --origin subagent --approval allowlist -- git push --force   # exits 3`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return c.policyCheck(args, policyCheckFlags{mode, origin, config, shell, cwd, host, envs, secretNames, out})
 		},

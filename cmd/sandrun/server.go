@@ -22,8 +22,8 @@ func (c cli) serverCmd() *cobra.Command {
 		Long: `Run one embedded JetStream server until interrupted. It prints its client URL
 on standard output, and saves a context (--save-context, default "server") for
 the CLI on this machine.`,
-		Example: `  sandrun server --data /var/lib/sandrun
-  sandrun server --data n1 --name n1 --cluster-name c --routes nats-route://127.0.0.1:6223,nats-route://127.0.0.1:6224`,
+		Example: `  sandrun server --data ./nats-data
+  sandrun server --data ./n1 --name n1 --cluster-name c --cluster-port 6222 --routes nats-route://127.0.0.1:6223,nats-route://127.0.0.1:6224`,
 		Args: argsUsage(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.server(cmd.Context(), o) },
 	}

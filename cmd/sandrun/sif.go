@@ -26,8 +26,8 @@ func (c cli) sifCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sif",
 		Short: "the SIF cache of a singularity profile: ls, prune, pull",
-		Example: `  sandrun sif ls --config worker.yaml
-  sandrun sif prune --dry-run --scratch /scratch/sandrun`,
+		Example: `  sandrun sif ls --scratch ./sif-cache
+  sandrun sif prune --dry-run --scratch ./sif-cache`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&configFile, "config", "", "worker config file holding the singularity profile")

@@ -28,9 +28,9 @@ func (c cli) submitCmd() *cobra.Command {
 docker run; everything after it (or after --) is the command, verbatim.
 One word is a shell script as written; several words each arrive as given.`,
 		Example: `  sandrun submit -- echo hello
-  sandrun submit --wait -- 'echo hi; exit 3'
+  sandrun submit --wait -- 'echo hi; exit 3'         # exits 3
   sandrun submit --backend docker --image alpine:3 -- cat /etc/os-release
-  sandrun submit -f job.yaml --queue gpu`,
+  sandrun submit -f examples/job.yaml --label run=2  # a spec file; flags override it`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if _, err := out.kind(); err != nil {

@@ -61,9 +61,14 @@ type NATSConfig struct {
 	TLSCA   string `yaml:"tls_ca"`
 }
 
-// Conn converts to natsutil's form, with environment fallbacks.
-func (n NATSConfig) Conn(name string, daemon bool) natsutil.ConnConfig {
-	return natsutil.ConnConfig{URL: n.URL, CredsFile: n.Creds, TLSCert: n.TLSCert, TLSKey: n.TLSKey, TLSCA: n.TLSCA, Name: name, Daemon: daemon}.FromEnv()
+// Conn converts to natsutil's form, with the fallbacks of
+// natsutil.ConnConfig.Resolve (environment, contexts, the default URL).
+func (n NATSConfig) Conn(name string, daemon bool) (natsutil.ConnConfig, error) {
+	c, _, err := natsutil.ConnConfig{URL: n.URL, CredsFile: n.Creds, TLSCert: n.TLSCert, TLSKey: n.TLSKey, TLSCA: n.TLSCA, Name: name, Daemon: daemon}.Resolve()
+	if err != nil {
+		return c, fmt.Errorf("nats: %w", err)
+	}
+	return c, nil
 }
 
 // LayoutConfig sizes the JetStream assets.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,7 +29,15 @@ type Roles struct {
 // Run connects, ensures the JetStream layout and runs the selected roles
 // until ctx is done. Every configuration error is reported before anything
 // starts. ready, if set, is called once everything is running.
-func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) error {
+func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready func(*jobs.Store, *metrics.Metrics)) (err error) {
+	defer func() {
+		// Interrupted while starting (Ctrl-C, SIGTERM before the layout
+		// was ready) is a stop like any other, not a failure.
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			log.Info("stopped while starting", "err", err)
+			err = nil
+		}
+	}()
 	// Validate everything first: nothing should fail at 3 a.m.
 	m := metrics.New()
 	m.Registry.MustRegister(cfg.Collectors...)
@@ -36,7 +45,6 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		wcfg  = cfg.Worker.WithDefaults()
 		deps  worker.Deps
 		sched []scheduler.Schedule
-		err   error
 	)
 	if roles.Worker {
 		if err := wcfg.Validate(); err != nil {
@@ -69,7 +77,10 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 	if _, err := m.Serve(ctx, cfg.MetricsAddr, cfg.Profiles, log); err != nil {
 		return fmt.Errorf("metrics_addr: %w", err)
 	}
-	conn := cfg.NATS.Conn("sandrun-"+wcfg.Name, true)
+	conn, err := cfg.NATS.Conn("sandrun-"+wcfg.Name, true)
+	if err != nil {
+		return err
+	}
 	layout := cfg.Layout.jobs()
 	schedOwner := ""
 	if conn.CredsFile != "" {

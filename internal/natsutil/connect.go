@@ -26,23 +26,56 @@ type ConnConfig struct {
 	// Daemon selects settings for long-running processes: reconnect
 	// forever and notice dead connections within a minute.
 	Daemon bool
+	// Context names the saved context to connect with (Resolve).
+	Context string
 }
 
-// FromEnv fills empty fields from SANDRUN_NATS_URL, SANDRUN_NATS_CREDS,
-// SANDRUN_NATS_TLS_CERT, SANDRUN_NATS_TLS_KEY and SANDRUN_NATS_TLS_CA; the
-// URL defaults to DefaultURL, and the credentials to those a local server
-// left for that URL (SaveLocalContext).
-func (c ConnConfig) FromEnv() ConnConfig {
-	fill := func(v *string, env string) {
+// Resolve says where to connect. Fields set in c win, one by one. Then a
+// context named by c.Context or $SANDRUN_CONTEXT supplies the rest (the
+// environment's SANDRUN_NATS_* are not used with it: a context's
+// credentials never meet another server's URL); else SANDRUN_NATS_URL,
+// SANDRUN_NATS_CREDS, SANDRUN_NATS_TLS_CERT, SANDRUN_NATS_TLS_KEY and
+// SANDRUN_NATS_TLS_CA; else, when no URL is known yet, the current
+// context (`sandrun context use`); else DefaultURL. Credentials a local
+// server left for the URL (SaveLocalContext) fill in last. It returns the
+// name of the context it used, if any.
+func (c ConnConfig) Resolve() (ConnConfig, string, error) {
+	fill := func(v *string, from string) {
 		if *v == "" {
-			*v = os.Getenv(env)
+			*v = from
 		}
 	}
-	fill(&c.URL, "SANDRUN_NATS_URL")
-	fill(&c.CredsFile, "SANDRUN_NATS_CREDS")
-	fill(&c.TLSCert, "SANDRUN_NATS_TLS_CERT")
-	fill(&c.TLSKey, "SANDRUN_NATS_TLS_KEY")
-	fill(&c.TLSCA, "SANDRUN_NATS_TLS_CA")
+	name, source := c.Context, "context"
+	if name == "" {
+		name, source = os.Getenv("SANDRUN_CONTEXT"), "SANDRUN_CONTEXT"
+	}
+	if name == "" {
+		fill(&c.URL, os.Getenv("SANDRUN_NATS_URL"))
+		fill(&c.CredsFile, os.Getenv("SANDRUN_NATS_CREDS"))
+		fill(&c.TLSCert, os.Getenv("SANDRUN_NATS_TLS_CERT"))
+		fill(&c.TLSKey, os.Getenv("SANDRUN_NATS_TLS_KEY"))
+		fill(&c.TLSCA, os.Getenv("SANDRUN_NATS_TLS_CA"))
+		if c.URL == "" {
+			if store, err := OpenContexts(); err == nil {
+				name, source = store.Current(), "the current context"
+			}
+		}
+	}
+	if name != "" {
+		store, err := OpenContexts()
+		if err != nil {
+			return c, "", fmt.Errorf("%s %s: %w", source, name, err)
+		}
+		cx, err := store.Get(name)
+		if err != nil {
+			return c, "", fmt.Errorf("%s: %w", source, err)
+		}
+		fill(&c.URL, cx.URL)
+		fill(&c.CredsFile, cx.Creds)
+		fill(&c.TLSCert, cx.TLSCert)
+		fill(&c.TLSKey, cx.TLSKey)
+		fill(&c.TLSCA, cx.TLSCA)
+	}
 	if c.URL == "" {
 		c.URL = DefaultURL
 	}
@@ -51,7 +84,7 @@ func (c ConnConfig) FromEnv() ConnConfig {
 			c.CredsFile = creds
 		}
 	}
-	return c
+	return c, name, nil
 }
 
 // Validate checks that referenced files exist, naming the field.

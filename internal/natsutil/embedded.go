@@ -7,6 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -177,8 +182,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = 8 << 20
 	}
+	// Two servers on one store corrupt it: the second is refused.
+	lock, err := lockDataDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
+		_ = lock.Close()
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	if cfg.Logs {
@@ -187,9 +198,55 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	go s.Start()
 	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
-		return nil, errors.New("embedded nats: not ready after 10s")
+		_ = lock.Close()
+		return nil, errors.New("embedded nats: not ready after 30s")
 	}
+	go func() {
+		s.WaitForShutdown()
+		_ = lock.Close()
+	}()
 	return s, nil
+}
+
+// ErrDataDirInUse is StartEmbedded's error for a data directory another
+// running server holds.
+var ErrDataDirInUse = errors.New("data directory in use")
+
+// lockDataDir takes an exclusive lock on dir (made if need be), held
+// until the returned file is closed: by a server of this process or of
+// another, the lock says the store is taken.
+func lockDataDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".sandrun.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	// A server of this process that was just shut down releases the
+	// lock a moment after WaitForShutdown returns: wait for it then.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		pid, _ := os.ReadFile(f.Name())
+		holder := strings.TrimSpace(string(pid))
+		if errors.Is(err, syscall.EWOULDBLOCK) && holder == strconv.Itoa(os.Getpid()) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("embedded nats: %s: %w by another server (pid %s): stop it, or give this one its own --data", dir, ErrDataDirInUse, holder)
+		}
+		return nil, fmt.Errorf("embedded nats: lock %s: %w", dir, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
 }
 
 // Stats returns a reader of srv's own figures for the metrics.

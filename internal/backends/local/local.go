@@ -139,16 +139,25 @@ func New(cfg Config) (*Local, error) {
 	}
 	root := cfg.WorkspaceRoot
 	if root == "" {
-		root = defaultWorkspaceRoot()
+		root = defaultWorkspaceRoot(cred != nil)
 	} else if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("local: workspace_root %q: must be an absolute path", root)
 	}
 	return &Local{shell: shell, baseEnv: maps.Clone(cfg.BaseEnv), cred: cred, cg: cg, wsRoot: filepath.Clean(root)}, nil
 }
 
-// defaultWorkspaceRoot is sandrun/workspaces under the user's data
-// directory ($XDG_DATA_HOME, else ~/.local/share).
-func defaultWorkspaceRoot() string {
+// DefaultSharedWorkspaceRoot holds the workspaces of a profile whose
+// commands run as another user: a root worker's home is not theirs to
+// traverse.
+const DefaultSharedWorkspaceRoot = "/var/lib/sandrun/workspaces"
+
+// defaultWorkspaceRoot is sandrun/workspaces under the worker's data
+// directory ($XDG_DATA_HOME, else ~/.local/share), or
+// DefaultSharedWorkspaceRoot for a profile with a user of its own.
+func defaultWorkspaceRoot(otherUser bool) string {
+	if otherUser {
+		return DefaultSharedWorkspaceRoot
+	}
 	base := os.Getenv("XDG_DATA_HOME")
 	if !filepath.IsAbs(base) {
 		home, err := os.UserHomeDir()

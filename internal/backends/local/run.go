@@ -362,6 +362,11 @@ func (l *Local) workspace(deployment, name string) (string, error) {
 	if err := os.MkdirAll(parent, 0o711); err != nil { //nolint:gosec // G301: only x for others, no listing
 		return "", fmt.Errorf("local: workspace_root: %w", err)
 	}
+	if l.cred != nil {
+		if err := traversable(parent, l.cred); err != nil {
+			return "", fmt.Errorf("local: workspace_root %s: %w: give it o+x or set workspace_root elsewhere (%w)", l.wsRoot, err, backends.ErrPermanent)
+		}
+	}
 	dir := filepath.Join(parent, name)
 	err = os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrExist) {
@@ -397,4 +402,35 @@ func (l *Local) workspaceParent(deployment, name string) (string, error) {
 		}
 	}
 	return filepath.Join(l.wsRoot, cmp.Or(deployment, "default")), nil
+}
+
+// traversable checks that the profile's user can reach dir: every
+// directory from the root down lets it search (x) as owner, group or
+// other. A directory made 0711 inside a 0700 home is not enough.
+func traversable(dir string, cred *syscall.Credential) error {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		mode := fi.Mode().Perm()
+		var search bool
+		switch {
+		case !ok:
+			search = true
+		case st.Uid == cred.Uid:
+			search = mode&0o100 != 0
+		case st.Gid == cred.Gid:
+			search = mode&0o010 != 0
+		default:
+			search = mode&0o001 != 0
+		}
+		if !search {
+			return fmt.Errorf("%s (%v, uid %d) is not searchable by the profile's user %d:%d", d, mode, st.Uid, cred.Uid, cred.Gid)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
