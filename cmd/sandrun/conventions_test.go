@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -416,5 +417,51 @@ func TestUnservedProfileWaitsForItsWorker(t *testing.T) {
 	r := sandruntest.WaitResult(t, sandruntest.Client(st), id, 30*time.Second)
 	if r.State != jobs.StateSucceeded || r.Worker != "gpu-worker" || r.Stdout.Head != "ran on gpu\n" {
 		t.Fatalf("the gpu job: %+v", r)
+	}
+}
+
+// A job asking for what its profile cannot do fails at once, with a
+// permanent error naming the option and the profile; it is never run
+// without it (the local backend used to run an --image job on the host).
+func TestUnsupportedOptionsFailNamingThem(t *testing.T) {
+	t.Parallel()
+	url, _ := setup(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--image", "alpine:3"}, "container.image: profile local (kind local) does not support it"},
+		{[]string{"--session", "s1"}, "session: profile local (kind local) does not support it"},
+	} {
+		args := append(append([]string{"submit", "--nats-url", url, "--wait"}, tc.args...), "--", "echo ran on the host")
+		code, out, errOut := sandrun(t, args...)
+		if code == 0 || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, " failed ") {
+			t.Fatalf("%v: exit %d stdout %q stderr %q, want a failure naming %q", tc.args, code, out, errOut, tc.want)
+		}
+		id := strings.Fields(strings.SplitN(errOut, "sandrun: job ", 2)[1])[0]
+		_, js, _ := sandrun(t, "status", id, "-o", "json", "--nats-url", url)
+		var st statusOut
+		if err := json.Unmarshal([]byte(js), &st); err != nil || st.Attempt != 1 || st.State != jobs.StateFailed {
+			t.Fatalf("%v: %+v %v, want failed on its first attempt, not retried", tc.args, st, err)
+		}
+	}
+}
+
+// Every duration flag of the daemons, below what it can mean, stops the
+// daemon before it starts anything, naming the flag (a negative
+// --reaper-scan used to panic in time.NewTicker once connected).
+func TestDaemonDurationFlagsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	for _, d := range []string{"worker", "scheduler"} {
+		for _, flag := range []string{"lease-ttl", "drain-timeout", "kill-grace", "election-ttl", "reaper-scan", "workspace-idle", "pull-wait"} {
+			cmd := exec.Command(workerBin, d, "--nats-url", "nats://127.0.0.1:1", "--"+flag+"=-1s")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "(--"+flag+")") {
+				t.Errorf("sandrun %s --%s=-1s: %v, stderr %q; want exit 2 naming --%s", d, flag, err, stderr.String(), flag)
+			}
+		}
 	}
 }

@@ -254,7 +254,9 @@ func (r *exampleRunner) shell(dir, line string, timeout time.Duration) (int, str
 	case err = <-done:
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
-		<-done
+		if err := <-done; err == nil {
+			r.t.Logf("%q ended as it was killed", line)
+		}
 		r.t.Fatalf("%q did not end in %s:\n%s\n%s", line, timeout, stdout.String(), stderr.String())
 	}
 	var ee *exec.ExitError

@@ -159,9 +159,9 @@ func usageErr(format string, args ...any) error {
 }
 
 // argsUsage checks a command's operand count, as a usage error.
-func argsUsage(min, max int, what string) cobra.PositionalArgs {
+func argsUsage(least, most int, what string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
-		if len(args) < min || (max >= 0 && len(args) > max) {
+		if len(args) < least || (most >= 0 && len(args) > most) {
 			return usageErr("want %s, got %d argument(s)", what, len(args))
 		}
 		return nil

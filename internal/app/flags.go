@@ -126,9 +126,35 @@ func DaemonMain(name string, roles Roles, args []string) int {
 	defer cancel()
 	start := time.Now()
 	if err := Run(ctx, cfg, roles, log, nil); err != nil {
+		var ce ConfigError
+		if errors.As(err, &ce) {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, withFlagNames(ce.Err))
+			return 2
+		}
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	log.Info("exited", "uptime", time.Since(start).Round(time.Second).String())
 	return 0
+}
+
+// flagOf names the daemon flag of each worker field its errors name.
+var flagOf = map[string]string{
+	"worker.slots": "--slots", "worker.lease_ttl": "--lease-ttl", "worker.drain_timeout": "--drain-timeout",
+	"worker.kill_grace": "--kill-grace", "worker.election_ttl": "--election-ttl", "worker.reaper_scan": "--reaper-scan",
+	"worker.workspace_idle": "--workspace-idle", "worker.pull_wait": "--pull-wait", "worker.output_max": "--output-max",
+	"worker.queues": "--queues",
+}
+
+// withFlagNames adds, to each line of err that names a worker field, the
+// flag that sets it: "worker.reaper_scan (--reaper-scan): ...".
+func withFlagNames(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		field, rest, ok := strings.Cut(l, ":")
+		if f, known := flagOf[strings.SplitN(field, "[", 2)[0]]; ok && known {
+			lines[i] = field + " (" + f + "):" + rest
+		}
+	}
+	return strings.Join(lines, "\n")
 }

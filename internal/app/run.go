@@ -46,10 +46,12 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 		deps  worker.Deps
 		sched []scheduler.Schedule
 	)
-	if roles.Worker {
+	if roles.Worker || roles.Scheduler {
 		if err := wcfg.Validate(); err != nil {
-			return err
+			return ConfigError{err}
 		}
+	}
+	if roles.Worker {
 		if deps.Forward, err = cfg.Forwards(); err != nil {
 			return err
 		}
@@ -169,3 +171,10 @@ func runRoles(ctx context.Context, nc *nats.Conn, store *jobs.Store, m *metrics.
 	close(errs)
 	return <-errs
 }
+
+// ConfigError is Run's error for a configuration that does not validate:
+// nothing was started (a daemon exits 2, as for a bad flag).
+type ConfigError struct{ Err error }
+
+func (e ConfigError) Error() string { return e.Err.Error() }
+func (e ConfigError) Unwrap() error { return e.Err }

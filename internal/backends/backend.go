@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/container"
@@ -142,10 +143,14 @@ type Capabilities struct {
 	Isolated bool
 	// ResourceLimits: the backend enforces CPU/memory limits.
 	ResourceLimits bool
-	// PersistentSessions: the workload can outlive one Run (sandboxes).
+	// PersistentSessions: the workload can outlive one Run, shared by the
+	// jobs of one Spec.Session key.
 	PersistentSessions bool
-	// FileCopy: files can be copied in and out of the workload.
-	FileCopy bool
+	// Container lists the fields of Spec.Container (by their JSON names:
+	// "image", "mounts", "network", ...) the backend honours; nil: it
+	// runs no container a job can shape. A backend may still refuse a
+	// value of a field it lists (a network its profile does not allow).
+	Container []string
 	// ResumableOutput: output can be re-attached after a worker restart.
 	ResumableOutput bool
 	// ResourceUsage: Result carries CPU time and peak RSS.
@@ -157,6 +162,28 @@ type Capabilities struct {
 	// empty means /bin/sh. The approval policy parses commands in its
 	// dialect.
 	Shell string
+}
+
+// Unsupported names the first thing spec asks for that a backend with
+// these capabilities cannot do — "session", "workspace" or a container
+// option such as "container.image" — or returns "". The worker refuses
+// such a job with a permanent error instead of running it without what
+// it asked for.
+func (c Capabilities) Unsupported(spec Spec) string {
+	switch {
+	case spec.Session != "" && !c.PersistentSessions:
+		return "session"
+	case spec.Workspace != "" && !c.Workspaces:
+		return "workspace"
+	}
+	if spec.Container != nil {
+		for _, f := range spec.Container.Fields() {
+			if !slices.Contains(c.Container, f) {
+				return "container." + f
+			}
+		}
+	}
+	return ""
 }
 
 // ErrPermanent marks a backend error that retrying cannot fix (bad image,
@@ -232,6 +259,10 @@ func (r *Registry) ValidateAll(ctx context.Context) error {
 // container.Options): the job model and the backends share the type
 // without the model importing the backends.
 type ContainerOptions = container.Options
+
+// AllContainerOptions names every container option, for
+// Capabilities.Container of a backend that honours them all.
+var AllContainerOptions = container.AllFields
 
 // HostAccessChecker is implemented by backends whose isolation depends on
 // the job (containers with mounts). HostAccess returns, for spec, every

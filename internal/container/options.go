@@ -25,3 +25,29 @@ type Options struct {
 	Devices    []string `json:"devices,omitempty"`
 	CapAdd     []string `json:"cap_add,omitempty"`
 }
+
+// Fields returns the JSON names of the options o sets, in declaration
+// order: what a job asks of its backend's containers.
+func (o *Options) Fields() []string {
+	if o == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"image", o.Image != ""}, {"mounts", len(o.Mounts) > 0}, {"network", o.Network != ""},
+		{"privileged", o.Privileged}, {"pid_mode", o.PidMode != ""}, {"ipc_mode", o.IpcMode != ""},
+		{"uts_mode", o.UTSMode != ""}, {"devices", len(o.Devices) > 0}, {"cap_add", len(o.CapAdd) > 0},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// AllFields are the JSON names of every option, for backends that honour
+// them all.
+var AllFields = []string{"image", "mounts", "network", "privileged", "pid_mode", "ipc_mode", "uts_mode", "devices", "cap_add"}

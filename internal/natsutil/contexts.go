@@ -33,6 +33,7 @@ var ErrContextName = errors.New("bad context name")
 
 var contextName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// ValidContextName checks that name can name a context (and a file).
 func ValidContextName(name string) error {
 	if !contextName.MatchString(name) {
 		return fmt.Errorf("%w %q: want 1 to 64 of A-Z a-z 0-9 _ . -, starting with a letter or digit", ErrContextName, name)
@@ -57,6 +58,7 @@ func (s Contexts) path(name string) string {
 	return filepath.Join(s.Dir, "context", name+".json")
 }
 
+// Get reads the context called name.
 func (s Contexts) Get(name string) (Context, error) {
 	if err := ValidContextName(name); err != nil {
 		return Context{}, err
@@ -76,7 +78,7 @@ func (s Contexts) Get(name string) (Context, error) {
 	return cx, nil
 }
 
-// list returns every saved context, by name.
+// List returns every saved context, by name.
 func (s Contexts) List() ([]Context, error) {
 	entries, err := os.ReadDir(filepath.Join(s.Dir, "context"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -101,7 +103,7 @@ func (s Contexts) List() ([]Context, error) {
 	return out, nil
 }
 
-// save writes cx atomically, owner-only (it names credential files).
+// Save writes cx atomically, owner-only (it names credential files).
 func (s Contexts) Save(cx Context) error {
 	if err := ValidContextName(cx.Name); err != nil {
 		return err
@@ -125,6 +127,8 @@ func (s Contexts) Save(cx Context) error {
 	return writeFileAtomic(s.path(cx.Name), append(data, '\n'))
 }
 
+// Remove deletes the context called name, and clears the current one if
+// it was that.
 func (s Contexts) Remove(name string) error {
 	if _, err := s.Get(name); err != nil {
 		return err
@@ -138,7 +142,7 @@ func (s Contexts) Remove(name string) error {
 	return nil
 }
 
-// current is the name of the current context ("" for none).
+// Current is the name of the current context ("" for none).
 func (s Contexts) Current() string {
 	data, err := os.ReadFile(filepath.Join(s.Dir, "context.txt"))
 	if err != nil {
@@ -147,7 +151,7 @@ func (s Contexts) Current() string {
 	return strings.TrimSpace(string(data))
 }
 
-// use makes name the current context ("" clears it).
+// Use makes name the current context ("" clears it).
 func (s Contexts) Use(name string) error {
 	if name == "" {
 		err := os.Remove(filepath.Join(s.Dir, "context.txt"))

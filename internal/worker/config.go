@@ -139,6 +139,15 @@ func (c Config) Validate() error {
 	if c.LeaseTTL >= 3*time.Second && c.KillGrace+killSlack > c.LeaseTTL/2 {
 		errs = append(errs, fmt.Errorf("worker.kill_grace: %s (+%s to stop) must fit in half the lease_ttl (%s): a job is stopped before its lease can expire", c.KillGrace, killSlack, c.LeaseTTL))
 	}
+	if c.ReaperScan < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("worker.reaper_scan: must be >= 100ms, got %s", c.ReaperScan))
+	}
+	if c.DrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("worker.drain_timeout: must not be negative, got %s", c.DrainTimeout))
+	}
+	if c.KillGrace < 0 {
+		errs = append(errs, fmt.Errorf("worker.kill_grace: must not be negative, got %s", c.KillGrace))
+	}
 	if c.WorkspaceIdle < 0 {
 		errs = append(errs, fmt.Errorf("worker.workspace_idle: must not be negative, got %s", c.WorkspaceIdle))
 	}

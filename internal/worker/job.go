@@ -77,8 +77,11 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 			j.spec.Backend, w.cfg.Name, w.deps.Backends.Profiles())))
 		return
 	}
-	if j.spec.Workspace != "" && !be.Capabilities().Workspaces {
-		j.failed(ctx, fmt.Sprintf("workspace: profile %s (%s) keeps no workspaces", j.spec.Backend, be.Kind()), false)
+	// What the job asks for and the profile cannot do is refused, never
+	// silently dropped (a container image on the host, a session nothing
+	// keeps).
+	if what := be.Capabilities().Unsupported(backends.Spec{Session: j.spec.Session, Workspace: j.spec.Workspace, Container: j.spec.Container}); what != "" {
+		j.failed(ctx, fmt.Sprintf("%s: profile %s (kind %s) does not support it: %s", what, j.spec.Backend, be.Kind(), unsupportedHint(what)), false)
 		return
 	}
 	if j.spec.RemoveWorkspace {
@@ -519,4 +522,17 @@ func workspaceStorage(run jobs.Run, ws string) string {
 		return ""
 	}
 	return jobs.WorkspaceStorage(run.OwnerString(), ws)
+}
+
+// unsupportedHint says where what a job asked for is supported.
+func unsupportedHint(what string) string {
+	switch what {
+	case "session":
+		return "persistent sessions are kept by docker and modal profiles"
+	case "workspace":
+		return "workspaces are kept by local, docker, ssh, modal and daytona profiles"
+	case "container.image":
+		return "a job's image is run by docker, singularity and daytona profiles"
+	}
+	return "container options are honoured by docker profiles (singularity: image, mounts, network)"
 }

@@ -21,7 +21,7 @@ type sessionRecorder struct {
 func (r *sessionRecorder) Kind() string                   { return "recorder" }
 func (r *sessionRecorder) Validate(context.Context) error { return nil }
 func (r *sessionRecorder) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true}
+	return backends.Capabilities{Isolated: true, PersistentSessions: true}
 }
 func (r *sessionRecorder) Run(_ context.Context, spec backends.Spec, _ backends.Output) (backends.Result, error) {
 	r.mu.Lock()

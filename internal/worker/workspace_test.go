@@ -55,7 +55,7 @@ func TestWorkspaceOnLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "workspace: profile plain (plain) keeps no workspaces") {
+	if r := sandruntest.WaitResult(t, e.c, spec.ID, 60*time.Second); r.State != jobs.StateFailed || !strings.Contains(r.Error, "workspace: profile plain (kind plain) does not support it") {
 		t.Fatalf("a workspace on a profile without workspaces: %s %q", r.State, r.Error)
 	}
 }

@@ -20,6 +20,8 @@ package backendtest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,6 +42,13 @@ type Options struct {
 	// (the checks on how Run returns still run). HostProcessGone serves
 	// backends whose processes run on the test's host.
 	ProcessGone func(t *testing.T, pid int) bool
+	// Refuses lists what the backend must declare it cannot do, among
+	// "session", "workspace" and "container.FIELD" for every container
+	// option (backends.AllContainerOptions): the Capabilities sub-test
+	// checks that Capabilities().Unsupported names exactly these, so that
+	// the worker refuses the jobs that ask for them instead of running
+	// them without. Nil: it refuses nothing.
+	Refuses []string
 	// StopMargin is how long Run may take to return after ctx is done,
 	// beyond the KillGrace the job had. It is an upper bound for the
 	// contract, not a speed benchmark. Zero means 5s.
@@ -80,6 +89,118 @@ func Run(t *testing.T, newBackend func(t *testing.T) backends.Backend, opts Opti
 	t.Run("CancelIsGraceful", s.testGracefulCancel)
 	t.Run("CancelKillsProcessTree", s.testCancelKillsTree)
 	t.Run("ExitKillsLeftovers", s.testExitKillsLeftovers)
+	t.Run("Capabilities", s.testCapabilities)
+	t.Run("Workspace", s.testWorkspace)
+	t.Run("ResourceUsage", s.testResourceUsage)
+}
+
+// asks are the things a job may ask of a backend that it may not do.
+func asks() map[string]backends.Spec {
+	m := map[string]backends.Spec{
+		"session":   {Session: "backendtest"},
+		"workspace": {Workspace: "backendtest"},
+	}
+	for _, f := range backends.AllContainerOptions {
+		var o backends.ContainerOptions
+		switch f {
+		case "image":
+			o.Image = "backendtest:latest"
+		case "mounts":
+			o.Mounts = []string{"vol:/data"}
+		case "network":
+			o.Network = "none"
+		case "privileged":
+			o.Privileged = true
+		case "pid_mode":
+			o.PidMode = "host"
+		case "ipc_mode":
+			o.IpcMode = "host"
+		case "uts_mode":
+			o.UTSMode = "host"
+		case "devices":
+			o.Devices = []string{"/dev/null"}
+		case "cap_add":
+			o.CapAdd = []string{"NET_ADMIN"}
+		default:
+			panic("backendtest: no ask for container option " + f)
+		}
+		m["container."+f] = backends.Spec{Container: &o}
+	}
+	return m
+}
+
+// testCapabilities: what the backend declares it cannot do is exactly
+// what its test says (Options.Refuses), so the worker's refusals are a
+// checked contract.
+func (s *suite) testCapabilities(t *testing.T) {
+	t.Parallel()
+	caps := s.newBackend(t).Capabilities()
+	for name, spec := range asks() {
+		want := ""
+		if slices.Contains(s.opts.Refuses, name) {
+			want = name
+		}
+		if got := caps.Unsupported(spec); got != want {
+			t.Errorf("a job asking for %s: Unsupported = %q, want %q (Capabilities %+v)", name, got, want, caps)
+		}
+	}
+	for _, name := range s.opts.Refuses {
+		if _, ok := asks()[name]; !ok {
+			t.Errorf("Options.Refuses names %q, which is not something a job can ask for", name)
+		}
+	}
+}
+
+// testWorkspace: a backend that declares Workspaces keeps a workspace's
+// files from one job to the next, and removes them if it is a
+// WorkspaceRemover.
+func (s *suite) testWorkspace(t *testing.T) {
+	t.Parallel()
+	b := s.newBackend(t)
+	if !b.Capabilities().Workspaces {
+		t.Skip("no Workspaces declared")
+	}
+	ws := fmt.Sprintf("backendtest-%d", time.Now().UnixNano())
+	spec := func(id, cmd string) backends.Spec {
+		return backends.Spec{JobID: id, Attempt: 1, Deployment: "backendtest", Command: cmd, Workspace: ws}
+	}
+	o, _, stderr := s.runOn(t, b, spec("ws-1", "echo kept > f"))
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("first job in the workspace: %+v %v %q", o.res, o.err, stderr.String())
+	}
+	o, stdout, stderr := s.runOn(t, b, spec("ws-2", "cat f"))
+	if o.err != nil || o.res.ExitCode != 0 || stdout.String() != "kept\n" {
+		t.Fatalf("second job: %+v %v stdout %q stderr %q, want the first job's file", o.res, o.err, stdout.String(), stderr.String())
+	}
+	if r, ok := b.(backends.WorkspaceRemover); ok {
+		if err := r.RemoveWorkspace(t.Context(), "backendtest", ws); err != nil {
+			t.Fatalf("RemoveWorkspace: %v", err)
+		}
+		o, stdout, _ := s.runOn(t, b, spec("ws-3", "cat f 2>/dev/null || echo gone"))
+		if o.err != nil || stdout.String() != "gone\n" {
+			t.Fatalf("after RemoveWorkspace: %+v %v %q, want an empty workspace", o.res, o.err, stdout.String())
+		}
+		if err := r.RemoveWorkspace(t.Context(), "backendtest", ws); err != nil {
+			t.Fatalf("RemoveWorkspace again: %v", err)
+		}
+	}
+}
+
+// testResourceUsage: a backend that declares ResourceUsage reports the
+// CPU time and peak memory of a job that used some.
+func (s *suite) testResourceUsage(t *testing.T) {
+	t.Parallel()
+	b := s.newBackend(t)
+	if !b.Capabilities().ResourceUsage {
+		t.Skip("no ResourceUsage declared")
+	}
+	o, _, stderr := s.runOn(t, b, backends.Spec{Command: "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"})
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("busy job: %+v %v %q", o.res, o.err, stderr.String())
+	}
+	if o.res.UserCPU+o.res.SysCPU <= 0 || o.res.MaxRSSBytes <= 0 {
+		t.Fatalf("ResourceUsage declared, but the result says cpu %s+%s, peak rss %d", o.res.UserCPU, o.res.SysCPU, o.res.MaxRSSBytes)
+	}
 }
 
 // suite carries Run's arguments to the sub-tests.
@@ -101,6 +222,14 @@ func (s *suite) run(t *testing.T, spec backends.Spec) (outcome, *recorder, *reco
 	t.Helper()
 	stdout, stderr := newRecorder(""), newRecorder("")
 	o := <-start(jobContext(t), s.newBackend(t), spec, stdout, stderr)
+	return o, stdout, stderr
+}
+
+// runOn runs spec on b to completion.
+func (s *suite) runOn(t *testing.T, b backends.Backend, spec backends.Spec) (outcome, *recorder, *recorder) {
+	t.Helper()
+	stdout, stderr := newRecorder(""), newRecorder("")
+	o := <-start(jobContext(t), b, spec, stdout, stderr)
 	return o, stdout, stderr
 }
 
@@ -139,4 +268,16 @@ func (s *suite) testValidate(t *testing.T) {
 	if err := b.Validate(t.Context()); err != nil {
 		t.Fatalf("Validate (second call): %v", err)
 	}
+}
+
+// ContainerRefusals is "container.FIELD" for every container option but
+// those honoured, for Options.Refuses.
+func ContainerRefusals(honoured ...string) []string {
+	var out []string
+	for _, f := range backends.AllContainerOptions {
+		if !slices.Contains(honoured, f) {
+			out = append(out, "container."+f)
+		}
+	}
+	return out
 }

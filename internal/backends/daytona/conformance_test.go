@@ -14,5 +14,6 @@ func TestConformance(t *testing.T) {
 	f := daytonatest.Start(t)
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
 		return newBackend(t, fakeConfig(f))
-	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
+		Refuses: append([]string{"session"}, backendtest.ContainerRefusals("image")...)})
 }

@@ -65,7 +65,7 @@ func (b *Backend) Kind() string { return Kind }
 // sized; each job has its own, so nothing persists between jobs but a
 // workspace, a Daytona volume mounted at WorkspaceDir.
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true, Workspaces: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, Workspaces: true, Container: []string{"image"}}
 }
 
 // Validate implements backends.Backend: one authenticated, cheap call

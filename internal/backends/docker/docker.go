@@ -213,7 +213,8 @@ func (d *Docker) Validate(ctx context.Context) error {
 // Capabilities implements backends.Backend. A container is isolated unless
 // its job's options reach the host; HostAccess says which jobs do.
 func (d *Docker) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true, Workspaces: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true, Workspaces: true,
+		Container: backends.AllContainerOptions}
 }
 
 // containerConfig is the hardened configuration of spec's container, with

@@ -22,11 +22,20 @@ func (s inSession) Run(ctx context.Context, spec backends.Spec, out backends.Out
 	return s.Docker.Run(ctx, spec, out)
 }
 
+// Capabilities: a job in a session has the session's filesystem, never a
+// workspace (jobs.Spec refuses the two together).
+func (s inSession) Capabilities() backends.Capabilities {
+	c := s.Docker.Capabilities()
+	c.Workspaces = false
+	return c
+}
+
 func TestConformanceSession(t *testing.T) {
 	d := newTestBackend(t)
 	backendtest.Run(t, func(*testing.T) backends.Backend { return inSession{d, "conformance"} }, backendtest.Options{
 		TempDir:    func(*testing.T) string { return "/work" },
 		StopMargin: 15 * time.Second,
+		Refuses:    []string{"workspace"},
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,7 +47,8 @@ func TestConformance(t *testing.T) {
 			newCgroupLocal(t, Config{Cgroup: mode}) // Missing: no cgroup v2 to require.
 			backendtest.Run(t, func(t *testing.T) backends.Backend {
 				return newLocal(t, Config{Cgroup: mode})
-			}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+			}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
+				Refuses: append([]string{"session"}, backendtest.ContainerRefusals()...)})
 		})
 	}
 }
@@ -57,7 +59,7 @@ func TestKindAndCapabilities(t *testing.T) {
 	if got := l.Kind(); got != "local" {
 		t.Errorf("Kind() = %q, want local", got)
 	}
-	if got, want := l.Capabilities(), (backends.Capabilities{ResourceUsage: true, Workspaces: true, Shell: DefaultShell}); got != want {
+	if got, want := l.Capabilities(), (backends.Capabilities{ResourceUsage: true, Workspaces: true, Shell: DefaultShell}); !reflect.DeepEqual(got, want) {
 		t.Errorf("Capabilities() = %+v, want %+v", got, want)
 	}
 }

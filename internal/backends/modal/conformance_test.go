@@ -15,7 +15,8 @@ func TestConformance(t *testing.T) {
 	f := modaltest.Start(t)
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
 		return newBackend(t, fakeConfig(t, f))
-	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
+		Refuses: backendtest.ContainerRefusals("network")})
 	if live := f.Live(); len(live) != 0 {
 		t.Errorf("%d sandboxes still live after the suite: %+v", len(live), live)
 	}

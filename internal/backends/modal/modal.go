@@ -78,7 +78,8 @@ func (b *Backend) Kind() string { return "modal" }
 
 // Capabilities implements backends.Backend.
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true, Workspaces: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, PersistentSessions: true, Workspaces: true,
+		Container: []string{"network"}} // network: none only, with a blocked profile
 }
 
 // Validate resolves the credentials (once: the path chosen holds for the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -22,9 +23,17 @@ const underTestEnv = "SANDRUN_PLUGIN_UNDER_TEST"
 // processes are gone too; or on the plugin SANDRUN_PLUGIN_UNDER_TEST
 // names, whose jobs may run elsewhere.
 func TestConformance(t *testing.T) {
-	path, opts := localexec(), backendtest.Options{ProcessGone: backendtest.HostProcessGone}
+	// The reference plugin announces resource usage only: sessions,
+	// workspaces and containers are refused for it.
+	path, opts := localexec(), backendtest.Options{ProcessGone: backendtest.HostProcessGone,
+		Refuses: append([]string{"session", "workspace"}, backendtest.ContainerRefusals()...)}
 	if p := os.Getenv(underTestEnv); p != "" {
-		path, opts = p, backendtest.Options{}
+		// A plugin's hello says what it does; the protocol carries no
+		// workspace or container options, so those are always refused.
+		path, opts = p, backendtest.Options{Refuses: append([]string{"workspace"}, backendtest.ContainerRefusals()...)}
+		if !setup(t, Config{Path: p}, true).b.Capabilities().PersistentSessions {
+			opts.Refuses = append(opts.Refuses, "session")
+		}
 	}
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
 		return setup(t, Config{Path: path}, true).b
@@ -37,13 +46,13 @@ func TestKindAndCapabilities(t *testing.T) {
 	if got := tb.b.Kind(); got != "plugin" {
 		t.Errorf("Kind() = %q, want plugin", got)
 	}
-	if got := tb.b.Capabilities(); got != (backends.Capabilities{}) {
+	if got := tb.b.Capabilities(); !reflect.DeepEqual(got, backends.Capabilities{}) {
 		t.Errorf("Capabilities() before Validate = %+v, want none", got)
 	}
 	if err := tb.b.Validate(t.Context()); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	if got, want := tb.b.Capabilities(), (backends.Capabilities{ResourceUsage: true}); got != want {
+	if got, want := tb.b.Capabilities(), (backends.Capabilities{ResourceUsage: true}); !reflect.DeepEqual(got, want) {
 		t.Errorf("Capabilities() = %+v, want %+v from the hello", got, want)
 	}
 }

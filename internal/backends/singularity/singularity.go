@@ -232,7 +232,7 @@ func (b *Backend) Kind() string { return "singularity" }
 // the host's files, processes or (with network none) network; binds are
 // host access (see HostAccess).
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true}
+	return backends.Capabilities{Isolated: true, Container: []string{"image", "mounts", "network"}}
 }
 
 // Cache returns the backend's SIF cache (for `sandrun sif`).

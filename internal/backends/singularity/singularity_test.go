@@ -44,7 +44,8 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
 		b, _ := newFakeBackend(t, Config{Image: image})
 		return b
-	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone})
+	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
+		Refuses: append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
 }
 
 // TestRuntimeSeesWhatTheJobAsked: the recorded call has the hardened
@@ -212,7 +213,8 @@ func TestConformanceInContainer(t *testing.T) {
 		b, fake := newFakeBackend(t, Config{Image: image})
 		fake.Configure(t, apptainertest.Config{Chroot: true})
 		return b
-	}, backendtest.Options{TempDir: func(*testing.T) string { return "/etc" }, StopMargin: 10 * time.Second})
+	}, backendtest.Options{TempDir: func(*testing.T) string { return "/etc" }, StopMargin: 10 * time.Second,
+		Refuses: append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
 }
 
 // TestContainedJobSeesTheImage: in a contained run the job sees the

@@ -107,6 +107,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) backends.Backend { return backend(t, f.config(t)) }, backendtest.Options{
 		ProcessGone: backendtest.HostProcessGone, // sshd runs on this host
 		StopMargin:  10 * time.Second,
+		Refuses:     append([]string{"session"}, backendtest.ContainerRefusals()...),
 	})
 }
 
