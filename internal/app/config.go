@@ -219,6 +219,10 @@ func LoadFile(path string) (Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
+	bad := checkFileProfileKeys(data)
+	for _, name := range slices.Sorted(maps.Keys(bad)) {
+		return c, fmt.Errorf("config %s: %w", path, bad[name])
+	}
 	if err := c.Layout.Retention.WithDefaults().Validate(); err != nil {
 		return c, fmt.Errorf("config %s: layout.%w", path, err)
 	}
@@ -298,6 +302,10 @@ func LoadFileProfiles(path string) (Config, map[string]error, error) {
 		dec.KnownFields(true)
 		if derr := dec.Decode(&bc); derr != nil && !errors.Is(derr, io.EOF) {
 			bad[name] = fmt.Errorf("backends.%s: %w", name, derr)
+			continue
+		}
+		if kerr := checkProfileKeys(name, profiles.Content[i+1]); kerr != nil {
+			bad[name] = kerr
 			continue
 		}
 		c.Backends[name] = bc

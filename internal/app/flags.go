@@ -12,11 +12,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/worker"
 )
 
 // NATSFlags registers the connection flags every command takes.
 func NATSFlags(fs *flag.FlagSet, n *NATSConfig) {
-	fs.StringVar(&n.URL, "nats-url", n.URL, "NATS server URL(s), comma-separated (env SANDRUN_NATS_URL; default "+"nats://127.0.0.1:4222)")
+	fs.StringVar(&n.URL, "nats-url", n.URL, "NATS server URL(s), comma-separated (env SANDRUN_NATS_URL; default "+natsutil.DefaultURL+")")
 	fs.StringVar(&n.Creds, "creds", n.Creds, "NATS credentials file (env SANDRUN_NATS_CREDS)")
 	fs.StringVar(&n.TLSCert, "tls-cert", n.TLSCert, "client TLS certificate (env SANDRUN_NATS_TLS_CERT)")
 	fs.StringVar(&n.TLSKey, "tls-key", n.TLSKey, "client TLS key (env SANDRUN_NATS_TLS_KEY)")
@@ -60,15 +63,15 @@ func registerDaemonFlags(fs *flag.FlagSet, c *Config) {
 		c.Worker.Queues = strings.Split(s, ",")
 		return nil
 	})
-	fs.IntVar(&c.Worker.Slots, "slots", c.Worker.Slots, "jobs run at once (default 4)")
-	fs.DurationVar(&c.Worker.LeaseTTL, "lease-ttl", c.Worker.LeaseTTL, "job lease TTL (default 30s)")
-	fs.DurationVar(&c.Worker.DrainTimeout, "drain-timeout", c.Worker.DrainTimeout, "on SIGTERM, how long running jobs may finish (default 30s)")
-	fs.DurationVar(&c.Worker.KillGrace, "kill-grace", c.Worker.KillGrace, "time between SIGTERM and SIGKILL of a job (default 5s)")
-	fs.DurationVar(&c.Worker.ElectionTTL, "election-ttl", c.Worker.ElectionTTL, "leader election TTL (default 15s)")
-	fs.DurationVar(&c.Worker.ReaperScan, "reaper-scan", c.Worker.ReaperScan, "reaper rescan period (default 30s)")
+	fs.IntVar(&c.Worker.Slots, "slots", c.Worker.Slots, fmt.Sprintf("jobs run at once (default %d)", worker.DefaultSlots))
+	fs.DurationVar(&c.Worker.LeaseTTL, "lease-ttl", c.Worker.LeaseTTL, "job lease TTL (default "+worker.DefaultLeaseTTL.String()+")")
+	fs.DurationVar(&c.Worker.DrainTimeout, "drain-timeout", c.Worker.DrainTimeout, "on SIGTERM, how long running jobs may finish (default "+worker.DefaultDrainTimeout.String()+")")
+	fs.DurationVar(&c.Worker.KillGrace, "kill-grace", c.Worker.KillGrace, "time between SIGTERM and SIGKILL of a job (default "+worker.DefaultKillGrace.String()+")")
+	fs.DurationVar(&c.Worker.ElectionTTL, "election-ttl", c.Worker.ElectionTTL, "leader election TTL (default "+worker.DefaultElectionTTL.String()+")")
+	fs.DurationVar(&c.Worker.ReaperScan, "reaper-scan", c.Worker.ReaperScan, "reaper rescan period (default "+worker.DefaultReaperScan.String()+")")
 	fs.DurationVar(&c.Worker.WorkspaceIdle, "workspace-idle", c.Worker.WorkspaceIdle, "remove workspaces no job has used this long (default 0: keep them)")
-	fs.DurationVar(&c.Worker.PullWait, "pull-wait", c.Worker.PullWait, "how long one pull waits for a message (default 5s)")
-	fs.Int64Var(&c.Worker.OutputMax, "output-max", c.Worker.OutputMax, "bytes of each output stream kept per attempt; the rest is counted, not kept (default 64 MiB)")
+	fs.DurationVar(&c.Worker.PullWait, "pull-wait", c.Worker.PullWait, "how long one pull waits for a message (default "+worker.DefaultPullWait.String()+")")
+	fs.Int64Var(&c.Worker.OutputMax, "output-max", c.Worker.OutputMax, fmt.Sprintf("bytes of each output stream kept per attempt; the rest is counted, not kept (default %d)", worker.DefaultOutputMax))
 	fs.StringVar(&c.SchedulesFile, "schedules", c.SchedulesFile, "schedules YAML file")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "json or text (default json)")
 	fs.IntVar(&c.Layout.Replicas, "replicas", c.Layout.Replicas, "stream and bucket replicas (1, or 3 on a cluster)")

@@ -613,11 +613,10 @@ func placing(ctx context.Context, cfg LayoutConfig, what string, create func(ctx
 	}
 }
 
-// isClusteringRequired: 10074, replicas > 1 on a server that is not
-// clustered.
+// isClusteringRequired: replicas > 1 on a server that is not clustered.
 func isClusteringRequired(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == 10074
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == ErrCodeReplicasNeedCluster
 }
 
 // retryablePlacement reports errors a cluster that is forming or
@@ -625,10 +624,8 @@ func isClusteringRequired(err error) bool {
 func retryablePlacement(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		// 10005: no suitable peers for placement; 10008: JetStream
-		// temporarily unavailable; 10023: insufficient resources.
 		switch apiErr.ErrorCode {
-		case 10005, 10008, 10023:
+		case ErrCodeNoPeers, ErrCodeTemporarilyUnavailable, ErrCodeInsufficientResources:
 			return true
 		}
 		return false

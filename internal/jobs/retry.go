@@ -21,6 +21,21 @@ const DefaultWriteWithin = 30 * time.Second
 // with its leader is tried again instead of waiting out the caller.
 const attemptTimeout = 5 * time.Second
 
+// The JetStream API error codes the store reacts to (nats-server's
+// errors.json; nats.go names only some of them).
+const (
+	// ErrCodeNoPeers: no suitable peers for placement (a forming cluster).
+	ErrCodeNoPeers jetstream.ErrorCode = 10005
+	// ErrCodeTemporarilyUnavailable: JetStream system temporarily
+	// unavailable (a leader election).
+	ErrCodeTemporarilyUnavailable jetstream.ErrorCode = 10008
+	// ErrCodeInsufficientResources: insufficient resources (placement).
+	ErrCodeInsufficientResources jetstream.ErrorCode = 10023
+	// ErrCodeReplicasNeedCluster: replicas > 1 not supported in
+	// non-clustered mode.
+	ErrCodeReplicasNeedCluster jetstream.ErrorCode = 10074
+)
+
 // Transient reports whether err is what a write gets while the cluster
 // elects a leader, a node restarts or the connection moves to another
 // node: a retry may succeed, and a write that carries its own identity
@@ -28,8 +43,7 @@ const attemptTimeout = 5 * time.Second
 func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		// 10008: JetStream system temporarily unavailable.
-		return apiErr.ErrorCode == 10008
+		return apiErr.ErrorCode == ErrCodeTemporarilyUnavailable
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||

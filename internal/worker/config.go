@@ -75,6 +75,23 @@ type Config struct {
 
 var queueRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
+// The defaults of a worker's configuration, used by WithDefaults, the
+// daemons' flags and the docs (TestDaemonFlagDefaultsAreTheConfigs).
+const (
+	DefaultSlots         = 4
+	DefaultLeaseTTL      = 30 * time.Second
+	DefaultClaimWindow   = time.Minute
+	DefaultPullWait      = 5 * time.Second
+	DefaultDrainTimeout  = 30 * time.Second
+	DefaultKillGrace     = 5 * time.Second
+	DefaultReaperScan    = 30 * time.Second
+	DefaultElectionTTL   = 15 * time.Second
+	DefaultOutputHead    = 8 << 10
+	DefaultOutputTail    = 8 << 10
+	DefaultLiveOutputMax = 4 << 20
+	DefaultOutputMax     = 64 << 20
+)
+
 // WithDefaults returns a copy of c with zero fields filled.
 func (c Config) WithDefaults() Config {
 	if c.Name == "" {
@@ -91,26 +108,26 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	if c.Slots == 0 {
-		c.Slots = 4
+		c.Slots = DefaultSlots
 	}
-	def(&c.LeaseTTL, 30*time.Second)
-	def(&c.ClaimWindow, time.Minute)
-	def(&c.PullWait, 5*time.Second)
-	def(&c.DrainTimeout, 30*time.Second)
-	def(&c.KillGrace, 5*time.Second)
-	def(&c.ReaperScan, 30*time.Second)
-	def(&c.ElectionTTL, 15*time.Second)
+	def(&c.LeaseTTL, DefaultLeaseTTL)
+	def(&c.ClaimWindow, DefaultClaimWindow)
+	def(&c.PullWait, DefaultPullWait)
+	def(&c.DrainTimeout, DefaultDrainTimeout)
+	def(&c.KillGrace, DefaultKillGrace)
+	def(&c.ReaperScan, DefaultReaperScan)
+	def(&c.ElectionTTL, DefaultElectionTTL)
 	if c.OutputHead == 0 {
-		c.OutputHead = 8 << 10
+		c.OutputHead = DefaultOutputHead
 	}
 	if c.OutputTail == 0 {
-		c.OutputTail = 8 << 10
+		c.OutputTail = DefaultOutputTail
 	}
 	if c.LiveOutputMax == 0 {
-		c.LiveOutputMax = 4 << 20
+		c.LiveOutputMax = DefaultLiveOutputMax
 	}
 	if c.OutputMax == 0 {
-		c.OutputMax = 64 << 20
+		c.OutputMax = DefaultOutputMax
 	}
 	if c.SpoolDir == "" {
 		c.SpoolDir = os.TempDir()
