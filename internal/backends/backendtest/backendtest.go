@@ -49,6 +49,10 @@ type Options struct {
 	// the worker refuses the jobs that ask for them instead of running
 	// them without. Nil: it refuses nothing.
 	Refuses []string
+	// Reaper returns the OrphanReaper that outlives the backend running
+	// an orphan (the next worker's), or a reason to skip the reaping
+	// test. Nil: a new backend from newBackend.
+	Reaper func(t *testing.T, running backends.Backend) (backends.OrphanReaper, string)
 	// StopMargin is how long Run may take to return after ctx is done,
 	// beyond the KillGrace the job had. It is an upper bound for the
 	// contract, not a speed benchmark. Zero means 5s.
@@ -92,6 +96,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) backends.Backend, opts Opti
 	t.Run("Capabilities", s.testCapabilities)
 	t.Run("Workspace", s.testWorkspace)
 	t.Run("ResourceUsage", s.testResourceUsage)
+	t.Run("Session", s.testSession)
+	t.Run("OrphanReaper", s.testOrphanReaper)
 }
 
 // asks are the things a job may ask of a backend that it may not do.
@@ -280,4 +286,76 @@ func ContainerRefusals(honoured ...string) []string {
 		}
 	}
 	return out
+}
+
+// testSession: a backend that declares PersistentSessions keeps a
+// session's state from one job of its key to the next.
+func (s *suite) testSession(t *testing.T) {
+	t.Parallel()
+	b := s.newBackend(t)
+	if !b.Capabilities().PersistentSessions {
+		t.Skip("no PersistentSessions declared")
+	}
+	key := fmt.Sprintf("backendtest-%d", time.Now().UnixNano())
+	file := "/tmp/" + key
+	o, _, stderr := s.runOn(t, b, backends.Spec{JobID: "sess-1", Attempt: 1, Deployment: "backendtest", Session: key,
+		Command: "echo kept > " + file})
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("first job of the session: %+v %v %q", o.res, o.err, stderr.String())
+	}
+	o, stdout, stderr := s.runOn(t, b, backends.Spec{JobID: "sess-2", Attempt: 1, Deployment: "backendtest", Session: key,
+		Command: "cat " + file + "; rm -f " + file})
+	if o.err != nil || o.res.ExitCode != 0 || stdout.String() != "kept\n" {
+		t.Fatalf("second job of the session: %+v %v stdout %q stderr %q, want the first job's file", o.res, o.err, stdout.String(), stderr.String())
+	}
+}
+
+// testOrphanReaper: a backend that reaps orphans — here another instance,
+// as the worker that outlives a dead one — leaves the workload of a live
+// attempt alone, and stops and removes the one of a worker that is no
+// longer live, scoped to the deployment.
+func (s *suite) testOrphanReaper(t *testing.T) {
+	t.Parallel()
+	b := s.newBackend(t)
+	if _, ok := b.(backends.OrphanReaper); !ok {
+		t.Skip("not an OrphanReaper")
+	}
+	var r backends.OrphanReaper
+	if s.opts.Reaper != nil {
+		var why string
+		if r, why = s.opts.Reaper(t, b); r == nil {
+			t.Skip(why)
+		}
+	} else {
+		r = s.newBackend(t).(backends.OrphanReaper)
+	}
+	deployment := fmt.Sprintf("backendtest-orphan-%d", time.Now().UnixNano())
+	spec := backends.Spec{JobID: "orphan-1", Attempt: 1, Worker: "backendtest-gone", Deployment: deployment,
+		Command: "echo ready; exec sleep 120", KillGrace: time.Second}
+	stdout, stderr := newRecorder("ready"), newRecorder("")
+	done := start(jobContext(t), b, spec, stdout, stderr)
+	waitReady(t, stdout, stderr, done)
+
+	n, err := r.ReapOrphans(t.Context(), deployment, func(string, int, string) bool { return true })
+	if err != nil || n != 0 {
+		t.Fatalf("ReapOrphans with every attempt live: %d reaped, %v; want none", n, err)
+	}
+	n, err = r.ReapOrphans(t.Context(), deployment+"-other", func(string, int, string) bool { return false })
+	if err != nil || n != 0 {
+		t.Fatalf("ReapOrphans of another deployment: %d reaped, %v; want none of this one", n, err)
+	}
+	select {
+	case o := <-done:
+		t.Fatalf("the job ended while its attempt was live: %+v %v", o.res, o.err)
+	default:
+	}
+	reaped := time.Now()
+	n, err = r.ReapOrphans(t.Context(), deployment, func(_ string, _ int, worker string) bool { return worker != spec.Worker })
+	if err != nil || n < 1 {
+		t.Fatalf("ReapOrphans with the job's worker gone: %d reaped, %v; want its workload", n, err)
+	}
+	o := awaitReturn(t, done, reaped.Add(spec.KillGrace+s.opts.StopMargin+10*time.Second))
+	if o.err == nil && o.res.ExitCode == 0 {
+		t.Fatalf("the reaped job's Run: %+v, want it stopped", o.res)
+	}
 }

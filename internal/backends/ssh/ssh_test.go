@@ -104,7 +104,21 @@ func appendFile(t *testing.T, path, text string) {
 
 func TestConformance(t *testing.T) {
 	f := newFixture(t)
-	backendtest.Run(t, func(t *testing.T) backends.Backend { return backend(t, f.config(t)) }, backendtest.Options{
+	var configs sync.Map // backends.Backend -> Config
+	backendtest.Run(t, func(t *testing.T) backends.Backend {
+		cfg := f.config(t)
+		b := backend(t, cfg)
+		configs.Store(b, cfg)
+		return b
+	}, backendtest.Options{
+		// The next worker's reaper sees the same run root, and kills
+		// orphans (adopting them is TestNextAttemptAdoptsOrphan's).
+		Reaper: func(t *testing.T, running backends.Backend) (backends.OrphanReaper, string) {
+			cfg, _ := configs.Load(running)
+			c := cfg.(Config)
+			c.OnOrphan = orphanKill
+			return backend(t, c), ""
+		},
 		ProcessGone: backendtest.HostProcessGone, // sshd runs on this host
 		StopMargin:  10 * time.Second,
 		Refuses:     append([]string{"session"}, backendtest.ContainerRefusals()...),
