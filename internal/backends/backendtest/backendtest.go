@@ -21,6 +21,7 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -49,6 +50,11 @@ type Options struct {
 	// the worker refuses the jobs that ask for them instead of running
 	// them without. Nil: it refuses nothing.
 	Refuses []string
+	// HostVisible says why a backend that declares Isolated runs its jobs
+	// where the host's files are visible anyway (a fake of a cloud API
+	// whose sandboxes are host processes); the Isolated sub-test then
+	// skips with it. Empty: the claim is checked.
+	HostVisible string
 	// Reaper returns the OrphanReaper that outlives the backend running
 	// an orphan (the next worker's), or a reason to skip the reaping
 	// test. Nil: a new backend from newBackend.
@@ -97,6 +103,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) backends.Backend, opts Opti
 	t.Run("Workspace", s.testWorkspace)
 	t.Run("ResourceUsage", s.testResourceUsage)
 	t.Run("Session", s.testSession)
+	t.Run("Isolated", s.testIsolated)
 	t.Run("OrphanReaper", s.testOrphanReaper)
 }
 
@@ -357,5 +364,29 @@ func (s *suite) testOrphanReaper(t *testing.T) {
 	o := awaitReturn(t, done, reaped.Add(spec.KillGrace+s.opts.StopMargin+10*time.Second))
 	if o.err == nil && o.res.ExitCode == 0 {
 		t.Fatalf("the reaped job's Run: %+v, want it stopped", o.res)
+	}
+}
+
+// testIsolated: a backend that declares Isolated (the policy then skips
+// its host-only rules) runs jobs that cannot see a file the test makes on
+// the host.
+func (s *suite) testIsolated(t *testing.T) {
+	t.Parallel()
+	b := s.newBackend(t)
+	if !b.Capabilities().Isolated {
+		t.Skip("no Isolated declared")
+	}
+	if s.opts.HostVisible != "" {
+		t.Skip(s.opts.HostVisible)
+	}
+	marker, err := os.CreateTemp("", "backendtest-host-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = marker.Close()
+	t.Cleanup(func() { _ = os.Remove(marker.Name()) })
+	o, stdout, stderr := s.runOn(t, b, backends.Spec{Command: "test -e " + marker.Name() + " && echo visible || echo hidden"})
+	if o.err != nil || stdout.String() != "hidden\n" {
+		t.Fatalf("Isolated declared, but a job sees the host's %s: %q %v %q", marker.Name(), stdout.String(), o.err, stderr.String())
 	}
 }

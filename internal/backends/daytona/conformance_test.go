@@ -15,5 +15,6 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
 		return newBackend(t, fakeConfig(f))
 	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
-		Refuses: append([]string{"session"}, backendtest.ContainerRefusals("image")...)})
+		HostVisible: "the fake API's sandboxes are host processes",
+		Refuses:     append([]string{"session"}, backendtest.ContainerRefusals("image")...)})
 }

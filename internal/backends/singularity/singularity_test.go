@@ -45,7 +45,8 @@ func TestConformance(t *testing.T) {
 		b, _ := newFakeBackend(t, Config{Image: image})
 		return b
 	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
-		Refuses: append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
+		HostVisible: "the fake apptainer runs jobs on the host here (TestConformanceInContainer runs them in the image, where the claim is checked)",
+		Refuses:     append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
 }
 
 // TestRuntimeSeesWhatTheJobAsked: the recorded call has the hardened
