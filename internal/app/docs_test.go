@@ -175,7 +175,7 @@ func TestExampleWorkerProfilesLoad(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range strings.Split(knownKinds, ", ") {
+	for _, k := range strings.Split(knownKinds(), ", ") {
 		if !kinds[k] {
 			t.Errorf("examples/worker.yaml has no profile of kind %s", k)
 		}

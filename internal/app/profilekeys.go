@@ -8,29 +8,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// profileKeys are the keys each backend kind reads from a profile, besides
-// kind and forward_env. A profile is decoded into one struct for every
-// kind, so a key of another kind (port: on a docker profile) would be
-// decoded and then silently ignored: checkProfileKeys refuses it instead.
-var profileKeys = map[string][]string{
-	"local": {"shell", "base_env", "user", "cgroup", "cgroup_parent", "workspace_root"},
-	"docker": {"host", "image", "user", "network", "memory_bytes", "nano_cpus", "pids_limit", "cap_add", "read_only_root",
-		"allow_host_access", "allowed_volume_drivers", "session_idle", "pull", "allowed_images", "volumes", "shm_size",
-		"tmp_size", "disk_bytes"},
-	"ssh": {"host", "port", "user", "identity_files", "certificate_files", "passphrase_env", "passphrase_file", "agent",
-		"agent_socket", "known_hosts", "host_key_policy", "hash_known_hosts", "proxy_jump", "ssh_config", "run_root",
-		"on_orphan", "max_sessions", "keepalive_interval", "keepalive_count_max", "connect_timeout", "reconnect_timeout",
-		"keep_failed", "poll_interval", "watchdog_margin"},
-	"singularity": {"binary", "image", "scratch", "network", "writable_tmpfs", "binds", "pwd", "fakeroot",
-		"allow_host_access", "cache_max_bytes", "cache_max_images", "cache_max_age", "pull_timeout"},
-	"modal":   {"modal"},
-	"daytona": {"daytona"},
-	"vercel":  {"vercel"},
-	"plugin":  {"plugin"},
-}
-
 // commonProfileKeys are read for every kind.
 var commonProfileKeys = []string{"kind", "forward_env"}
+
+// A profile is decoded into one struct for every kind, so a key of
+// another kind (port: on a docker profile) would be decoded and then
+// silently ignored: checkProfileKeys refuses it instead, by the keys the
+// kinds table lists.
 
 // checkProfileKeys refuses, in the profile named name (a YAML mapping),
 // every key its kind does not read, naming its path and the kinds that do.
@@ -45,22 +29,20 @@ func checkProfileKeys(name string, profile *yaml.Node) error {
 			kind = profile.Content[i+1].Value
 		}
 	}
-	if kind == "apptainer" {
-		kind = "singularity"
-	}
-	allowed, known := profileKeys[kind]
+	k, known := kindNamed(kind)
 	if !known {
 		return nil
 	}
+	allowed := k.keys
 	for i := 0; i+1 < len(profile.Content); i += 2 {
 		key := profile.Content[i].Value
 		if slices.Contains(allowed, key) || slices.Contains(commonProfileKeys, key) {
 			continue
 		}
 		var owners []string
-		for _, k := range []string{"local", "docker", "ssh", "singularity", "modal", "daytona", "vercel", "plugin"} {
-			if slices.Contains(profileKeys[k], key) {
-				owners = append(owners, k)
+		for _, other := range kinds {
+			if other.name != "apptainer" && slices.Contains(other.keys, key) {
+				owners = append(owners, other.name)
 			}
 		}
 		if len(owners) == 0 {

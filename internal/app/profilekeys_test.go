@@ -52,11 +52,11 @@ func TestProfileKeyTableCoversTheConfig(t *testing.T) {
 			continue
 		}
 		found := false
-		for _, keys := range profileKeys {
-			found = found || slices.Contains(keys, key)
+		for _, k := range kinds {
+			found = found || slices.Contains(k.keys, key)
 		}
 		if !found {
-			t.Errorf("BackendConfig.%s (%s) is in no kind's profileKeys", typ.Field(i).Name, key)
+			t.Errorf("BackendConfig.%s (%s) is in no kind's keys (the kinds table)", typ.Field(i).Name, key)
 		}
 	}
 }
