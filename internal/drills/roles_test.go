@@ -67,7 +67,9 @@ func TestLeadersKilled(t *testing.T) {
 		}
 		running, err := cl.List(ctx, client.ListFilter{State: jobs.StateRunning})
 		if err != nil {
-			t.Fatal(err)
+			// A node of the cluster may not answer for a moment.
+			t.Logf("list running jobs: %v (trying again)", err)
+			continue
 		}
 		orphans = orphans[:0]
 		for _, s := range running {
@@ -103,6 +105,25 @@ func TestLeadersKilled(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // a fire under way when suspended lands
 	fired := cronJobs(t, cl, names)
+	// A slot's job has a record once a worker has claimed it. One the
+	// killed worker had fetched and not yet claimed waits out its claim
+	// window (60 s) in the queue: a gap in the records is a missing slot
+	// only if no record comes within that window.
+	for name, slots := range fired {
+		for i := 1; i < len(slots); i++ {
+			for slot := slots[i-1] + 1; slot < slots[i]; slot++ {
+				id := scheduler.SlotID(name, time.Unix(slot, 0))
+				for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+					if _, err := cl.Status(ctx, id); err == nil {
+						t.Logf("%s: claimed late (its first delivery went to the killed worker)", id)
+						fired[name] = append(fired[name], slot)
+						break
+					}
+				}
+			}
+		}
+		slices.Sort(fired[name])
+	}
 	n := 0
 	for _, slots := range fired {
 		n += len(slots)
@@ -192,9 +213,17 @@ func electedAs(t *testing.T, st *jobs.Store, role string) string {
 // schedule.
 func cronJobs(t *testing.T, cl *client.Client, names []string) map[string][]int64 {
 	t.Helper()
-	all, err := cl.List(t.Context(), client.ListFilter{Limit: 100_000})
-	if err != nil {
-		t.Fatal(err)
+	var all []client.Status
+	var err error
+	for try := 0; ; try++ {
+		if all, err = cl.List(t.Context(), client.ListFilter{Limit: 100_000}); err == nil {
+			break
+		}
+		if try == 20 {
+			t.Fatal(err)
+		}
+		t.Logf("list jobs: %v (trying again)", err)
+		time.Sleep(500 * time.Millisecond)
 	}
 	out := map[string][]int64{}
 	for _, s := range all {
