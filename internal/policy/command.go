@@ -19,7 +19,10 @@ type command struct {
 	tree  bool   // each operand stands for a whole tree (find -exec, xargs fed by find)
 	via   string // command-level nesting: "xargs", "find -exec"
 	priv  string // the privilege wrapper it runs under (sudo, doas), if any
-	sp    span   // the statement it comes from
+	// remote says it runs on another machine: the command of ssh HOST CMD,
+	// kubectl exec|debug ... -- CMD, salt TARGET cmd.run CMD.
+	remote bool
+	sp     span // the statement it comes from
 	// files are the files the script wrote earlier, by fileKey.
 	files map[string]written
 	// captured says its output does not reach the job's output: $(...)
@@ -103,12 +106,16 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 		case name == "":
 			return command{}, w, runsNothing
 		}
+		name = exeName(name)
 		strip, ok := wrappers[name]
 		if name == "env" { // not in the table: env -S parses, which would make an initialization cycle
 			strip, ok = unwrapEnv, true
 		}
 		if !ok {
 			return command{name: name, prog: w.val, args: words[1:], priv: priv}, w, runsProgram
+		}
+		if privileged[name] && infoOnly(words[1:]) {
+			return command{}, w, runsNothing // sudo -V, pkexec --version: prints, runs nothing
 		}
 		if privileged[name] && priv == "" {
 			priv = name
@@ -154,6 +161,29 @@ func programName(w arg) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// exeName returns the name a Windows program named with its extension
+// (bash.exe, fsutil.EXE) is judged by: the name without it, when only that
+// one is known to the detector.
+func exeName(name string) string {
+	if len(name) < 5 || !strings.EqualFold(name[len(name)-4:], ".exe") {
+		return name
+	}
+	if knownProgram(name) {
+		return name
+	}
+	if base := name[:len(name)-4]; knownProgram(base) {
+		return base
+	}
+	return name
+}
+
+// knownProgram reports whether the detector judges the program by name.
+func knownProgram(name string) bool {
+	_, wrapper := wrappers[name]
+	return wrapper || name == "env" || matcherTable[canonical(name)] != nil || packTools[canonical(name)] != nil || shells[name] ||
+		interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name]
 }
 
 // windowsPath reports a program named by a Windows path (C:\Tools\x.exe,
@@ -227,6 +257,9 @@ var wrappers = map[string]wrapper{
 	"systemd-inhibit":       optionsThen(optSpec{long: []string{"what", "who", "why", "mode"}}),
 	"ip":                    ipNetnsExec,
 	"coreutils":             coreutilsProg,
+	"k3s":                   kubeDistro,
+	"k0s":                   kubeDistro,
+	"microk8s":              kubeDistro,
 	"wsl":                   wsl,
 	"wsl.exe":               wsl,
 	"conhost":               optionsThen(optSpec{long: []string{"width", "height", "signal", "feature"}}),
@@ -258,6 +291,17 @@ var wrappers = map[string]wrapper{
 	},
 }
 
+// infoOnly reports arguments that only ask a privilege wrapper for its
+// version or usage (sudo -V, sudo --help, pkexec --version, run0 -h).
+func infoOnly(args []arg) bool {
+	for _, a := range args {
+		if !a.lit || a.val != "--version" && a.val != "--help" && a.val != "-V" && a.val != "-h" {
+			return false
+		}
+	}
+	return len(args) > 0
+}
+
 // sudo strips sudo's options; -e (sudoedit), -l, -v and -k run no command.
 func sudo(args []arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "ugpCDrthTUR", long: []string{
@@ -270,6 +314,18 @@ func sudo(args []arg) ([]arg, bool) {
 		}
 	}
 	return rest, true
+}
+
+// kubeDistro: k3s kubectl ..., microk8s kubectl|helm|ctr ..., k0s ctr ...
+// run the bundled tool; other subcommands are the distribution's own.
+func kubeDistro(args []arg) ([]arg, bool) {
+	if len(args) > 0 && args[0].lit {
+		switch args[0].val {
+		case "kubectl", "crictl", "ctr", "helm", "helm3":
+			return args, true
+		}
+	}
+	return nil, false
 }
 
 // setarch ARCH [OPTIONS] COMMAND...: its options may follow the architecture.

@@ -51,6 +51,15 @@ func (w *walker) recordRedirects(s *syntax.Stmt, out stream) {
 		case syntax.AppOut, syntax.AppAll:
 			for _, a := range w.value(r.Word) {
 				w.recordWrite(a, out, true)
+				if out.known && plainStartupText(out.text) && (out.alt == "" || plainStartupText(out.alt)) {
+					continue
+				}
+				c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
+				for _, t := range c.targets(a) {
+					if isShellStartup(t.path) { // curl URL >> ~/.bashrc, alias ls=rm: changes what every login runs
+						w.d.add(w.f, ruleWriteSystem, "redirection to "+t.show, "", stmtSpan(s))
+					}
+				}
 			}
 		}
 	}

@@ -40,7 +40,7 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "mkfs", "mke2fs", "mkswap", "blkdiscard":
-		if lists("V", "version", "h", "help") && len(ops) == 0 {
+		if lists("V", "version", "h", "help") && len(ops) == 0 || mkfsNoAct(c.name, opts) {
 			return
 		}
 	}
@@ -48,6 +48,31 @@ func matchMkfs(c *command, h *hits) {
 		return
 	}
 	h.add(ruleMkfs, c.name)
+}
+
+// mkfsNoAct reports a file-system maker told to show what it would do
+// without writing: mke2fs -n (and mkfs.ext4 -n, mkfs -t ext4 -n), mkntfs
+// -n/--no-action, mkfs.xfs -N, newfs -N. Elsewhere -n names the volume
+// (mkfs.vfat -n LABEL) and -N counts inodes (mke2fs -N 1000).
+func mkfsNoAct(name string, opts []option) bool {
+	kind := strings.TrimPrefix(strings.TrimPrefix(name, "mkfs."), "mkfs_")
+	if name == "mkfs" {
+		kind = ""
+		for _, o := range opts {
+			if o.name == "t" || o.name == "type" {
+				kind = o.value.val
+			}
+		}
+	}
+	switch {
+	case name == "mke2fs" || strings.HasPrefix(kind, "ext"):
+		return hasOpt(opts, "n")
+	case name == "mkntfs" || kind == "ntfs":
+		return hasOpt(opts, "n", "no-action")
+	case kind == "xfs" || name == "newfs" || strings.HasPrefix(name, "newfs_"):
+		return hasOpt(opts, "N")
+	}
+	return false
 }
 
 // imagesOnly reports whether every operand and option value names a file

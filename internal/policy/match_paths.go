@@ -86,11 +86,34 @@ func isCredentialPath(p string) bool {
 			(strings.HasPrefix(base, "id_") || strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key") || strings.HasSuffix(base, ".ppk"))
 	}
 	for _, d := range credentialDirs {
-		if rel == d || d != ".docker" && d != ".kube" && strings.HasPrefix(rel, d+"/") && !strings.HasSuffix(base, ".pub") {
+		if rel == d {
 			return true
 		}
+		sub, ok := strings.CutPrefix(rel, d+"/")
+		if !ok || strings.HasSuffix(base, ".pub") {
+			continue
+		}
+		if files, mixed := credentialDirFiles[d]; mixed {
+			top, _, _ := strings.Cut(sub, "/")
+			return slices.Contains(files, top)
+		}
+		return true
 	}
 	return false
+}
+
+// credentialDirFiles are the credential directories that also hold plain
+// configuration: inside them only these entries are credentials (gcloud's
+// token databases, not its configurations; gh's hosts.yml, not its
+// config.yml). Destroying or reading the whole directory still counts.
+var credentialDirFiles = map[string][]string{
+	".config/gcloud": {"credentials.db", "access_tokens.db", "legacy_credentials", "application_default_credentials.json",
+		"credentials.json"},
+	".config/gh": {"hosts.yml"},
+	".azure": {"accessTokens.json", "msal_token_cache.json", "msal_token_cache.bin", "service_principal_entries.json",
+		"service_principal_entries.bin", "msal_http_cache.bin"},
+	".docker": {"config.json"},
+	".kube":   {"config"},
 }
 
 // homeCaches are direct children of a home directory that only hold what
@@ -142,6 +165,8 @@ var credentialReaders = []string{
 	"strings", "grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "mawk", "nawk", "sed", "sort", "uniq", "cut", "paste",
 	"jq", "yq", "openssl", "tar", "zip", "7z", "gzip", "bzip2", "xz", "zstd", "cp", "scp", "rsync", "dd", "socat", "curl",
 	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
+	// databases a credential store is kept in (gcloud's credentials.db, a browser's Login Data), and file senders
+	"sqlite3", "duckdb", "litecli", "wormhole", "croc", "ffsend", "magic-wormhole", "transfer", "sendme",
 }
 
 // netSenders are the programs that send what they are given (on stdin, in
@@ -335,6 +360,10 @@ var commandVars = map[string]lang{
 	"PERL5DB": langPerl,
 }
 
+// sourcedFileVars are variables naming a file a shell sources before the
+// command it runs (bash's BASH_ENV, sh's ENV).
+var sourcedFileVars = map[string]bool{"BASH_ENV": true, "ENV": true}
+
 // commandEnv judges the commands a statement's prefix assignments hand to
 // the program it runs.
 func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
@@ -342,11 +371,20 @@ func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
 		if a.Name == nil || a.Value == nil {
 			continue
 		}
+		c := command{name: a.Name.Value, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: sp}
+		if sourcedFileVars[a.Name.Value] {
+			// BASH_ENV=FILE bash -c ...: the shell sources FILE first; one the script wrote is judged
+			for _, v := range w.value(a.Value) {
+				if file, ok := w.writtenScript(v); ok && file.s.known {
+					w.runCode(&c, langShell, file.s.code(), a.Name.Value+"="+v.val, sp, nil, false)
+				}
+			}
+			continue
+		}
 		l, ok := commandVars[a.Name.Value]
 		if !ok {
 			continue
 		}
-		c := command{name: a.Name.Value, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: sp}
 		for _, v := range w.value(a.Value) {
 			if !v.lit {
 				continue // a value built at run time: the program, not this variable, is what is judged
@@ -370,6 +408,70 @@ var (
 	sshCommandLine = regexp.MustCompile(`(?im)^\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand|RemoteCommand)[ \t=]+(.+)$`)
 	vimShellLine   = regexp.MustCompile(`(?m)^\s*:?\s*(?:silent!?\s*)?!(.+)$`)
 )
+
+// Lines that only configure a shell (an export, an alias, a comment), in
+// text appended to a shell start-up file.
+var (
+	startupAssign = regexp.MustCompile(`^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|[^\s"']*)$`)
+	startupAlias  = regexp.MustCompile(`^alias\s+([A-Za-z0-9_.-]+)=("[^"]*"|'[^']*'|[^\s"']*)$`)
+	// shadowed are common commands an alias must not replace with another
+	// (alias ls=rm); shells, sudo and the packs' tools count too.
+	shadowed = []string{"ls", "cd", "cat", "echo", "grep", "sudo", "ssh", "git", "cp", "mv", "rm", "vi", "vim", "less",
+		"man", "which", "type", "clear", "pwd", "mkdir", "find", "python", "python3", "pip", "npm", "node", "make", "docker", "kubectl",
+		"rmdir", "chmod", "chown", "dd", "kill", "shutdown", "reboot", "curl", "wget", "tar", "sed", "awk", "env", "exec", "command", "builtin"}
+)
+
+// plainStartupText reports text that only sets variables (PATH to absolute
+// or home directories, no variable the env-code table names unless it is
+// plain), defines aliases that replace no common command, or comments:
+// appending it to ~/.bashrc changes no command's meaning.
+func plainStartupText(text string) bool {
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.ContainsAny(line, "`;&|<>") || strings.Contains(line, "$(") {
+			return false
+		}
+		if m := startupAssign.FindStringSubmatch(line); m != nil {
+			if !plainStartupVar(m[1], strings.Trim(m[2], `"'`)) {
+				return false
+			}
+			continue
+		}
+		m := startupAlias.FindStringSubmatch(line)
+		if m == nil {
+			return false
+		}
+		first, _, _ := strings.Cut(strings.TrimSpace(strings.Trim(m[2], `"'`)), " ")
+		if first != m[1] && (slices.Contains(shadowed, m[1]) || packTools[m[1]] != nil || shells[m[1]] || privileged[m[1]]) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainStartupVar reports a variable a start-up file may set: PATH made of
+// absolute (not temporary) or home directories and $PATH, or a variable the env-code table
+// does not name (or admits with this value).
+func plainStartupVar(name, v string) bool {
+	if name == "PATH" {
+		for dir := range strings.SplitSeq(v, ":") {
+			switch {
+			case dir == "$PATH" || dir == "${PATH}":
+			case strings.HasPrefix(dir, "/tmp") || strings.HasPrefix(dir, "/var/tmp") || strings.HasPrefix(dir, "/dev/shm"):
+				return false // anyone may write there
+			case strings.HasPrefix(dir, "/") || strings.HasPrefix(dir, "~/") || strings.HasPrefix(dir, "$HOME/") || strings.HasPrefix(dir, "${HOME}/"):
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	c, ok := lookupEnvCode(name)
+	return !ok || c.safe != nil && c.safe(v)
+}
 
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when

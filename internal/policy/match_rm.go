@@ -39,12 +39,63 @@ func matchRm(c *command, h *hits) {
 			h.add(ruleRmRoot, c.name+" -r on "+unresolvedShow(o))
 		}
 		for _, t := range c.targets(o) {
+			n := len(*h)
 			deleteHits(c.name, t, recursive, h)
+			if len(*h) == n && recursive && c.remote && remoteServiceDir(t.path) {
+				h.add(ruleRmRoot, c.name+" -r on "+t.show+" on another host")
+			}
 		}
 	}
 	if recursive && noPreserve {
 		h.add(ruleRmRoot, c.name+" -r --no-preserve-root")
 	}
+}
+
+// remoteRunners are the nesting steps (see frame.via) whose command runs
+// on another machine: ssh's remote command (also fed on its stdin),
+// kubectl exec|debug -- CMD, salt's cmd.run, pdsh and its kind, gcloud
+// compute ssh --command, az vm run-command --scripts, aws ssm
+// send-command --parameters commands=....
+var remoteRunners = []string{"ssh", "| ssh", "ssh <<", "ssh <<<", "autossh", "mosh", "kubectl", "oc", "kubecolor", "microk8s.kubectl",
+	"pdsh", "pssh", "parallel-ssh", "clush", "dsh", "gcloud --command", "az --scripts", "az --script", "aws --parameters"}
+
+// remoteVia reports whether a nesting path passes through a command that
+// runs on another machine.
+func remoteVia(via string) bool {
+	if via == "" {
+		return false
+	}
+	for part := range strings.SplitSeq(via, " > ") {
+		if slices.Contains(remoteRunners, part) ||
+			(strings.HasPrefix(part, "salt ") || strings.HasPrefix(part, "salt-ssh ")) && strings.Contains(part, " cmd.") {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteServiceDir reports whether p is, on a server, a system directory's
+// direct child (/var/www, /srv/app, /opt/app, /etc/nginx, /var/lib/kubelet)
+// or a top-level directory (/data), or all entries of one: what a service
+// or its data lives in. Temporary directories and home directories' own
+// trees are not.
+func remoteServiceDir(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok || !strings.HasPrefix(c, "/") {
+		return false
+	}
+	for strings.HasSuffix(c, "/*") {
+		c = strings.TrimSuffix(c, "/*")
+	}
+	if c == "/tmp" || strings.HasPrefix(c, "/tmp/") || c == "/var/tmp" || strings.HasPrefix(c, "/var/tmp/") || strings.HasPrefix(c, "/dev/shm") {
+		return false
+	}
+	dir := path.Dir(c)
+	switch dir {
+	case "/home", "/Users", "/mnt", "/media", "/Volumes", "/private", "/dev", "/proc", "/sys", "/run":
+		return false
+	}
+	return isSystemDir(dir, false)
 }
 
 // matchRimraf judges rimraf (npx rimraf DIR), which always deletes whole

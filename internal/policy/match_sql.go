@@ -30,6 +30,8 @@ var sqlClients = map[string]sqlArgs{
 	"hive":              optionSQL(optSpec{short: "efdi", long: []string{"database", "hiveconf", "hivevar", "define"}}, "e", "", "", "f"),
 	"spark-sql":         optionSQL(optSpec{short: "efi", long: []string{"database", "master", "conf", "name", "jars"}}, "e", "", "", "f"),
 	"turso":             tursoSQL,
+	"prisma":            prismaSQL,
+	"wrangler":          wranglerSQL,
 	"sqlite3":           positionalSQL,
 	"duckdb":            positionalSQL,
 }
@@ -75,6 +77,31 @@ func subcommandSQL(sub string, spec optSpec, short, long string) sqlArgs {
 		}
 		return inner(args)
 	}
+}
+
+// prismaSQL reads the SQL of prisma db execute: with --stdin, its stdin
+// (the script's SQL is in a file with --file).
+func prismaSQL(args []arg) ([]arg, bool) {
+	ops, opts := operands(args, optSpec{long: []string{"schema", "url", "file", "datasource"}})
+	if len(ops) < 2 || ops[0].val != "db" || ops[1].val != "execute" {
+		return nil, false
+	}
+	return nil, hasOpt(opts, "stdin")
+}
+
+// wranglerSQL reads the SQL of wrangler d1 execute DB --command SQL.
+func wranglerSQL(args []arg) ([]arg, bool) {
+	ops, opts := operands(args, optSpec{long: []string{"command", "file", "config", "env", "persist-to", "database"}, short: "ce"})
+	if len(ops) < 2 || ops[0].val != "d1" || ops[1].val != "execute" {
+		return nil, false
+	}
+	var sql []arg
+	for _, o := range opts {
+		if o.name == "command" {
+			sql = append(sql, o.value)
+		}
+	}
+	return sql, false
 }
 
 // bqSQL reads the SQL of bq query: its operands after "query".

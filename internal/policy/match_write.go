@@ -107,6 +107,9 @@ func matchTee(c *command, h *hits) {
 	}
 	for _, o := range ops {
 		for _, t := range c.targets(o) {
+			if kind == writeModify && c.stdin.known && plainStartupText(c.stdin.text) && isShellStartup(t.path) {
+				continue // an export or alias appended to ~/.bashrc (and judged as a script: scriptSink)
+			}
 			writeHits(t, kind, "tee ", h)
 		}
 	}
@@ -250,6 +253,7 @@ func matchTar(c *command, h *hits) {
 		}
 	}
 	if !extract {
+		tarRemoveFiles(c, h)
 		return
 	}
 	for _, d := range dirs {
@@ -257,6 +261,51 @@ func matchTar(c *command, h *hits) {
 			writeHits(t, writeModify, "tar -x into ", h)
 		}
 	}
+}
+
+// tarRemoveFiles judges tar --remove-files, which deletes each file (and
+// directory) it has archived: its operands are deleted as rm -r would.
+func tarRemoveFiles(c *command, h *hits) {
+	if !slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "--remove-files" }) {
+		return
+	}
+	for _, o := range tarOperandList(tarOperands(c.args)) {
+		for _, t := range c.targets(o) {
+			deleteHits("tar --remove-files", t, true, h)
+		}
+	}
+}
+
+// tarValueOpts are tar's long options that take the next word as their value.
+var tarValueOpts = []string{"--file", "--directory", "--files-from", "--exclude-from", "--exclude", "--use-compress-program",
+	"--format", "--label", "--owner", "--group", "--mode", "--newer", "--listed-incremental", "--blocking-factor", "--transform"}
+
+// tarOperandList returns the operands of tar's arguments: the words that
+// are not options or their values (-czf ARCHIVE, -C DIR, --file ARCHIVE).
+func tarOperandList(args []arg) []arg {
+	var ops []arg
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.val
+		switch {
+		case !a.lit:
+			ops = append(ops, a)
+		case strings.HasPrefix(v, "--"):
+			if !strings.Contains(v, "=") && slices.Contains(tarValueOpts, v) {
+				i++
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1, i == 0 && !strings.Contains(v, "/") && strings.ContainsAny(v, "cru") && shortCluster("-"+v):
+			// -czf ARCHIVE (or old style czf ARCHIVE): each of f, C, T, X, b, L, N, g, I, H, V takes a word
+			for _, r := range strings.TrimPrefix(v, "-") {
+				if strings.ContainsRune("fCTXbLNgIHV", r) {
+					i++
+				}
+			}
+		default:
+			ops = append(ops, a)
+		}
+	}
+	return ops
 }
 
 // matchDownloadOutput judges curl -o FILE and wget -O FILE / -P DIR.

@@ -80,7 +80,9 @@ func addPackMatchers() {
 // mkfs.ext4 is mkfs, python3.12 is python, ip6tables-nft is iptables.
 func canonical(name string) string {
 	switch {
-	case strings.HasPrefix(name, "mkfs."):
+	case strings.HasPrefix(name, "mkfs.") || strings.HasPrefix(name, "mkfs_") || strings.HasPrefix(name, "newfs_") ||
+		name == "newfs" || name == "mkntfs" || name == "mkdosfs" || name == "mkexfatfs" || name == "mkreiserfs" ||
+		name == "mkudffs" || name == "mkjfs" || name == "mkhfs" || name == "mkfs_msdos":
 		return "mkfs"
 	case strings.HasPrefix(name, "iptables") || strings.HasPrefix(name, "ip6tables") ||
 		name == "ebtables" || name == "arptables":

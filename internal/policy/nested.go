@@ -25,6 +25,14 @@ var shells = map[string]bool{
 	"ash": true, "yash": true, "posh": true, "rbash": true, "fish": true, "csh": true, "tcsh": true,
 }
 
+// nestedPrograms are the programs nest walks by name (besides shells,
+// interpreters, database clients and the packs' tools).
+var nestedPrograms = map[string]bool{
+	"eval": true, "su": true, "runuser": true, "flock": true, "script": true, "trap": true, "alias": true, "watch": true,
+	"ssh": true, "autossh": true, "mosh": true, "source": true, ".": true, "at": true, "batch": true, "xargs": true, "find": true, "parallel": true,
+	"tclsh": true, "wish": true, "expect": true, "jimsh": true, "sed": true, "gsed": true, "rg": true, "git": true,
+}
+
 // code is a script a command hands to a shell, an interpreter or a
 // database client.
 type code struct {
@@ -71,8 +79,15 @@ func (w *walker) nest(c *command) {
 		} else if len(rest) > 0 {
 			w.run(rest, stream{}, c.sp, joinVia(c.via, "watch"), false)
 		}
-	case "ssh":
+	case "ssh", "autossh":
 		w.ssh(c)
+	case "mosh":
+		for i, a := range c.args { // mosh [OPTIONS] HOST -- COMMAND...
+			if a.lit && a.val == "--" && i+1 < len(c.args) {
+				w.run(c.args[i+1:], stream{}, c.sp, joinVia(c.via, "mosh"), false)
+				break
+			}
+		}
 	case "source", ".":
 		if len(c.args) > 0 {
 			w.scriptOperand(c, langShell, c.args[0], positional(c.args[0].val, c.args[1:]))
@@ -336,7 +351,11 @@ func (w *walker) stdinCode(c *command, l lang, params []arg) {
 // ssh HOST COMMAND... runs the joined command on the remote host; without
 // one, the remote shell reads stdin.
 func (w *walker) ssh(c *command) {
-	rest, _ := skipOptions(c.args, optSpec{short: "BbcDEeFIiJLlmOoPpQRSWw"})
+	spec := optSpec{short: "BbcDEeFIiJLlmOoPpQRSWw"}
+	if c.name == "autossh" {
+		spec.short += "M" // autossh -M PORT
+	}
+	rest, _ := skipOptions(c.args, spec)
 	if len(rest) == 0 {
 		return
 	}
@@ -344,7 +363,7 @@ func (w *walker) ssh(c *command) {
 		w.stdinCode(c, langShell, nil)
 		return
 	}
-	w.runCode(c, langShell, joinCode(rest[1:]), "ssh", c.sp, nil, false)
+	w.runCode(c, langShell, joinCode(rest[1:]), c.name, c.sp, nil, false)
 }
 
 // inherited is the standard input a nested script shares with c: c's own,

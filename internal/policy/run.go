@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -41,6 +42,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 		w.d.add(w.f, ruleDecodedExec, "program name comes from a decoded payload", via, sp)
 	}
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
+	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	if alias, ok := w.programAlias(&c, name); ok {
 		if alias == "" {
@@ -83,6 +85,28 @@ func (w *walker) judge(c *command) {
 	w.nest(c)
 }
 
+// startupAppend reports a redirection that appends a statement's output
+// (echo 'export PATH=...' >> ~/.bashrc) whose content recordRedirects sees:
+// appended to a shell start-up file, known text that only exports or
+// aliases (plainStartupText) is judged as the script it becomes; other
+// text is a write-system.
+func startupAppend(s *syntax.Stmt, r *syntax.Redirect) bool {
+	if r.Op != syntax.AppOut && r.Op != syntax.AppAll || r.N != nil && r.N.Value != "1" {
+		return false
+	}
+	switch s.Cmd.(type) {
+	case *syntax.CallExpr, *syntax.Subshell, *syntax.Block:
+		return true
+	}
+	return false
+}
+
+// isShellStartup reports a shell start-up file of a home directory
+// (~/.bashrc, /home/NAME/.zshrc).
+func isShellStartup(p string) bool {
+	return slices.Contains(shellStartup, path.Base(p)) && isSystemFile(p) && !isHistoryFile(p)
+}
+
 // redirects judges a statement's output redirections (writes onto devices,
 // system files, history) and returns the input its redirections give it.
 func (w *walker) redirects(s *syntax.Stmt, in stream, sp span) stream {
@@ -98,8 +122,12 @@ func (w *walker) redirects(s *syntax.Stmt, in stream, sp span) stream {
 		}
 		c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
 		var h hits
+		deferred := startupAppend(s, r)
 		for _, a := range w.value(r.Word) {
 			for _, t := range c.targets(a) {
+				if deferred && isShellStartup(t.path) {
+					continue // judged by what is appended, once known (recordRedirects)
+				}
 				writeHits(t, kind, "redirection to ", &h)
 			}
 		}
