@@ -56,13 +56,7 @@ func followCompletions(t *testing.T, st *jobs.Store, batch string) *completions 
 
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, d, func() (bool, string) { return ok(), what })
 }
 
 // TestWaitBatchAndCompletionEvent: WaitBatch reports each item once as it
@@ -146,8 +140,27 @@ func TestWaitBatchAndCompletionEvent(t *testing.T) {
 	waitFor(t, "new leader", 20*time.Second, func() bool {
 		return testutil.ToFloat64(w2.Metrics.Leader.WithLabelValues("reaper")) == 1
 	})
-	time.Sleep(2 * time.Second)
-	if k := events.n(); k != 2 {
-		t.Fatalf("%d completion events, want 2", k)
+	// The new leader's announcer goes over the batches it loads, then
+	// follows changes, one at a time. A probe batch submitted after
+	// another probe was announced is announced after that whole first
+	// pass: once it is, any completion of cb announced again is stored.
+	for _, probe := range []string{"probe-1", "probe-2"} {
+		pe := followCompletions(t, st, probe)
+		if _, err := c.SubmitBatch(ctx, client.BatchOptions{ID: probe}, []client.Spec{{Command: "true"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, probe+" completion event", 20*time.Second, func() bool { return pe.n() >= 1 })
+	}
+	es, err := st.JS.Stream(ctx, jobs.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := jobs.EventSubject("cb", "batch_completed")
+	info, err := es.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := info.State.Subjects[subject]; k != 2 || events.n() != 2 {
+		t.Fatalf("%d completion events stored (%d seen), want 2", k, events.n())
 	}
 }

@@ -138,12 +138,20 @@ func TestBatchResubmitAfterCrash(t *testing.T) {
 	for i := range items {
 		items[i] = jobs.Spec{Command: "echo $SANDRUN_X", Env: map[string]string{"SANDRUN_X": fmt.Sprint(i)}}
 	}
+	// The submit is cut short once about half of the items are queued.
 	ctx, cancel := context.WithCancel(context.Background())
+	cut := make(chan struct{})
 	go func() {
-		time.Sleep(20 * time.Millisecond)
+		defer close(cut)
+		sandruntest.PollCtx(ctx, time.Minute, func() (bool, string) {
+			s, err := st.JS.Stream(ctx, jobs.StreamJobs)
+			return err == nil && s.CachedInfo().State.LastSeq >= n/2, ""
+		})
 		cancel()
 	}()
 	first, err := c.SubmitBatch(ctx, client.BatchOptions{ID: "crashy", InFlight: 64}, items)
+	cancel()
+	<-cut
 	t.Logf("cut-short submit: %+v, %v", first, err)
 	second, err := c.SubmitBatch(context.Background(), client.BatchOptions{ID: "crashy", InFlight: 64}, items)
 	if err != nil {
@@ -152,12 +160,12 @@ func TestBatchResubmitAfterCrash(t *testing.T) {
 	if second.Submitted+second.Existing != n {
 		t.Fatalf("second submit: %+v", second)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		v, err := c.Batch(context.Background(), "crashy")
-		if errors.Is(err, jobs.ErrNotFound) && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond) // no item claimed yet: no record
-			continue
+	var v client.BatchView
+	sandruntest.Eventually(t, 2*time.Minute, func() (bool, string) {
+		var err error
+		v, err = c.Batch(context.Background(), "crashy")
+		if errors.Is(err, jobs.ErrNotFound) {
+			return false, "no item claimed yet: no record"
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -165,19 +173,13 @@ func TestBatchResubmitAfterCrash(t *testing.T) {
 		if len(v.Items) > n {
 			t.Fatalf("%d items recorded, want %d", len(v.Items), n)
 		}
-		if v.Done() == n && len(v.Items) == n {
-			for _, it := range v.Items {
-				if it.Result == nil || it.Result.State != jobs.StateSucceeded || it.Result.Attempt != 1 ||
-					strings.TrimSpace(it.Result.Stdout.Head) != fmt.Sprint(it.Index) {
-					t.Fatalf("item %d: %+v", it.Index, it.Result)
-				}
-			}
-			return
+		return v.Done() == n && len(v.Items) == n, fmt.Sprintf("%d of %d done", v.Done(), n)
+	})
+	for _, it := range v.Items {
+		if it.Result == nil || it.Result.State != jobs.StateSucceeded || it.Result.Attempt != 1 ||
+			strings.TrimSpace(it.Result.Stdout.Head) != fmt.Sprint(it.Index) {
+			t.Fatalf("item %d: %+v", it.Index, it.Result)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d done after 2 minutes", v.Done(), n)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }
 

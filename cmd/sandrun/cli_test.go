@@ -153,17 +153,10 @@ func TestStatusLsLogsCancelDLQ(t *testing.T) {
 	// dlq: a dead job is listed and can be retried.
 	_, out, _ = sandrun(t, "submit", "--nats-url", url, "--max-attempts", "2", "--", "exit 4")
 	dead := strings.TrimSpace(out)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
 		_, out, _ = sandrun(t, "dlq", "ls", "--nats-url", url, "--json")
-		if strings.Contains(out, dead) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dead job not in dlq ls: %s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(out, dead), "dead job not in dlq ls: " + out
+	})
 	if code, out, errOut = sandrun(t, "dlq", "retry", "--nats-url", url, dead); code != 0 {
 		t.Fatalf("dlq retry: %d %q %q", code, out, errOut)
 	}
@@ -218,17 +211,10 @@ func mustStore(t *testing.T, url string) *jobs.Store {
 func TestSubmitWarnsWhenNoWorkerCanRunIt(t *testing.T) {
 	t.Parallel()
 	url, st := setup(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	sandruntest.Eventually(t, 10*time.Second, func() (bool, string) {
 		ws, err := sandruntest.Client(st).Workers(t.Context())
-		if err == nil && len(ws) == 1 && ws[0].Profiles["local"].Kind == "local" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker not registered: %+v %v", ws, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && len(ws) == 1 && ws[0].Profiles["local"].Kind == "local", fmt.Sprintf("worker not registered: %+v %v", ws, err)
+	})
 	for _, tc := range []struct {
 		args []string
 		warn string

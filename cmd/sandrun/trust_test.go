@@ -50,22 +50,21 @@ func mintFile(t *testing.T, m *auth.Material, id auth.Identity) string {
 // waitDLQ waits for a DLQ entry whose reason contains want.
 func waitDLQ(t *testing.T, c *client.Client, want string) jobs.DLQEntry {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var found jobs.DLQEntry
+	sandruntest.Eventually(t, 20*time.Second, func() (bool, string) {
 		entries, err := c.DLQ(context.Background())
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		for _, e := range entries {
 			if strings.Contains(e.Reason, want) {
-				return e
+				found = e
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no DLQ entry saying %q: %+v", want, entries)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("no DLQ entry saying %q: %+v", want, entries)
+	})
+	return found
 }
 
 // homeWithMarker is a HOME for `rm -rf ~`: dangerous to the policy,
@@ -287,17 +286,10 @@ func TestLocalServersRequireCredentials(t *testing.T) {
 			if fi, err := os.Stat(filepath.Join(data, "jetstream.key")); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Fatalf("encryption key: %v %v", fi, err)
 			}
-			deadline := time.Now().Add(60 * time.Second)
-			for {
+			sandruntest.Eventually(t, 60*time.Second, func() (bool, string) {
 				code, out, errOut := sandrun(t, "submit", "--nats-url", url, "--wait", "--", "echo quick start")
-				if code == 0 && out == "quick start\n" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("submit without flags: %d %q %q", code, out, errOut)
-				}
-				time.Sleep(500 * time.Millisecond)
-			}
+				return code == 0 && out == "quick start\n", fmt.Sprintf("submit without flags: %d %q %q", code, out, errOut)
+			})
 			if kind == "dev" && os.Geteuid() == 0 {
 				// dev's worker runs as root here: its jobs run as nobody,
 				// away from the credentials in the data directory.
@@ -312,21 +304,19 @@ func TestLocalServersRequireCredentials(t *testing.T) {
 }
 
 func waitListening(url string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		nc, err := nats.Connect(url)
-		if err == nil {
+	var err error
+	if ok, _ := sandruntest.Poll(60*time.Second, func() (bool, string) {
+		var nc *nats.Conn
+		if nc, err = nats.Connect(url); err == nil {
 			nc.Close()
-			return nil
+			return true, ""
 		}
-		if !strings.Contains(err.Error(), "connection refused") && !strings.Contains(err.Error(), "no servers") {
-			return nil // it answered, if only to refuse
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not listening after 60s: %w", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		// It answered, if only to refuse.
+		return !strings.Contains(err.Error(), "connection refused") && !strings.Contains(err.Error(), "no servers"), ""
+	}); !ok {
+		return fmt.Errorf("%s: not listening after 60s: %w", url, err)
 	}
+	return nil
 }
 
 // Job x never receives the events (or output) of job x.1, whoever

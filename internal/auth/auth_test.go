@@ -17,6 +17,7 @@ import (
 	"github.com/sandrun/sandrun/internal/auth"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -190,11 +191,7 @@ func TestSubmitterPermissionsEnforcedByServer(t *testing.T) {
 			t.Errorf("%s (%s): published", r.what, r.subject)
 			continue
 		}
-		deadline := time.Now().Add(2 * time.Second)
-		for !v.saw(r.subject) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !v.saw(r.subject) {
+		if ok, _ := sandruntest.Poll(2*time.Second, func() (bool, string) { return v.saw(r.subject), "" }); !ok {
 			t.Errorf("%s (%s): failed with %v, but the server reported no permissions violation", r.what, r.subject, errs[i])
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
@@ -189,15 +190,12 @@ func (h *chaosRun) submitAll(ctx context.Context) {
 
 // retry runs op until it succeeds: the server may be down for a moment.
 func (h *chaosRun) retry(ctx context.Context, what string, op func() error) {
-	for {
-		err := op()
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			h.t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var err error
+	if ok, _ := sandruntest.PollCtx(ctx, time.Hour, func() (bool, string) {
+		err = op()
+		return err == nil, ""
+	}); !ok {
+		h.t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -234,7 +232,12 @@ func (h *chaosRun) faultWindow(ctx context.Context, d time.Duration) {
 			do()
 		}
 		if now.Before(next) {
-			time.Sleep(20 * time.Millisecond)
+			// Wait for the next step due: a fault, or a timed one.
+			due := next
+			if len(later) > 0 && later[0].at.Before(due) {
+				due = later[0].at
+			}
+			<-time.After(time.Until(due))
 			continue
 		}
 		next = now.Add(time.Duration(150+h.rng.IntN(450)) * time.Millisecond)
@@ -419,28 +422,28 @@ func (h *chaosRun) stop() {
 
 // waitAllEnded waits until every job has a committed result.
 func (h *chaosRun) waitAllEnded(ctx context.Context, within time.Duration) {
-	deadline := time.Now().Add(within)
-	for {
-		missing := ""
+	missing := ""
+	if ok, _ := sandruntest.PollCtx(ctx, within, func() (bool, string) {
+		missing = ""
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for _, j := range h.jobs {
 			if committed(h.history[j.spec.ID]) < 0 {
 				missing = j.spec.ID
 				break
 			}
 		}
+		return missing == "", ""
+	}); !ok {
+		h.t.Errorf("seed %d: %s has no result %s after the faults healed", h.seed, missing, within)
+		h.mu.Lock()
+		h.report(nil, nil)
 		h.mu.Unlock()
-		if missing == "" {
-			time.Sleep(500 * time.Millisecond) // late duplicate writes, if any, show up
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			h.t.Errorf("seed %d: %s has no result %s after the faults healed", h.seed, missing, within)
-			h.mu.Lock()
-			h.report(nil, nil)
-			h.mu.Unlock()
-			h.t.FailNow()
-		}
-		time.Sleep(200 * time.Millisecond)
+		h.t.FailNow()
 	}
+	// Late duplicate writes, if any, show up: the workers stop (a worker
+	// that could still write has written or gone), then a watch sees a
+	// write of the test's own, made after them.
+	h.stop()
+	h.barrier(ctx)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // watch starts the watches that record every write of the job records
@@ -110,18 +111,22 @@ func (h *chaosRun) watchVia(url string, rewatch <-chan struct{}) {
 func startWatch(ctx context.Context, js jetstream.JetStream, serverVersion string) (jetstream.KeyValue, jetstream.KeyWatcher, uint64, error) {
 	opening, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	for {
+	var (
+		kv   jetstream.KeyValue
+		w    jetstream.KeyWatcher
+		last uint64
+		err  error
+	)
+	sandruntest.PollCtx(opening, time.Hour, func() (bool, string) {
 		// Each try has its own deadline: a request the cluster drops
 		// while it has no leader (CI once lost the first one and waited
 		// out the whole window on it, seed 16) is sent again.
 		try, cancelTry := context.WithTimeout(opening, 5*time.Second)
-		kv, w, last, err := tryStartWatch(ctx, try, js, serverVersion)
-		cancelTry()
-		if err == nil || opening.Err() != nil {
-			return kv, w, last, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer cancelTry()
+		kv, w, last, err = tryStartWatch(ctx, try, js, serverVersion)
+		return err == nil, ""
+	})
+	return kv, w, last, err
 }
 
 func tryStartWatch(ctx, opening context.Context, js jetstream.JetStream, serverVersion string) (jetstream.KeyValue, jetstream.KeyWatcher, uint64, error) {
@@ -149,13 +154,33 @@ func tryStartWatch(ctx, opening context.Context, js jetstream.JetStream, serverV
 // openWatch watches kv from the revision after last, trying again until
 // it can or ctx is done (nil).
 func openWatch(ctx context.Context, kv jetstream.KeyValue, last uint64) jetstream.KeyWatcher {
-	for ctx.Err() == nil {
-		if w, err := kv.Watch(ctx, ">", jetstream.ResumeFromRevision(last+1)); err == nil {
-			return w
-		}
-		time.Sleep(100 * time.Millisecond)
+	var w jetstream.KeyWatcher
+	sandruntest.PollCtx(ctx, time.Hour, func() (bool, string) {
+		var err error
+		w, err = kv.Watch(ctx, ">", jetstream.ResumeFromRevision(last+1))
+		return err == nil, ""
+	})
+	return w
+}
+
+// barrier writes a key of the test's own to the bucket and waits until a
+// watch has delivered it: every write before it has then been recorded
+// (but those a watch lost while it was away, which the check reports).
+func (h *chaosRun) barrier(ctx context.Context) {
+	var rev uint64
+	h.retry(ctx, "write the barrier", func() error {
+		var err error
+		rev, err = h.cl.Store().State.Put(ctx, "test.barrier", []byte("barrier"))
+		return err
+	})
+	if ok, _ := sandruntest.PollCtx(ctx, time.Minute, func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, seen := h.revs[rev]
+		return seen, ""
+	}); !ok {
+		h.t.Fatalf("seed %d: no watch delivered the barrier (revision %d)", h.seed, rev)
 	}
-	return nil
 }
 
 // add records one write of the bucket, once, whichever watches saw it.

@@ -82,6 +82,7 @@ type cluster struct {
 	routes  []int
 	dirs    []string
 	servers []*proc
+	workers []*proc // those clusterWithWorkers started
 }
 
 func startCluster(t *testing.T) *cluster {
@@ -144,7 +145,7 @@ func clusterWithWorkers(t *testing.T, n int, extra ...string) (*cluster, *client
 		t.Fatal(err)
 	}
 	for i := range n {
-		startWorker(t, url, fmt.Sprintf("drill-w%d", i), extra...)
+		c.workers = append(c.workers, startWorker(t, url, fmt.Sprintf("drill-w%d", i), extra...))
 	}
 	return c, connect(t, url)
 }
@@ -162,23 +163,21 @@ func startWorker(t *testing.T, url, name string, extra ...string) *proc {
 // client.
 func connect(t *testing.T, url string) *client.Client {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		cl, err := client.Connect(t.Context(), client.Options{URL: url, Name: "drill"})
-		if err == nil {
-			t.Cleanup(cl.Close)
-			return cl
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connect: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var cl *client.Client
+	sandruntest.Eventually(t, 90*time.Second, func() (bool, string) {
+		var err error
+		cl, err = client.Connect(t.Context(), client.Options{URL: url, Name: "drill"})
+		return err == nil, fmt.Sprintf("connect: %v", err)
+	})
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // resultWrites counts every committed write of each result key.
 type resultWrites struct {
+	st    *jobs.Store
 	mu    sync.Mutex
+	rev   uint64 // the last revision of the bucket delivered
 	n     map[string]int
 	state map[string]jobs.State // the last written result's state
 	at    []time.Time           // when each write was stored (the server's time)
@@ -187,9 +186,15 @@ type resultWrites struct {
 
 func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 	t.Helper()
-	rw := &resultWrites{n: map[string]int{}, state: map[string]jobs.State{}, last: map[string]time.Time{}}
-	go st.Follow(t.Context(), st.State, jobs.RunKey(">"), nil, func(e jetstream.KeyValueEntry) {
-		if e.Operation() != jetstream.KeyValuePut {
+	rw := &resultWrites{st: st, n: map[string]int{}, state: map[string]jobs.State{}, last: map[string]time.Time{}}
+	// The whole bucket is watched, so that a barrier (a key of its own)
+	// shows when every earlier write has been seen.
+	go st.Follow(t.Context(), st.State, ">", nil, func(e jetstream.KeyValueEntry) {
+		rw.mu.Lock()
+		rw.rev = max(rw.rev, e.Revision())
+		rw.mu.Unlock()
+		id, isRun := strings.CutPrefix(e.Key(), jobs.RunKey(""))
+		if !isRun || e.Operation() != jetstream.KeyValuePut {
 			return
 		}
 		var run jobs.Run
@@ -197,7 +202,6 @@ func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 			return // not a commit
 		}
 		r := *run.Result
-		id := strings.TrimPrefix(e.Key(), jobs.RunKey(""))
 		rw.mu.Lock()
 		rw.n[id]++
 		rw.state[id] = r.State
@@ -206,6 +210,37 @@ func watchResults(t *testing.T, st *jobs.Store) *resultWrites {
 		rw.mu.Unlock()
 	})
 	return rw
+}
+
+// barrier writes a key of its own to the bucket and waits until the watch
+// has delivered it: every write made before the call has then been
+// counted. With every worker that could write stopped, the counts are
+// final: no stray commit is left to land.
+func (rw *resultWrites) barrier(t *testing.T) {
+	t.Helper()
+	var rev uint64
+	// Right after a node's restart a write may time out: try again.
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
+		var err error
+		rev, err = rw.st.State.Put(t.Context(), "test.barrier", []byte("barrier"))
+		return err == nil, fmt.Sprintf("write the barrier: %v", err)
+	})
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
+		rw.mu.Lock()
+		defer rw.mu.Unlock()
+		return rw.rev >= rev, fmt.Sprintf("the result watch is at revision %d, the barrier at %d", rw.rev, rev)
+	})
+}
+
+// stopAll stops the processes (SIGINT, a worker drains) and waits for
+// them to exit.
+func stopAll(ps ...*proc) {
+	for _, p := range ps {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+	}
+	for _, p := range ps {
+		<-p.done
+	}
 }
 
 func (rw *resultWrites) total() (keys, writes int) {
@@ -223,13 +258,10 @@ func (rw *resultWrites) total() (keys, writes int) {
 // message.
 func (rw *resultWrites) waitKeys(t *testing.T, n int, within time.Duration, when string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for k, _ := rw.total(); k < n; k, _ = rw.total() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs ended within %s %s", k, n, within, when)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, within, func() (bool, string) {
+		k, _ := rw.total()
+		return k >= n, fmt.Sprintf("%d of %d jobs ended %s", k, n, when)
+	})
 }
 
 // storedAt is when the last of ids' results was stored (zero: one has no

@@ -1,11 +1,13 @@
 package drills
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // TestStreamLeaderKilled: kill -9 of the JOBS stream's leader during a
@@ -26,12 +28,7 @@ func TestStreamLeaderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Kill the leader once a quarter of the jobs have ended.
-	for {
-		if k, _ := writes.total(); k >= n/4 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	writes.waitKeys(t, n/4, 5*time.Minute, "before the kill")
 	s, err := st.JS.Stream(ctx, jobs.StreamJobs)
 	if err != nil {
 		t.Fatal(err)
@@ -47,26 +44,26 @@ func TestStreamLeaderKilled(t *testing.T) {
 	t.Logf("killed the JOBS leader %s with %d of %d jobs ended", info.Cluster.Leader, doneBefore, n)
 
 	// The job results keep coming from the two nodes left.
-	deadline := time.Now().Add(5 * time.Minute)
-	for last := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+	last := time.Now()
+	sandruntest.Eventually(t, 5*time.Minute, func() (bool, string) {
 		k, _ := writes.total()
-		if k >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs ended 5 minutes after the kill", k, n)
-		}
 		if time.Since(last) > 10*time.Second {
 			last = time.Now()
 			t.Logf("%d of %d ended", k, n)
 		}
-	}
+		return k >= n, fmt.Sprintf("%d of %d jobs ended after the kill", k, n)
+	})
 	first, last := writes.firstAfter(killedAt)
 	recovery, allDone := first.Sub(killedAt), last.Sub(killedAt)
 
-	// The killed node restarts and catches up.
+	// The killed node restarts and catches up; the workers are still
+	// registered.
 	c.startNode(leader)
-	time.Sleep(500 * time.Millisecond) // let any stray commit land before counting
+	waitWorkers(t, cl, 2)
+	// Then the workers stop: once the watch has seen a later write, no
+	// stray commit is left to land before counting.
+	stopAll(c.workers...)
+	writes.barrier(t)
 	keys, total := writes.total()
 	dups := writes.duplicates(t)
 	// Every job's outcome, from the results as they were committed (a
@@ -78,7 +75,6 @@ func TestStreamLeaderKilled(t *testing.T) {
 	if lost != 0 || dups != 0 || keys != n {
 		t.Fatalf("lost %d, duplicates %d, result keys %d of %d", lost, dups, keys, n)
 	}
-	waitWorkers(t, cl, 2)
 }
 
 // waitWorkers waits until n workers are registered. Right after a node's
@@ -86,18 +82,12 @@ func TestStreamLeaderKilled(t *testing.T) {
 // up to 30 s.
 func waitWorkers(t *testing.T, cl *client.Client, n int) {
 	t.Helper()
-	var names []string
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		var ws []jobs.WorkerInfo
-		ws, err = cl.Workers(t.Context())
-		names = names[:0]
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		ws, err := cl.Workers(t.Context())
+		var names []string
 		for _, w := range ws {
 			names = append(names, w.Name)
 		}
-		if err == nil && len(names) == n {
-			return
-		}
-	}
-	t.Fatalf("workers after the drill: %v, %v; want %d", names, err, n)
+		return err == nil && len(names) == n, fmt.Sprintf("workers after the drill: %v, %v; want %d", names, err, n)
+	})
 }

@@ -6,13 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // TestWorkerCutOff: a worker reaches the cluster only through a TCP proxy,
@@ -31,25 +34,23 @@ func TestWorkerCutOff(t *testing.T) {
 	ctx := t.Context()
 
 	marks := filepath.Join(t.TempDir(), "marks")
+	pids := filepath.Join(t.TempDir(), "pids")
 	const n = 24
 	items := make([]client.Spec, n)
 	for i := range items {
-		items[i] = client.Spec{Command: `sleep 14; echo "$J" >> ` + marks, Env: map[string]string{"J": fmt.Sprint(i)}, MaxAttempts: 3}
+		// Each copy notes its shell's pid first: once every one noted
+		// has exited, no late copy is left to write a mark.
+		items[i] = client.Spec{Command: `echo $$ >> ` + pids + `; sleep 14; echo "$J" >> ` + marks, Env: map[string]string{"J": fmt.Sprint(i)}, MaxAttempts: 3}
 	}
 	if _, err := cl.SubmitBatch(ctx, client.BatchOptions{ID: "cut"}, items); err != nil {
 		t.Fatal(err)
 	}
 	// Wait until the proxied worker runs some of them.
 	var onCut []string
-	deadline := time.Now().Add(time.Minute)
-	for len(onCut) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("the proxied worker never ran a job")
-		}
-		time.Sleep(200 * time.Millisecond)
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
 		v, err := cl.Batch(ctx, "cut")
 		if errors.Is(err, jobs.ErrNotFound) {
-			continue // no item claimed yet: the first claim writes the batch's record
+			return false, "no item claimed yet: the first claim writes the batch's record"
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -60,7 +61,8 @@ func TestWorkerCutOff(t *testing.T) {
 				onCut = append(onCut, it.Run.Spec.ID)
 			}
 		}
-	}
+		return len(onCut) >= 3, fmt.Sprintf("the proxied worker runs %d jobs, want 3", len(onCut))
+	})
 	cutAt := time.Now()
 	proxy.Block()
 	t.Logf("cut the worker off with %d jobs running on it", len(onCut))
@@ -68,7 +70,24 @@ func TestWorkerCutOff(t *testing.T) {
 	writes.waitKeys(t, n, 3*time.Minute, "after the cut")
 	_, last := writes.firstAfter(cutAt)
 	allDone := last.Sub(cutAt)
-	time.Sleep(3 * time.Second) // a late copy of a cut-off job would write its mark by now
+	// Every copy of a job that started, on either worker, has exited:
+	// a late copy of a cut-off job would have written its mark.
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
+		data, err := os.ReadFile(pids)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("pids file: %q", data)
+			}
+			if !backendtest.HostProcessGone(t, pid) {
+				return false, fmt.Sprintf("the copy with pid %d still runs", pid)
+			}
+		}
+		return true, ""
+	})
 	keys, total := writes.total()
 	dups := writes.duplicates(t)
 	data, err := os.ReadFile(marks)

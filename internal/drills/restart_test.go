@@ -55,25 +55,29 @@ func TestFullQueueClusterRestart(t *testing.T) {
 	}
 	cl := connect(t, url)
 	writes := watchResults(t, cl.Store())
+	var workers []*proc
 	for i := range 2 {
-		startWorker(t, url, fmt.Sprintf("drill-w%d", i))
+		workers = append(workers, startWorker(t, url, fmt.Sprintf("drill-w%d", i)))
 	}
 	// The batch, submitted again after the restart, adds nothing: every
 	// item is recorded already.
 	// Submitting is idempotent: a call cut short while the restarted
 	// cluster settles is simply made again.
 	var res client.BatchSubmit
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-		if res, err = cl.SubmitBatch(ctx, client.BatchOptions{ID: "full"}, items); err == nil || time.Now().After(deadline) {
-			break
+	sandruntest.Poll(time.Minute, func() (bool, string) {
+		if res, err = cl.SubmitBatch(ctx, client.BatchOptions{ID: "full"}, items); err != nil {
+			t.Logf("re-submit after the restart: %v (trying again)", err)
 		}
-		t.Logf("re-submit after the restart: %v (trying again)", err)
-	}
+		return err == nil, ""
+	})
 	if err != nil || res.Submitted != 0 || res.Existing != n {
 		t.Fatalf("re-submit after the restart: %+v, %v; want 0 submitted, %d existing", res, err, n)
 	}
 	writes.waitKeys(t, n, 3*time.Minute, "after the restart")
-	time.Sleep(500 * time.Millisecond)
+	// The workers stop, then the watch sees a later write: no stray
+	// commit is left to land before counting.
+	stopAll(workers...)
+	writes.barrier(t)
 	first, last := writes.firstAfter(restartAt)
 	keys, total := writes.total()
 	dups := writes.duplicates(t)

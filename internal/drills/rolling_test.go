@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // TestRollingRestart: each of the three servers is stopped and started
@@ -37,7 +38,9 @@ func TestRollingRestart(t *testing.T) {
 		k, _ := writes.total()
 		t.Logf("restarted %s: stopped in %s, a current replica of every stream %s after its start; %d results so far",
 			c.names[i], down.Round(time.Millisecond), current.Round(time.Millisecond), k)
-		time.Sleep(3 * time.Second) // load on the full cluster before the next node goes
+		// Load on the full cluster before the next node goes: 300 more
+		// results (about 3 s of the submitter's 100 a second).
+		writes.waitKeys(t, k+300, 2*time.Minute, fmt.Sprintf("after %s was back", c.names[i]))
 	}
 	submitted, submitErrs := load.stop()
 	rolledAt := time.Now()
@@ -46,7 +49,10 @@ func TestRollingRestart(t *testing.T) {
 	writes.waitKeys(t, n, 3*time.Minute, "after the roll")
 	_, last := writes.firstAfter(rolledAt)
 	drained := last.Sub(rolledAt)
-	time.Sleep(500 * time.Millisecond)
+	// The workers stop, then the watch sees a later write: no stray
+	// commit is left to land before counting.
+	stopAll(c.workers...)
+	writes.barrier(t)
 	keys, total := writes.total()
 	got := writes.snapshot()
 	dups, lost := 0, 0
@@ -94,29 +100,27 @@ func startLoad(ctx context.Context, t *testing.T, cl *client.Client, prefix stri
 		defer tick.Stop()
 		for b := 0; ; b++ {
 			id := fmt.Sprintf("%s-%04d", prefix, b)
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
+			var err error
+			if ok, _ := sandruntest.Poll(2*time.Minute, func() (bool, string) {
 				// The submit is not cut short by stop: a batch once
 				// started is submitted whole.
 				sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				_, err := cl.SubmitBatch(sctx, client.BatchOptions{ID: id}, items)
-				scancel()
-				if err == nil {
+				defer scancel()
+				if _, err = cl.SubmitBatch(sctx, client.BatchOptions{ID: id}, items); err != nil {
 					l.mu.Lock()
-					for i := range items {
-						l.ids = append(l.ids, jobs.BatchItemID(id, i))
-					}
+					l.errs++
 					l.mu.Unlock()
-					break
+					return false, ""
 				}
 				l.mu.Lock()
-				l.errs++
-				l.mu.Unlock()
-				if time.Now().After(deadline) {
-					t.Errorf("batch %s: not submitted within 2 minutes: %v", id, err)
-					return
+				for i := range items {
+					l.ids = append(l.ids, jobs.BatchItemID(id, i))
 				}
-				time.Sleep(250 * time.Millisecond)
+				l.mu.Unlock()
+				return true, ""
+			}); !ok {
+				t.Errorf("batch %s: not submitted within 2 minutes: %v", id, err)
+				return
 			}
 			select {
 			case <-ctx.Done():
@@ -144,17 +148,11 @@ func (l *load) stop() ([]string, int) {
 func waitCurrent(t *testing.T, js jetstream.JetStream, node string) time.Duration {
 	t.Helper()
 	t0 := time.Now()
-	deadline := t0.Add(2 * time.Minute)
-	for {
+	sandruntest.Eventually(t, 2*time.Minute, func() (bool, string) {
 		lag, err := notCurrent(t.Context(), js, node)
-		if err == nil && lag == "" {
-			return time.Since(t0)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not current 2 minutes after its start: %s %v", node, lag, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return err == nil && lag == "", fmt.Sprintf("%s not current after its start: %s %v", node, lag, err)
+	})
+	return time.Since(t0)
 }
 
 // notCurrent names a stream of which node is not yet a current peer ("":

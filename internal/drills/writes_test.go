@@ -35,11 +35,15 @@ func TestWritesRideOutLeaderKill(t *testing.T) {
 	}
 	// Both leaders on one server, so that one kill takes both.
 	leader := streamLeader(t, st, jobs.StreamJobs)
-	for streamLeader(t, st, "KV_"+jobs.BucketState) != leader {
+	for kv := streamLeader(t, st, "KV_"+jobs.BucketState); kv != leader; kv = streamLeader(t, st, "KV_"+jobs.BucketState) {
 		if err := nc.Publish("$JS.API.STREAM.LEADER.STEPDOWN.KV_"+jobs.BucketState, nil); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second)
+		// The step-down has taken effect once another node leads.
+		sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+			now := leaderOf(t, st, "KV_"+jobs.BucketState)
+			return now != "" && now != kv, fmt.Sprintf("KV_%s still led by %s after a step-down", jobs.BucketState, kv)
+		})
 	}
 
 	const n = 300
@@ -65,9 +69,10 @@ func TestWritesRideOutLeaderKill(t *testing.T) {
 		}
 		errs <- nil
 	}()
-	for done.Load() < n/4 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
+		k := done.Load()
+		return k >= n/4, fmt.Sprintf("%d of %d submits before the kill", k, n/4)
+	})
 	c.servers[c.node(leader)].kill9()
 	t.Logf("killed %s (both leaders) after %d submits", leader, done.Load())
 	if err := <-errs; err != nil {
@@ -79,17 +84,12 @@ func TestWritesRideOutLeaderKill(t *testing.T) {
 	// shows up, a duplicate never goes away).
 	var msgs uint64
 	keys := 0
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+	sandruntest.Poll(30*time.Second, func() (bool, string) {
 		msgs, keys, err = stored(t, st)
-		if err == nil && msgs == n && keys == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				t.Fatalf("count what was stored: %v", err)
-			}
-			break
-		}
+		return err == nil && msgs == n && keys == n, ""
+	})
+	if err != nil {
+		t.Fatalf("count what was stored: %v", err)
 	}
 	t.Logf("DRILL writes-ride-out: %d submits, all returned success; %d retried attempts; slowest submit %s; JOBS holds %d messages, %d records",
 		n, retried.Load(), time.Duration(slowest.Load()).Round(time.Millisecond), msgs, keys)
@@ -125,16 +125,23 @@ func stored(t *testing.T, st *jobs.Store) (msgs uint64, keys int, err error) {
 
 func streamLeader(t *testing.T, st *jobs.Store, name string) string {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		s, err := st.JS.Stream(t.Context(), name)
-		if err == nil {
-			info, err := s.Info(t.Context())
-			if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-				return info.Cluster.Leader
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream %s has no leader", name)
-		}
+	var leader string
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		leader = leaderOf(t, st, name)
+		return leader != "", fmt.Sprintf("stream %s has no leader", name)
+	})
+	return leader
+}
+
+// leaderOf is the node leading stream name ("": none, or no answer).
+func leaderOf(t *testing.T, st *jobs.Store, name string) string {
+	s, err := st.JS.Stream(t.Context(), name)
+	if err != nil {
+		return ""
 	}
+	info, err := s.Info(t.Context())
+	if err != nil || info.Cluster == nil {
+		return ""
+	}
+	return info.Cluster.Leader
 }

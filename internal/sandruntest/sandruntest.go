@@ -187,6 +187,13 @@ func FastConfig() worker.Config {
 // the default policy until the test ends.
 func StartWorker(t testing.TB, st *jobs.Store, cfg worker.Config) *Worker {
 	t.Helper()
+	return StartWorkerWith(t, st, cfg, LocalBackends(t))
+}
+
+// LocalBackends is the backend profiles of StartWorker: the local backend
+// as profile "local".
+func LocalBackends(t testing.TB) *backends.Registry {
+	t.Helper()
 	reg := backends.NewRegistry()
 	lb, err := local.New(local.Config{})
 	if err != nil {
@@ -195,7 +202,7 @@ func StartWorker(t testing.TB, st *jobs.Store, cfg worker.Config) *Worker {
 	if err := reg.Add("local", lb); err != nil {
 		t.Fatal(err)
 	}
-	return StartWorkerWith(t, st, cfg, reg)
+	return reg
 }
 
 // StartWorkerWith runs a worker with the given backend profiles.
@@ -240,19 +247,14 @@ func StartWorkerDeps(t testing.TB, st *jobs.Store, cfg worker.Config, reg *backe
 // clients seal secret_env values to (at the start of its Run).
 func WaitSealKey(t testing.TB, st *jobs.Store) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	Eventually(t, 30*time.Second, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := st.State.Get(ctx, jobs.SealKey)
-		cancel()
-		if err == nil {
-			return
+		defer cancel()
+		if _, err := st.State.Get(ctx, jobs.SealKey); err != nil {
+			return false, fmt.Sprintf("no secrets key published: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no secrets key published: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 // Client returns a client over st.
@@ -409,4 +411,80 @@ func SecretsKey(t testing.TB) *secrets.Key {
 		t.Fatal(secretsKey.err)
 	}
 	return secretsKey.key
+}
+
+// PollInterval is how often Eventually and Poll look at their condition.
+const PollInterval = 20 * time.Millisecond
+
+// Poll looks at cond at once, then every PollInterval, until it holds or
+// timeout has passed; it returns cond's last answer. It does not fail a
+// test: it is for goroutines, and for callers that judge a timeout
+// themselves. cond says why it does not hold yet.
+func Poll(timeout time.Duration, cond func() (ok bool, why string)) (bool, string) {
+	return PollCtx(context.Background(), timeout, cond)
+}
+
+// PollCtx is Poll that also gives up when ctx ends.
+func PollCtx(ctx context.Context, timeout time.Duration, cond func() (ok bool, why string)) (bool, string) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(PollInterval)
+	defer tick.Stop()
+	for {
+		ok, why := cond()
+		if ok {
+			return true, why
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		case <-ctx.Done():
+			return false, fmt.Sprintf("%s (%v)", why, ctx.Err())
+		}
+	}
+}
+
+// Eventually waits until cond holds, failing the test with cond's last
+// reason when timeout passes first. It is the one way tests wait for a
+// condition: no test sleeps a fixed time hoping something happened.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (ok bool, why string)) {
+	t.Helper()
+	if ok, why := Poll(timeout, cond); !ok {
+		t.Fatalf("not within %s: %s", timeout, why)
+	}
+}
+
+// Handled tallies the dispatch messages workers are done with, by job ID:
+// set its Add as worker.Deps.Handled, then wait on it.
+type Handled struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// Add counts one message of job id handled.
+func (h *Handled) Add(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[string]int{}
+	}
+	h.n[id]++
+}
+
+// Count is the number of messages of job id handled so far.
+func (h *Handled) Count(id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[id]
+}
+
+// Wait waits until n messages of job id have been handled: everything the
+// worker does for them (commit, release, ack, logs) is then done.
+func (h *Handled) Wait(t testing.TB, id string, n int, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, func() (bool, string) {
+		got := h.Count(id)
+		return got >= n, fmt.Sprintf("%d of %d messages of job %s handled", got, n, id)
+	})
 }

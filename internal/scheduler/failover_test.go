@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,34 +88,51 @@ func TestFailoverKill9KeepsEverySlot(t *testing.T) {
 		}
 	}()
 
-	kills := 0
-	end := time.Now().Add(30 * time.Second)
-	for time.Now().Before(end) {
-		time.Sleep(5 * time.Second)
-		e, err := st.Elections.Get(ctx, "scheduler")
+	// fired is the count of dispatch messages of the schedule's queue.
+	fired := func() int {
+		js, err := st.JS.Stream(ctx, jobs.StreamJobs)
 		if err != nil {
-			continue // between leaders
+			t.Fatal(err)
 		}
-		leader := string(e.Value())
+		info, err := js.Info(ctx, jetstream.WithSubjectFilter(jobs.QueueFilter("nobody")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(info.State.Msgs)
+	}
+	// Six times: once a leader is elected (the election key) and has
+	// fired five slots since the last kill, kill it with SIGKILL.
+	const kills = 6
+	for range kills {
+		from := fired()
+		var leader string
+		sandruntest.Eventually(t, 60*time.Second, func() (bool, string) {
+			e, err := st.Elections.Get(ctx, "scheduler")
+			if err != nil {
+				return false, fmt.Sprintf("no leader: %v", err) // between leaders
+			}
+			leader = string(e.Value())
+			n := fired() - from
+			return n >= 5, fmt.Sprintf("leader %q, %d slots fired since the last kill", leader, n)
+		})
 		p := procs[leader]
 		if p == nil {
 			t.Fatalf("unknown leader %q", leader)
 		}
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.done
-		kills++
 		procs[leader] = startSched(t, s.ClientURL(), file, leader, &logs, &mu)
 	}
 	// Let the last leader settle and fire a few more slots, then stop.
-	time.Sleep(4 * time.Second)
+	from := fired()
+	sandruntest.Eventually(t, 60*time.Second, func() (bool, string) {
+		n := fired() - from
+		return n >= 4, fmt.Sprintf("%d slots fired since the last kill", n)
+	})
 	for _, p := range procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		<-p.done
 	}
-	if kills < 4 {
-		t.Fatalf("only %d leader kills in 30 s", kills)
-	}
-
 	var slots []int64
 	for _, s := range sandruntest.Queued(t, st) {
 		rest, ok := strings.CutPrefix(s.ID, "cron-failover-")
@@ -129,7 +147,7 @@ func TestFailoverKill9KeepsEverySlot(t *testing.T) {
 	}
 	slices.Sort(slots)
 	if len(slots) < 30 {
-		t.Fatalf("%d slots fired in ~34 s", len(slots))
+		t.Fatalf("%d slots fired, want at least 30 (5 before each of %d kills, and 4 after)", len(slots), kills)
 	}
 	for i := 1; i < len(slots); i++ {
 		if slots[i] != slots[i-1]+1 {

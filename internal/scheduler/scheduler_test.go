@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,8 +31,11 @@ func TestTwoSchedulersFireEachSlotOnce(t *testing.T) {
 		}
 		go func() { _ = sc.Run(ctx); done <- struct{}{} }()
 	}
-	// Let about four slots fire, then stop both.
-	time.Sleep(4 * time.Second)
+	// Let four slots fire, then stop both.
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		n := len(sandruntest.Queued(t, st))
+		return n >= 4, fmt.Sprintf("%d jobs fired, want 4", n)
+	})
 	cancel()
 	<-done
 	<-done
@@ -44,8 +48,8 @@ func TestTwoSchedulersFireEachSlotOnce(t *testing.T) {
 		ids = append(ids, s.ID)
 		specs[s.ID] = s
 	}
-	if len(ids) < 2 || len(ids) > 5 {
-		t.Fatalf("%d jobs from ~4s of @every 1s, want 2..5: %v", len(ids), ids)
+	if len(ids) < 4 || len(ids) > 5 {
+		t.Fatalf("%d jobs from the 4 slots of @every 1s waited for, want 4..5: %v", len(ids), ids)
 	}
 	seen := map[string]bool{}
 	for _, id := range ids {

@@ -27,6 +27,9 @@ const maxRawInDLQ = 4 << 10
 func (w *Worker) handle(ctx context.Context, ln lane, msg jetstream.Msg, releaseSlot func()) {
 	queue := ln.queue
 	spec, owner, err := decodeMessage(ln, msg.Subject(), msg.Headers().Get(jetstream.SchedulerHeader), msg.Data())
+	if h := w.deps.Handled; h != nil {
+		defer h(spec.ID) // the first deferred: it runs last
+	}
 	if err != nil {
 		w.rejectInvalid(ctx, queue, msg, err)
 		return

@@ -204,6 +204,16 @@ type Deps struct {
 	// Forward is, per backend profile, what it forwards from the worker
 	// into its sandboxes (forward_env); nil: nothing.
 	Forward map[string]Forward
+
+	// Test hooks: nil in production, where they cost one nil check.
+
+	// Handled is called when the worker is done with a dispatch message:
+	// all it does for it (claim, run, commit, the lease's release, ack,
+	// log lines) has been done. id is the job's ID as far as the message
+	// could be read (empty for one that is not a valid job).
+	Handled func(id string)
+	// ReaperPass is called after each periodic pass of the reaper.
+	ReaperPass func()
 }
 
 func (d Deps) validate() error {

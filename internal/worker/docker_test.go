@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,33 +92,21 @@ func TestDockerOrphanRemovedOnWorkerRestart(t *testing.T) {
 		return list.Items[0].ID, list.Items[0].State == "running"
 	}
 	var id string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
 		var running bool
-		if id, running = containerOf(); running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("job container never ran")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		id, running = containerOf()
+		return running, "job container never ran"
+	})
 	_ = a.cmd.Process.Kill()
 	<-a.done
 	if _, running := containerOf(); !running {
 		t.Fatal("container did not outlive its worker: nothing to test")
 	}
 	startProc(t, e.url, "docker-worker", "--config", cfgFile)
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		if _, err := c.ContainerInspect(e.ctx, id, client.ContainerInspectOptions{}); err != nil {
-			break // gone
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orphan container %s still there after the worker restarted", id)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		_, err := c.ContainerInspect(e.ctx, id, client.ContainerInspectOptions{})
+		return err != nil, fmt.Sprintf("orphan container %s still there after the worker restarted", id) // gone
+	})
 }
 
 // A job that allocates past a 32 MB limit ends failed, with reason oom and

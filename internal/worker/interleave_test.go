@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,20 +232,14 @@ func TestOutputIsCapped(t *testing.T) {
 // is a work queue: an acked message is removed).
 func waitAcked(t *testing.T, e env, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	sandruntest.Eventually(t, d, func() (bool, string) {
 		s, err := e.st.JS.Stream(e.ctx, jobs.StreamJobs)
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
-		if s.CachedInfo().State.Msgs == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dispatch messages still unacked after %s", s.CachedInfo().State.Msgs, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		n := s.CachedInfo().State.Msgs
+		return n == 0, fmt.Sprintf("%d dispatch messages still unacked", n)
+	})
 }
 
 // TestReaperEndsCanceledJobCanceled: a job canceled while its worker was

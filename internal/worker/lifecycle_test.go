@@ -37,17 +37,13 @@ func setup(t *testing.T) env {
 // waitState polls the job until pred holds or d passes.
 func (e env) waitState(t *testing.T, id string, d time.Duration, pred func(client.Status) bool) client.Status {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		st, err := e.c.Status(e.ctx, id)
-		if err == nil && pred(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: condition not met within %s (state %s, err %v)", id, d, st.State(), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var st client.Status
+	sandruntest.Eventually(t, d, func() (bool, string) {
+		var err error
+		st, err = e.c.Status(e.ctx, id)
+		return err == nil && pred(st), fmt.Sprintf("job %s: condition not met (state %s, err %v)", id, st.State(), err)
+	})
+	return st
 }
 
 func running(st client.Status) bool { return st.State() == jobs.StateRunning }
@@ -117,12 +113,11 @@ func TestCancelQueuedJob(t *testing.T) {
 // pending or unacked.
 func (e env) waitDrained(t *testing.T, q string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	sandruntest.Eventually(t, 15*time.Second, func() (bool, string) {
 		busy, seen := 0, 0
 		stream, err := e.st.JS.Stream(e.ctx, jobs.StreamJobs)
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		for info := range stream.ListConsumers(e.ctx).Info() {
 			if info.Name == jobs.ConsumerName(q, "") || strings.HasPrefix(info.Name, jobs.ConsumerName(q, "")+"~") {
@@ -132,12 +127,8 @@ func (e env) waitDrained(t *testing.T, q string) {
 				}
 			}
 		}
-		if seen > 0 && busy == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("queue %s not drained", q)
+		return seen > 0 && busy == 0, fmt.Sprintf("queue %s not drained: %d of its %d consumers busy", q, busy, seen)
+	})
 }
 
 func TestCancelRunningJob(t *testing.T) {
@@ -255,17 +246,14 @@ func TestNonRetryableExitCodeFailsAtOnce(t *testing.T) {
 
 func (e env) dlqEntry(t *testing.T, id string) jobs.DLQEntry {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // a 10 MB message under a loaded CI machine takes a while
-	for {
-		entry, _, err := e.st.GetDLQ(e.ctx, id)
-		if err == nil {
-			return entry
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no DLQ entry for %s: %v", id, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var entry jobs.DLQEntry
+	// A 10 MB message under a loaded CI machine takes a while.
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		var err error
+		entry, _, err = e.st.GetDLQ(e.ctx, id)
+		return err == nil, fmt.Sprintf("no DLQ entry for %s: %v", id, err)
+	})
+	return entry
 }
 
 func TestDLQRetryRunsTheJobAgain(t *testing.T) {

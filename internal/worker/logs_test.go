@@ -39,7 +39,8 @@ func TestJobLogLinesAreStructured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(sandruntest.FastConfig(), worker.Deps{Store: e.st, Backends: reg, Policy: pol, Metrics: metrics.New(), Logger: log, Secrets: sandruntest.SecretsKey(t)})
+	var handled sandruntest.Handled
+	w, err := worker.New(sandruntest.FastConfig(), worker.Deps{Store: e.st, Backends: reg, Policy: pol, Metrics: metrics.New(), Logger: log, Secrets: sandruntest.SecretsKey(t), Handled: handled.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +60,11 @@ func TestJobLogLinesAreStructured(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sandruntest.WaitResult(t, e.c, s.ID, time.Minute)
+		r := sandruntest.WaitResult(t, e.c, s.ID, time.Minute)
+		// The "job finished" line follows the commit: wait until the
+		// worker is done with each attempt's message.
+		handled.Wait(t, s.ID, r.Attempt, 30*time.Second)
 	}
-	time.Sleep(200 * time.Millisecond) // the last "job finished" line follows the commit
 	if strings.Contains(out.String(), secret) {
 		t.Fatalf("a secret reached the log:\n%s", out.String())
 	}

@@ -101,26 +101,33 @@ func (p *proc) metric(name string) (float64, error) {
 }
 
 // resultWrites counts every write of a job's record that carries a result
-// (a commit) from now on.
+// (a commit) from now on. It watches the whole state bucket, so that a
+// barrier (a key of its own) shows when it has seen every earlier write.
 type resultWrites struct {
-	mu sync.Mutex
-	n  map[string]int
+	st  *jobs.Store
+	mu  sync.Mutex
+	n   map[string]int
+	rev uint64 // the last revision delivered
 }
+
+// barrierKey is the state key barrier writes: no part of sandrun reads it.
+const barrierKey = "test.barrier"
 
 func watchResults(t *testing.T, e env) *resultWrites {
 	t.Helper()
-	rw := &resultWrites{n: map[string]int{}}
+	rw := &resultWrites{st: e.st, n: map[string]int{}}
 	ctx, cancel := context.WithCancel(e.ctx)
 	ready := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.st.Follow(ctx, e.st.State, jobs.RunKey("*"), func(err error) { ready <- err }, func(ent jetstream.KeyValueEntry) {
+		e.st.Follow(ctx, e.st.State, ">", func(err error) { ready <- err }, func(ent jetstream.KeyValueEntry) {
 			var run jobs.Run
-			if ent.Operation() == jetstream.KeyValuePut && json.Unmarshal(ent.Value(), &run) == nil && run.Result != nil {
-				rw.mu.Lock()
+			rw.mu.Lock()
+			defer rw.mu.Unlock()
+			rw.rev = max(rw.rev, ent.Revision())
+			if strings.HasPrefix(ent.Key(), jobs.RunKey("")) && ent.Operation() == jetstream.KeyValuePut && json.Unmarshal(ent.Value(), &run) == nil && run.Result != nil {
 				rw.n[strings.TrimPrefix(ent.Key(), jobs.RunKey(""))]++
-				rw.mu.Unlock()
 			}
 		})
 	}()
@@ -129,6 +136,23 @@ func watchResults(t *testing.T, e env) *resultWrites {
 	}
 	t.Cleanup(func() { cancel(); <-done })
 	return rw
+}
+
+// barrier writes barrierKey and waits until the watch has delivered it:
+// every write made before the call has then been counted. With the
+// workers that could write stopped, the counts are final: a positive
+// proof that no stray write is left to land.
+func (rw *resultWrites) barrier(t *testing.T) {
+	t.Helper()
+	rev, err := rw.st.State.Put(t.Context(), barrierKey, []byte("barrier"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		rw.mu.Lock()
+		defer rw.mu.Unlock()
+		return rw.rev >= rev, fmt.Sprintf("the result watch is at revision %d, the barrier at %d", rw.rev, rev)
+	})
 }
 
 func (rw *resultWrites) count(id string) int {
@@ -153,7 +177,7 @@ func TestKill9WorkerMidJob(t *testing.T) {
 	<-a.done
 	cfg := sandruntest.FastConfig()
 	cfg.Name = "worker-b"
-	sandruntest.StartWorker(t, e.st, cfg)
+	b := sandruntest.StartWorker(t, e.st, cfg)
 	r := sandruntest.WaitResult(t, e.c, spec.ID, 30*time.Second)
 	if r.State != jobs.StateSucceeded || r.Worker != "worker-b" || r.Attempt != 2 {
 		t.Fatalf("result %s by %s on attempt %d, want succeeded by worker-b on attempt 2", r.State, r.Worker, r.Attempt)
@@ -161,7 +185,10 @@ func TestKill9WorkerMidJob(t *testing.T) {
 	if r.Stdout.Head != "started\nfinished\n" {
 		t.Fatalf("output %q", r.Stdout.Head)
 	}
-	time.Sleep(500 * time.Millisecond) // let any stray write land before counting
+	// Every worker that could write is gone (a killed, b drained): once
+	// the watch has seen a later write, the count is final.
+	b.Stop()
+	writes.barrier(t)
 	if n := writes.count(spec.ID); n != 1 {
 		t.Fatalf("%d results committed, want exactly 1", n)
 	}
@@ -198,17 +225,10 @@ func TestFrozenWorkerLateCommitIsRejected(t *testing.T) {
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	sandruntest.Eventually(t, 15*time.Second, func() (bool, string) {
 		v, err := a.metric("sandrun_stale_commits_rejected_total")
-		if err == nil && v == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stale commits rejected = %v (%v), want 1", v, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && v == 1, fmt.Sprintf("stale commits rejected = %v (%v), want 1", v, err)
+	})
 	st, err := e.c.Status(e.ctx, spec.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -216,6 +236,7 @@ func TestFrozenWorkerLateCommitIsRejected(t *testing.T) {
 	if st.Result == nil || st.Result.Worker != "worker-live" {
 		t.Fatalf("result after the late commit: %+v, want worker-live's", st.Result)
 	}
+	writes.barrier(t)
 	if n := writes.count(spec.ID); n != 1 {
 		t.Fatalf("%d results committed, want exactly 1", n)
 	}

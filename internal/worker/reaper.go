@@ -86,6 +86,9 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 			if loaded {
 				w.rescan(ctx, idx)
 			}
+			if h := w.deps.ReaperPass; h != nil {
+				h()
+			}
 		case e, ok := <-kw.Updates():
 			if !ok {
 				return errors.New("watch closed")

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 )
@@ -28,11 +30,7 @@ func TestRegistrationTakenAgainAfterLoss(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting: %s", what)
-			}
-		}
+		sandruntest.Eventually(t, 20*time.Second, func() (bool, string) { return cond(), what })
 	}
 	waitFor("the worker registers", listed)
 	before, err := st.Workers.Get(ctx, "reg-w")
@@ -44,12 +42,19 @@ func TestRegistrationTakenAgainAfterLoss(t *testing.T) {
 	}
 	// The keeper's next renewal (every TTL/3) finds the entry moved; the
 	// worker takes it again with a new revision.
+	var again jetstream.KeyValueEntry
 	waitFor("the worker registers again", func() bool {
 		e, err := st.Workers.Get(ctx, "reg-w")
+		again = e
 		return err == nil && e.Revision() > before.Revision()+1 && listed()
 	})
-	// And keeps it past a whole lease TTL.
-	time.Sleep(cfg.LeaseTTL + time.Second)
+	// And keeps it past a whole lease TTL: a renewal written more than a
+	// TTL after the entry was taken again (an entry not kept would have
+	// expired by then, and no renewal would come).
+	waitFor("a renewal a whole lease TTL after the registration was taken again", func() bool {
+		e, err := st.Workers.Get(ctx, "reg-w")
+		return err == nil && e.Revision() > again.Revision() && e.Created().After(again.Created().Add(cfg.LeaseTTL))
+	})
 	if !listed() {
 		t.Fatal("the registration taken again was not kept")
 	}

@@ -53,17 +53,17 @@ func TestNATSRestartDuringRun(t *testing.T) {
 	}
 	// Restart mid-run: wait for some results, then stop and start the
 	// server on the same port and store.
-	deadline := time.Now().Add(30 * time.Second)
-	for countResults(ctx, c, ids) < 20 {
-		if time.Now().After(deadline) {
-			t.Fatal("no progress before the restart")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		n := countResults(ctx, c, ids)
+		return n >= 20, fmt.Sprintf("no progress before the restart: %d results", n)
+	})
 	s.Shutdown()
 	s.WaitForShutdown()
 	stopped = true
-	time.Sleep(500 * time.Millisecond)
+	// The server is down until the workers' connection has noticed.
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		return !st.JS.Conn().IsConnected(), "the workers' connection has not seen the server go"
+	})
 	s2, err := natsutil.StartEmbedded(natsutil.EmbeddedConfig{Dir: dir, Port: port})
 	if err != nil {
 		t.Fatal(err)
@@ -79,29 +79,19 @@ func TestNATSRestartDuringRun(t *testing.T) {
 			t.Errorf("job %s: %s (%s)", id, r.State, r.Error)
 		}
 	}
-	time.Sleep(time.Second)
+	// Drained, the workers write nothing more: their counts are final.
 	var finished float64
 	for _, w := range workers {
+		w.Stop()
 		finished += counterValue(t, w, "sandrun_jobs_finished_total")
 	}
 	if finished != n {
 		t.Errorf("workers committed %v results, want %d", finished, n)
 	}
 	// The counting watch resumes after its last revision once the
-	// connection is back (jobs.Store.Follow); give it a moment.
-	deadline = time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		bad := 0
-		for _, id := range ids {
-			if writes.count(id) != 1 {
-				bad++
-			}
-		}
-		if bad == 0 {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	// connection is back (jobs.Store.Follow); once it has seen a later
+	// write, it has seen every write of the workers.
+	writes.barrier(t)
 	for _, id := range ids {
 		if k := writes.count(id); k != 1 {
 			t.Errorf("job %s: %d result writes, want 1", id, k)

@@ -53,12 +53,10 @@ func TestRetentionPerState(t *testing.T) {
 
 	// The succeeded job goes when its retention has passed.
 	var statusErr error
-	for deadline := committed.Add(short + 20*time.Second); ; time.Sleep(200 * time.Millisecond) {
+	sandruntest.Poll(time.Until(committed.Add(short+20*time.Second)), func() (bool, string) {
 		_, statusErr = c.Status(ctx, ok.ID)
-		if statusErr != nil || time.Now().After(deadline) {
-			break
-		}
-	}
+		return statusErr != nil, ""
+	})
 	gone := time.Since(committed)
 	if !errors.Is(statusErr, jobs.ErrExpired) || !errors.Is(statusErr, jobs.ErrNotFound) {
 		t.Fatalf("status of the succeeded job %s after its retention: %v, want it expired", gone.Round(time.Millisecond), statusErr)
@@ -130,14 +128,12 @@ func TestBatchStatusAfterItemsExpire(t *testing.T) {
 		t.Fatalf("wait: %+v %v", p, err)
 	}
 	var p client.BatchProgress
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	sandruntest.Poll(30*time.Second, func() (bool, string) {
 		p, err = c.BatchStatus(ctx, "expiring")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Expired == 3 || time.Now().After(deadline) {
-			break
-		}
+		return err != nil || p.Expired == 3, ""
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if p.Expired != 3 || p.Done != 4 || p.Counts[jobs.StateSucceeded] != 3 || p.Counts[jobs.StateFailed] != 1 {
 		t.Fatalf("status after the successes expired: %+v, want 4 done (3 succeeded, 1 failed), 3 expired", p)

@@ -2,20 +2,23 @@ package worker_test
 
 import (
 	"bytes"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/jobs/jobstest"
 	"github.com/sandrun/sandrun/internal/sandruntest"
+	"github.com/sandrun/sandrun/internal/worker"
 )
 
 // TestHotPathRoundTrips counts, on the wire, the requests a warm `true`
@@ -35,7 +38,8 @@ func TestHotPathRoundTrips(t *testing.T) {
 	st := countedStore(t, s.ClientURL(), &wire, "worker")
 	cfg := sandruntest.FastConfig()
 	cfg.NoReaper = true
-	sandruntest.StartWorker(t, st, cfg)
+	var handled sandruntest.Handled
+	sandruntest.StartWorkerDeps(t, st, cfg, sandruntest.LocalBackends(t), func(d *worker.Deps) { d.Handled = handled.Add })
 	cst := countedStore(t, s.ClientURL(), &wire, "submitter")
 	c := client.New(cst)
 	// The test waits for results on a connection of its own: a watch of
@@ -50,7 +54,12 @@ func TestHotPathRoundTrips(t *testing.T) {
 		if r := sandruntest.WaitResult(t, waiter, id, 30*time.Second); r.State != jobs.StateSucceeded {
 			t.Fatalf("%s: %s %s", id, r.State, r.Error)
 		}
-		time.Sleep(200 * time.Millisecond) // the async publishes reach the wire
+		// The worker is done with the job, and its async publishes
+		// reach the wire: a flush writes what its connection buffers.
+		handled.Wait(t, id, 1, 30*time.Second)
+		if err := st.JS.Conn().Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run("warm-up") // connections, consumers and the cancel watch in place
 	wire.reset("hot-path")
@@ -218,7 +227,10 @@ func TestReaperPassSkipsFinishedJobs(t *testing.T) {
 	wst := countedStore(t, s.ClientURL(), &wire, "reaper")
 	cfg := sandruntest.FastConfig()
 	cfg.ReaperScan = 100 * time.Millisecond
-	w := sandruntest.StartWorker(t, wst, cfg)
+	var passes atomic.Int64
+	w := sandruntest.StartWorkerDeps(t, wst, cfg, sandruntest.LocalBackends(t), func(d *worker.Deps) {
+		d.ReaperPass = func() { passes.Add(1) }
+	})
 	c := sandruntest.Client(st)
 	if r := sandruntest.WaitResult(t, c, "orphan", 30*time.Second); r.State != jobs.StateDead {
 		t.Fatalf("orphan: %s %q, want dead (its one attempt spent by a lost worker)", r.State, r.Error)
@@ -226,13 +238,18 @@ func TestReaperPassSkipsFinishedJobs(t *testing.T) {
 	// The reaper's own watch has seen the orphan end (a pass that runs
 	// before it does looks at the orphan once more, which is not a pass
 	// over finished jobs).
-	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(w.Metrics.ReaperIndexed) != 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the reaper still indexes %v jobs", testutil.ToFloat64(w.Metrics.ReaperIndexed))
-		}
-	}
+	sandruntest.Eventually(t, 10*time.Second, func() (bool, string) {
+		n := testutil.ToFloat64(w.Metrics.ReaperIndexed)
+		return n == 0, fmt.Sprintf("the reaper still indexes %v jobs", n)
+	})
 	wire.reset("")
-	time.Sleep(2 * time.Second) // about 20 passes
+	// 20 whole passes (one may be under way at the reset).
+	from := passes.Load()
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		n := passes.Load() - from
+		return n >= 21, fmt.Sprintf("%d reaper passes", n)
+	})
+	counted := passes.Load() - from
 	reads, lists, checks := 0, 0, 0
 	for _, p := range wire.pubs() {
 		switch {
@@ -244,11 +261,11 @@ func TestReaperPassSkipsFinishedJobs(t *testing.T) {
 			lists++
 		}
 	}
-	t.Logf("%d finished jobs, 2 s of passes every 100 ms: %d record reads, %d consumers created, %d newest-revision reads", n, reads, lists, checks)
+	t.Logf("%d finished jobs, %d passes every 100 ms: %d record reads, %d consumers created, %d newest-revision reads", n, counted, reads, lists, checks)
 	if reads != 0 || lists != 0 {
 		t.Errorf("the reaper's passes read %d job records and created %d consumers, want none", reads, lists)
 	}
-	if checks > 2*25 { // two per pass, about 20 passes
-		t.Errorf("the reaper's stall checks made %d reads in 2 s of 100 ms passes, want at most two a pass", checks)
+	if checks > 2*int(counted) { // two per pass
+		t.Errorf("the reaper's stall checks made %d reads in %d passes, want at most two a pass", checks, counted)
 	}
 }

@@ -55,15 +55,13 @@ echo done`
 		t.Fatal(err)
 	}
 	var first int
-	deadline := time.Now().Add(30 * time.Second)
-	for first == 0 {
+	if ok, _ := sandruntest.Poll(30*time.Second, func() (bool, string) {
 		if data, err := os.ReadFile(owner); err == nil {
 			first, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job never started remotely; worker log:\n%s", a.logs())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return first != 0, ""
+	}); !ok {
+		t.Fatalf("the job never started remotely; worker log:\n%s", a.logs())
 	}
 	_ = a.cmd.Process.Kill()
 	<-a.done
@@ -86,12 +84,8 @@ echo done`
 	// The run directory goes once the result is committed: soon after
 	// the result is visible.
 	runDir := filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", spec.ID, r.Attempt))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(runDir); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the successful attempt's run directory %s was not removed after the commit", runDir)
-		}
-	}
+	sandruntest.Eventually(t, 10*time.Second, func() (bool, string) {
+		_, err := os.Stat(runDir)
+		return errors.Is(err, os.ErrNotExist), fmt.Sprintf("the successful attempt's run directory %s was not removed after the commit", runDir)
+	})
 }

@@ -24,10 +24,7 @@ func TestWatchdogAbandonsRunThatIgnoresContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(t.Context())
 		release, ran := make(chan struct{}), make(chan struct{})
-		go func() {
-			time.Sleep(10 * time.Second)
-			cancel(errStop)
-		}()
+		time.AfterFunc(10*time.Second, func() { cancel(errStop) })
 		begun := time.Now()
 		res, err := runWatched(ctx, abandonAfter, func(context.Context) (backends.Result, error) {
 			defer close(ran)

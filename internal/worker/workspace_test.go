@@ -183,23 +183,17 @@ func checkWorkspaceWith(t *testing.T, e env, backend, dir string, start func() (
 	}
 	// A job's place goes right after its commit (a moment after its
 	// result is visible).
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	sandruntest.Eventually(t, 10*time.Second, func() (bool, string) {
 		lister, err := e.st.State.ListKeysFiltered(e.ctx, "wsq.>")
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		var left []string
 		for k := range lister.Keys() {
 			left = append(left, k)
 		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("places of ended jobs are left: %v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(left) == 0, fmt.Sprintf("places of ended jobs are left: %v", left)
+	})
 	// Listed, then removed: the next job of the workspace starts empty.
 	list, err := e.c.Workspaces(e.ctx)
 	if err != nil {
@@ -258,25 +252,20 @@ func TestWorkspaceIdleExpiry(t *testing.T) {
 		return out.String()
 	}
 	submit("idle", "echo x > f")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
 		list, err := e.c.Workspaces(e.ctx)
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		kept := false
 		for _, w := range list {
 			kept = kept || w.Workspace == "idle"
 		}
-		if !kept {
-			break
+		if kept {
+			submit("busy", "true") // keeps another workspace in use meanwhile
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workspace idle for 30s, workspace_idle 3s: still listed %+v", list)
-		}
-		submit("busy", "true") // keeps another workspace in use meanwhile
-		time.Sleep(500 * time.Millisecond)
-	}
+		return !kept, fmt.Sprintf("workspace_idle 3s: still listed %+v", list)
+	})
 	if out := submit("idle", "ls"); out != "" {
 		t.Fatalf("the expired workspace's storage is left: %q", out)
 	}

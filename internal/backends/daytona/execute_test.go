@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
@@ -117,9 +118,7 @@ func TestExecuteCancelIsGraceful(t *testing.T) {
 	cause := errors.New("cancelled by the test")
 	ready := filepath.Join(t.TempDir(), "ready")
 	go func() { // Cancel once the job has set its trap.
-		for !exists(ready) && ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
+		sandruntest.PollCtx(ctx, time.Minute, func() (bool, string) { return exists(ready), "" })
 		cancel(cause)
 	}()
 	var stdout testenv.Buffer

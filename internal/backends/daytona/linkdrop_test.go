@@ -13,6 +13,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
@@ -183,11 +184,5 @@ func TestExecuteModeLinkDrop(t *testing.T) {
 // waitUntil polls cond until it holds, failing the test after within.
 func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, within, func() (bool, string) { return cond(), "waiting for " + what })
 }

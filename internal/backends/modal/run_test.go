@@ -3,6 +3,7 @@ package modal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/modal/modaltest"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
@@ -165,6 +167,7 @@ func TestSessions(t *testing.T) {
 	}
 	left := run("j1", "s1", `echo kept >state; sleep 300 & echo "pid $!"`)
 	backendtest.WaitGone(t, backendtest.PIDs(t, left))
+	beforeJ2 := time.Now()
 	if got := run("j2", "s1", "cat state"); got != "kept\n" {
 		t.Errorf("the session's second job read %q, want the first job's file", got)
 	}
@@ -176,9 +179,21 @@ func TestSessions(t *testing.T) {
 	if s1 := live[0]; s1.Tags[TagSession] != "s1" || s1.Tags[TagJob] != "j2" || s1.IdleTimeout != time.Second {
 		t.Errorf("session s1: tags %v, idle timeout %s; want s1, last job j2, 1s", s1.Tags, s1.IdleTimeout)
 	}
-	time.Sleep(cfg.SessionIdle)
-	n, err := b.ReapOrphans(t.Context(), "", func(string, int, string) bool { return true })
-	if err != nil || n != 2 || len(f.Live()) != 0 {
-		t.Errorf("ReapOrphans after idle: %d, %v, %d live; want 2 reaped, none live", n, err, len(f.Live()))
+	// Reaps from now on: none before the sessions have been idle for
+	// SessionIdle, both once they have.
+	reaped := 0
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		n, err := b.ReapOrphans(t.Context(), "", func(string, int, string) bool { return true })
+		if err != nil {
+			t.Fatalf("ReapOrphans: %v", err)
+		}
+		if n > 0 && time.Since(beforeJ2) < cfg.SessionIdle {
+			t.Errorf("ReapOrphans reaped %d sessions used less than %s ago", n, cfg.SessionIdle)
+		}
+		reaped += n
+		return reaped == 2 && len(f.Live()) == 0, fmt.Sprintf("ReapOrphans after idle: %d reaped, %d live; want 2 reaped, none live", reaped, len(f.Live()))
+	})
+	if reaped != 2 {
+		t.Errorf("%d sessions reaped, want 2", reaped)
 	}
 }

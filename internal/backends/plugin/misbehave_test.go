@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandrun/sandrun/internal/backends"
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
@@ -201,12 +202,7 @@ func assertGone(t *testing.T, file string) {
 	if err != nil {
 		t.Fatalf("pid file: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !backendtest.HostProcessGone(t, pid) {
-		if time.Now().After(deadline) {
-			t.Errorf("process %d, left in the plugin's group, still runs", pid)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if ok, _ := sandruntest.Poll(5*time.Second, func() (bool, string) { return backendtest.HostProcessGone(t, pid), "" }); !ok {
+		t.Errorf("process %d, left in the plugin's group, still runs", pid)
 	}
 }

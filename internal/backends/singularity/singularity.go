@@ -74,6 +74,8 @@ type Config struct {
 
 	Metrics *metrics.Metrics
 	Profile string
+	// Now is the SIF cache's clock (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // Backend is the singularity backend; safe for concurrent use.
@@ -134,7 +136,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b.cache, err = sifcache.New(sifcache.Config{
 		Dir: filepath.Join(scratch, "sif"), MaxBytes: cfg.CacheMaxBytes, MaxImages: cfg.CacheMaxImages,
-		MaxAge: cfg.CacheMaxAge, Pull: b.pull, Metrics: cfg.Metrics, Profile: cfg.Profile,
+		MaxAge: cfg.CacheMaxAge, Pull: b.pull, Metrics: cfg.Metrics, Profile: cfg.Profile, Now: cfg.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scratch: %w", err)

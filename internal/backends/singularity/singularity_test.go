@@ -3,12 +3,14 @@ package singularity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/singularity/apptainertest"
 	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 // newFakeBackend builds a backend on a fresh fake apptainer.
@@ -109,7 +112,11 @@ func TestRuntimeFatalIsABackendError(t *testing.T) {
 func TestRotationSparesRunningJob(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	b, fake := newFakeBackend(t, Config{Profile: "hpc", CacheMaxImages: 3, Metrics: m})
+	// The cache's clock moves a second at each look: distinct last-use
+	// times.
+	var clock atomic.Int64
+	now := func() time.Time { return time.Unix(1_800_000_000+clock.Add(1), 0) }
+	b, fake := newFakeBackend(t, Config{Profile: "hpc", CacheMaxImages: 3, Metrics: m, Now: now})
 	run := func(ref, cmd string) error {
 		_, err := b.Run(t.Context(), backends.Spec{JobID: "r", Attempt: 1, Command: cmd,
 			Container: &backends.ContainerOptions{Image: ref}}, backends.Output{Stdout: io.Discard, Stderr: io.Discard})
@@ -128,7 +135,6 @@ func TestRotationSparesRunningJob(t *testing.T) {
 		if err := run(ref, "true"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // distinct last-use times
 	}
 	entries, err := b.Cache().List()
 	if err != nil {
@@ -151,13 +157,7 @@ func TestRotationSparesRunningJob(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) { return cond(), "condition not met" })
 }
 
 // TestPurgedImageIsPulledAgain: a cached SIF deleted or truncated behind
@@ -262,17 +262,10 @@ func TestCancelKillsContainedTree(t *testing.T) {
 	if err := <-done; !errors.Is(err, cause) {
 		t.Fatalf("Run: %v, want the cancel cause", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	sandruntest.Eventually(t, 5*time.Second, func() (bool, string) {
 		left := hostProcesses(t, "sleep 3021", "sleep 3022")
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still running on the host: %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(left) == 0, fmt.Sprintf("still running on the host: %v", left)
+	})
 }
 
 // hostProcesses returns the live (not zombie) host processes whose

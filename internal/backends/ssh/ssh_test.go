@@ -20,6 +20,7 @@ import (
 	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/metrics"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
@@ -223,15 +224,14 @@ func pids(t *testing.T, out string) []int {
 // awaitGone fails the test unless every pid is gone within d.
 func awaitGone(t *testing.T, ps []int, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for _, pid := range ps {
-		for !backendtest.HostProcessGone(t, pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("remote process %d still runs", pid)
+	sandruntest.Eventually(t, d, func() (bool, string) {
+		for _, pid := range ps {
+			if !backendtest.HostProcessGone(t, pid) {
+				return false, fmt.Sprintf("remote process %d still runs", pid)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
+		return true, ""
+	})
 }
 
 // TestTimeoutKillsRemoteGrandchildren: a timeout ends the whole remote

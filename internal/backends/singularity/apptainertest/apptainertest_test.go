@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sandrun/sandrun/internal/backends/singularity/apptainertest"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -372,11 +373,7 @@ func startGroup(t *testing.T, f *apptainertest.Fake, args ...string) *exec.Cmd {
 // waitUntil polls cond for up to 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
+	sandruntest.Eventually(t, 10*time.Second, func() (bool, string) { return cond(), "waiting until " + what })
 }
 
 func testKillGroup(t *testing.T, cfg apptainertest.Config, flags ...string) {
