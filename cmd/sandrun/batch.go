@@ -100,19 +100,7 @@ func (c cli) batchCmd() *cobra.Command {
 
 // batchIDCmd is a batch command on one batch ID.
 func (c cli) batchIDCmd(use, short string, run func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  argsUsage(1, 1, "exactly one batch id"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, closeFn, err := c.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			return run(cmd.Context(), cl, args[0])
-		},
-	}
+	return c.idCmd(use, short, "exactly one batch id", run)
 }
 
 func (c cli) batchSubmitCmd() *cobra.Command {

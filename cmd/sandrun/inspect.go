@@ -14,11 +14,18 @@ import (
 
 // jobCmd is a command on one job ID; run gets the connected client.
 func (c cli) jobCmd(use, short string, run func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
+	cmd := c.idCmd(use, short, "exactly one job id, e.g. 01JB...", run)
+	cmd.ValidArgsFunction = c.completeJobIDs
+	return cmd
+}
+
+// idCmd is a command on one ID (want says which): run gets the connected
+// client.
+func (c cli) idCmd(use, short, want string, run func(ctx context.Context, cl *client.Client, id string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:               use,
-		Short:             short,
-		Args:              argsUsage(1, 1, "exactly one job id, e.g. 01JB..."),
-		ValidArgsFunction: c.completeJobIDs,
+		Use:   use,
+		Short: short,
+		Args:  argsUsage(1, 1, want),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, closeFn, err := c.connect(cmd.Context())
 			if err != nil {
