@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -221,8 +222,10 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = prom.Process.Kill(); _ = prom.Wait() })
-	waitQuery(t, promAddr, `up{job="sandrun"} == 1`, promLog)
-	time.Sleep(3 * time.Second)
+	// The zeros the alerts built for the scenario grow from: a delta or
+	// an increase needs a sample from before the change.
+	waitQuery(t, promAddr, promLog, `up{job="sandrun"} == 1`, `sandrun_dlq_messages == 0`,
+		`sandrun_script_timeouts_total{backend="hpc"} == 0`)
 
 	alpine := &backends.ContainerOptions{Image: "docker://alpine:3.20"}
 	debian := &backends.ContainerOptions{Image: "docker://debian:12"}
@@ -248,12 +251,30 @@ scrape_configs:
 		}
 		sandruntest.WaitResult(t, c, s.ID, time.Minute)
 	}
-	// The JetStream figures are a snapshot cached for 5 s: wait for the
-	// DLQ entry to show, then for a few more scrapes.
-	waitQuery(t, promAddr, `sandrun_dlq_messages > 0`, promLog)
-	time.Sleep(3 * time.Second)
-
+	// The JetStream figures are a snapshot cached for 5 s, and a rate
+	// needs two samples: wait until Prometheus has scraped what every
+	// panel and the alerts built for the scenario need, then check them
+	// one by one (a timeout leaves the reporting to the checks).
 	subst := strings.NewReplacer("$queue", ".*", "$backend", ".*", "$__rate_interval", "1m")
+	alerts := readRules(t)
+	mustFire := []string{"SandrunDLQGrowing", "SandrunScriptTimeoutsHigh"}
+	var exprs []string
+	for _, r := range alerts {
+		if slices.Contains(mustFire, r.Alert) {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	for _, d := range dashboards.All {
+		for _, p := range d.Panels {
+			for _, e := range p.Exprs {
+				exprs = append(exprs, subst.Replace(e))
+			}
+		}
+	}
+	if ok, why := sandruntest.Poll(time.Minute, func() (bool, string) { return allReturnData(promAddr, exprs) }); !ok {
+		t.Logf("not every query returns data within a minute: %s", why)
+	}
+
 	for _, d := range dashboards.All {
 		for _, p := range d.Panels {
 			for _, e := range p.Exprs {
@@ -264,10 +285,10 @@ scrape_configs:
 		}
 	}
 	fired := map[string]bool{}
-	for _, r := range readRules(t) {
+	for _, r := range alerts {
 		fired[r.Alert] = query(t, promAddr, r.Expr) > 0
 	}
-	for _, a := range []string{"SandrunDLQGrowing", "SandrunScriptTimeoutsHigh"} {
+	for _, a := range mustFire {
 		if !fired[a] {
 			t.Errorf("alert %s does not fire in the scenario built for it", a)
 		}
@@ -292,7 +313,7 @@ scrape_configs:
 			}
 		}
 	}
-	if want := len(readRules(t)); n != want {
+	if want := len(alerts); n != want {
 		t.Errorf("Prometheus loaded %d rules, the file has %d", n, want)
 	}
 }
@@ -317,17 +338,44 @@ func mustAbs(t *testing.T, p string) string {
 // query Prometheus refuses fails the test.
 func query(t *testing.T, addr, expr string) int {
 	t.Helper()
+	n, err := evaluate(addr, expr)
+	if err != nil {
+		t.Errorf("query %s: %v", expr, err)
+	}
+	return n
+}
+
+// evaluate evaluates expr now and returns how many series it returned.
+func evaluate(addr, expr string) (int, error) {
+	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
 	var r struct {
 		Status, Error string
 		Data          struct {
 			Result []json.RawMessage `json:"result"`
 		} `json:"data"`
 	}
-	getJSON(t, "http://"+addr+"/api/v1/query?query="+url.QueryEscape(expr), &r)
-	if r.Status != "success" {
-		t.Errorf("query %s: %s %s", expr, r.Status, r.Error)
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, err
 	}
-	return len(r.Data.Result)
+	if r.Status != "success" {
+		return 0, fmt.Errorf("%s %s", r.Status, r.Error)
+	}
+	return len(r.Data.Result), nil
+}
+
+// allReturnData says whether every expr returns data now, and if not,
+// which one does not first.
+func allReturnData(addr string, exprs []string) (bool, string) {
+	for _, e := range exprs {
+		if n, err := evaluate(addr, e); n == 0 {
+			return false, fmt.Sprintf("no data for %s (%v)", e, err)
+		}
+	}
+	return true, ""
 }
 
 func getJSON(t *testing.T, u string, v any) {
@@ -342,27 +390,10 @@ func getJSON(t *testing.T, u string, v any) {
 	}
 }
 
-// waitQuery waits until expr returns data.
-func waitQuery(t *testing.T, addr, expr string, log *testenv.Buffer) {
+// waitQuery waits until every expr returns data.
+func waitQuery(t *testing.T, addr string, log *testenv.Buffer, exprs ...string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(expr))
-		if err == nil {
-			var r struct {
-				Data struct {
-					Result []json.RawMessage `json:"result"`
-				} `json:"data"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&r)
-			_ = resp.Body.Close()
-			if len(r.Data.Result) > 0 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus never answered %s; its log:\n%s", expr, log.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+	if ok, why := sandruntest.Poll(time.Minute, func() (bool, string) { return allReturnData(addr, exprs) }); !ok {
+		t.Fatalf("Prometheus never answered: %s; its log:\n%s", why, log.String())
 	}
 }

@@ -1,6 +1,8 @@
 package drills
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
+	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/scheduler"
 )
 
@@ -51,25 +54,23 @@ func TestLeadersKilled(t *testing.T) {
 	}
 	writes.waitKeys(t, 10, time.Minute, "after the schedules were added")
 
-	// The scheduler leader dies.
+	// The scheduler leader dies; the other one wins the election and
+	// fires every schedule again (only it can record a fire after the
+	// kill).
 	leader := electedAs(t, st, "scheduler")
 	schedKilledAt := time.Now()
 	scheds[leader].kill9()
 	t.Logf("killed the scheduler leader %s", leader)
-	time.Sleep(8 * time.Second)
+	waitFires(t, cat, names, schedKilledAt, 1, "by the new scheduler leader")
 
 	// The reaper leader dies with jobs running on it.
 	reaper := electedAs(t, st, "reaper")
 	var orphans []string
-	for deadline := time.Now().Add(30 * time.Second); len(orphans) == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no job running on the reaper leader %s", reaper)
-		}
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
 		running, err := cl.List(ctx, client.ListFilter{State: jobs.StateRunning})
 		if err != nil {
 			// A node of the cluster may not answer for a moment.
-			t.Logf("list running jobs: %v (trying again)", err)
-			continue
+			return false, fmt.Sprintf("list running jobs: %v", err)
 		}
 		orphans = orphans[:0]
 		for _, s := range running {
@@ -77,59 +78,60 @@ func TestLeadersKilled(t *testing.T) {
 				orphans = append(orphans, s.Run.Spec.ID)
 			}
 		}
-	}
+		return len(orphans) > 0, fmt.Sprintf("no job running on the reaper leader %s", reaper)
+	})
 	reaperKilledAt := time.Now()
 	workers[reaper].kill9()
 	reaperDeadAt := time.Now()
 	t.Logf("killed the reaper leader %s with %d jobs running on it", reaper, len(orphans))
-	startWorker(t, url, "drill-w2", fast...)
+	workers["drill-w2"] = startWorker(t, url, "drill-w2", fast...)
 
 	// Orphans recovered: each has a result from another worker.
 	var orphansDone time.Duration
-	for deadline := time.Now().Add(2 * time.Minute); orphansDone == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead reaper leader's jobs not ended 2 minutes after the kill")
+	sandruntest.Eventually(t, 2*time.Minute, func() (bool, string) {
+		at := writes.storedAt(orphans)
+		if at.IsZero() {
+			return false, "the dead reaper leader's jobs have not all ended after the kill"
 		}
-		if at := writes.storedAt(orphans); !at.IsZero() {
-			orphansDone = at.Sub(reaperKilledAt)
-		}
-	}
+		orphansDone = at.Sub(reaperKilledAt)
+		return true, ""
+	})
+	recoveredAt := time.Now()
 	newReaper := electedAs(t, st, "reaper")
 
-	// Stop firing, then let every fired job end.
-	time.Sleep(5 * time.Second)
-	for _, name := range names {
-		if err := cat.SetSuspended(ctx, name, true); err != nil {
-			t.Fatal(err)
+	// The run goes on after the recovery for five more slots of every
+	// schedule; then firing stops: the scheduler left stops, and once it
+	// has exited, every fire it had begun has been dispatched (a submit
+	// once begun is finished).
+	waitFires(t, cat, names, recoveredAt, 5, "after the recovery")
+	for name, p := range scheds {
+		if name != leader {
+			stopAll(p)
 		}
 	}
-	time.Sleep(2 * time.Second) // a fire under way when suspended lands
+	// A slot's job has a record once a worker has claimed it. Once the
+	// JOBS work queue is empty, every job dispatched has been claimed: a
+	// gap in the records is a missing slot. One the killed worker had
+	// fetched and not yet claimed waits out its claim window (60 s) in the
+	// queue first.
+	sandruntest.Eventually(t, 3*time.Minute, func() (bool, string) {
+		q := sandruntest.Queued(t, st)
+		ids := make([]string, 0, len(q))
+		for _, s := range q {
+			ids = append(ids, s.ID)
+		}
+		return len(q) == 0, fmt.Sprintf("jobs still in the queue: %v", ids)
+	})
 	fired := cronJobs(t, cl, names)
-	// A slot's job has a record once a worker has claimed it. One the
-	// killed worker had fetched and not yet claimed waits out its claim
-	// window (60 s) in the queue: a gap in the records is a missing slot
-	// only if no record comes within that window.
-	for name, slots := range fired {
-		for i := 1; i < len(slots); i++ {
-			for slot := slots[i-1] + 1; slot < slots[i]; slot++ {
-				id := scheduler.SlotID(name, time.Unix(slot, 0))
-				for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-					if _, err := cl.Status(ctx, id); err == nil {
-						t.Logf("%s: claimed late (its first delivery went to the killed worker)", id)
-						fired[name] = append(fired[name], slot)
-						break
-					}
-				}
-			}
-		}
-		slices.Sort(fired[name])
-	}
 	n := 0
 	for _, slots := range fired {
 		n += len(slots)
 	}
-	writes.waitKeys(t, n, 2*time.Minute, "after the schedules were suspended")
-	time.Sleep(500 * time.Millisecond)
+	writes.waitKeys(t, n, 2*time.Minute, "after the scheduler stopped")
+	// The workers stop; once the watch has seen a later write, no stray
+	// commit is left to land before counting.
+	stopAll(slices.Collect(maps.Values(workers))...)
+	writes.barrier(t)
 
 	got := writes.snapshot()
 	dups, lost, gaps := 0, 0, 0
@@ -198,15 +200,41 @@ func TestLeadersKilled(t *testing.T) {
 // electedAs returns the candidate leading role, waiting for an election.
 func electedAs(t *testing.T, st *jobs.Store, role string) string {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	var leader string
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
 		e, err := st.Elections.Get(t.Context(), role)
-		if err == nil && len(e.Value()) > 0 {
-			return string(e.Value())
+		if err != nil || len(e.Value()) == 0 {
+			return false, fmt.Sprintf("no %s leader: %v", role, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s leader after a minute: %v", role, err)
+		leader = string(e.Value())
+		return true, ""
+	})
+	return leader
+}
+
+// waitFires waits until every schedule has fired n slots after t0, as the
+// leading scheduler records them in the schedule's state; when says when,
+// for the message.
+func waitFires(t *testing.T, cat *scheduler.Catalog, names []string, t0 time.Time, n int, when string) {
+	t.Helper()
+	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
+		for _, name := range names {
+			st, err := cat.State(t.Context(), name)
+			if err != nil {
+				return false, fmt.Sprintf("state of %s: %v", name, err)
+			}
+			got := 0
+			for _, f := range st.History {
+				if (f.Kind == "slot" || f.Kind == "catchup") && f.At.After(t0) {
+					got++
+				}
+			}
+			if got < n {
+				return false, fmt.Sprintf("schedule %s fired %d of %d slots %s", name, got, n, when)
+			}
 		}
-	}
+		return true, ""
+	})
 }
 
 // cronJobs returns the slots (unix seconds, sorted) that have a job, by
@@ -214,17 +242,12 @@ func electedAs(t *testing.T, st *jobs.Store, role string) string {
 func cronJobs(t *testing.T, cl *client.Client, names []string) map[string][]int64 {
 	t.Helper()
 	var all []client.Status
-	var err error
-	for try := 0; ; try++ {
-		if all, err = cl.List(t.Context(), client.ListFilter{Limit: 100_000}); err == nil {
-			break
-		}
-		if try == 20 {
-			t.Fatal(err)
-		}
-		t.Logf("list jobs: %v (trying again)", err)
-		time.Sleep(500 * time.Millisecond)
-	}
+	// A node of the cluster may not answer for a moment: try again.
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		var err error
+		all, err = cl.List(t.Context(), client.ListFilter{Limit: 100_000})
+		return err == nil, fmt.Sprintf("list jobs: %v", err)
+	})
 	out := map[string][]int64{}
 	for _, s := range all {
 		for _, name := range names {
