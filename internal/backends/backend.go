@@ -141,7 +141,9 @@ type Capabilities struct {
 	// its host-only rules for isolated backends — and only those: no
 	// backend skips the policy.
 	Isolated bool
-	// ResourceLimits: the backend enforces CPU/memory limits.
+	// ResourceLimits: the backend enforces the CPU and memory limits its
+	// profile sets: a job that needs more memory than the limit does not
+	// succeed (it is killed, or its allocations fail), whatever it runs.
 	ResourceLimits bool
 	// PersistentSessions: the workload can outlive one Run, shared by the
 	// jobs of one Spec.Session key.
@@ -151,7 +153,9 @@ type Capabilities struct {
 	// runs no container a job can shape. A backend may still refuse a
 	// value of a field it lists (a network its profile does not allow).
 	Container []string
-	// ResumableOutput: output can be re-attached after a worker restart.
+	// ResumableOutput: Run survives a broken link to where the job runs:
+	// it reconnects and resumes the output where it left off, with no
+	// byte lost or repeated, and still reports the job's exit code.
 	ResumableOutput bool
 	// ResourceUsage: Result carries CPU time and peak RSS.
 	ResourceUsage bool

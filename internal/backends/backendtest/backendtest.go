@@ -5,8 +5,10 @@
 //		backendtest.Run(t, func(t *testing.T) backends.Backend { ... }, backendtest.Options{...})
 //	}
 //
-// It checks the contract documented on backends.Backend, plus two rules
-// that every backend keeps:
+// It checks the contract documented on backends.Backend, every capability
+// a backend declares and every optional interface it implements (through
+// the Options hook each needs: a claim without its hook fails), plus two
+// rules that every backend keeps:
 //
 //   - A job leaves nothing running: when its main process ends, on its own
 //     or because ctx was done, its other processes are ended too, and Run
@@ -15,7 +17,7 @@
 //     never the worker's own environment; its standard input is empty.
 //
 // Job commands are POSIX sh; besides shell built-ins they need sh, sleep,
-// head and wc on PATH, and /dev/zero, in the backend's environment.
+// head, tail and wc on PATH, and /dev/zero, in the backend's environment.
 package backendtest
 
 import (
@@ -59,6 +61,31 @@ type Options struct {
 	// an orphan (the next worker's), or a reason to skip the reaping
 	// test. Nil: a new backend from newBackend.
 	Reaper func(t *testing.T, running backends.Backend) (backends.OrphanReaper, string)
+	// Limited returns a backend whose profile limits a job's memory to
+	// memBytes, small enough for a test (tens of MiB), for the
+	// ResourceLimits sub-test; or, with a nil backend, why the limit
+	// cannot be checked here, which skips it. Nil fails that sub-test for
+	// a backend that declares ResourceLimits: a claim must be checked.
+	Limited func(t *testing.T) (b backends.Backend, memBytes int64, why string)
+	// CutLinks returns a backend whose connections to where its jobs run
+	// go through a proxy (see Proxy), and cut, which breaks every live
+	// connection and returns how many it broke, for the ResumableOutput
+	// sub-test. Nil fails that sub-test for a backend that declares
+	// ResumableOutput.
+	CutLinks func(t *testing.T) (b backends.Backend, cut func() int)
+	// HostAccess returns a spec whose job reaches the host (a bind mount
+	// of a host directory), for the HostAccess sub-test. Nil fails that
+	// sub-test for a backend that is a backends.HostAccessChecker.
+	HostAccess func(t *testing.T) backends.Spec
+	// Leftovers lists what b keeps of spec's attempt (the files of its
+	// run directory), for the Finisher sub-test. Nil fails that sub-test
+	// for a backend that is a backends.Finisher.
+	Leftovers func(t *testing.T, b backends.Backend, spec backends.Spec) []string
+	// KeepsFailed says that Finished(spec, false) keeps a failed attempt's
+	// state (for a look at it, until the backend's own expiry): the
+	// Finisher sub-test checks that it is still there then; otherwise,
+	// that it is gone.
+	KeepsFailed bool
 	// StopMargin is how long Run may take to return after ctx is done,
 	// beyond the KillGrace the job had. It is an upper bound for the
 	// contract, not a speed benchmark. Zero means 5s.
@@ -105,6 +132,10 @@ func Run(t *testing.T, newBackend func(t *testing.T) backends.Backend, opts Opti
 	t.Run("Session", s.testSession)
 	t.Run("Isolated", s.testIsolated)
 	t.Run("OrphanReaper", s.testOrphanReaper)
+	t.Run("ResourceLimits", s.testResourceLimits)
+	t.Run("ResumableOutput", s.testResumableOutput)
+	t.Run("HostAccess", s.testHostAccess)
+	t.Run("Finisher", s.testFinisher)
 }
 
 // asks are the things a job may ask of a backend that it may not do.

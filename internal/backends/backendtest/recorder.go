@@ -14,16 +14,17 @@ import (
 // the test when a marker shows up, so tests wait on the job's own word
 // ("ready") rather than on sleeps. It is safe for concurrent use.
 type recorder struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	marker []byte
-	seen   chan struct{} // Closed once marker has been written.
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	marker  []byte
+	seen    chan struct{} // Closed once marker has been written.
+	changed chan struct{} // Closed, and replaced, at each write.
 }
 
 // newRecorder returns a recorder that watches for marker; "" watches for
 // nothing.
 func newRecorder(marker string) *recorder {
-	r := &recorder{seen: make(chan struct{})}
+	r := &recorder{seen: make(chan struct{}), changed: make(chan struct{})}
 	if marker != "" {
 		r.marker = []byte(marker)
 	}
@@ -39,7 +40,33 @@ func (r *recorder) Write(p []byte) (int, error) {
 		close(r.seen)
 		r.marker = nil
 	}
+	close(r.changed)
+	r.changed = make(chan struct{})
 	return len(p), nil
+}
+
+// waitFor waits until what was written contains s, however it was split
+// into writes. It fails the test if the job ends first or takes too long.
+func (r *recorder) waitFor(t *testing.T, s string, stderr *recorder, done <-chan outcome) {
+	t.Helper()
+	timer := time.NewTimer(jobTimeout)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		found, changed := bytes.Contains(r.buf.Bytes(), []byte(s)), r.changed
+		r.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-changed:
+		case o := <-done:
+			t.Fatalf("job ended before it wrote %q: exit %d, err %v\nstdout: %q\nstderr: %q",
+				s, o.res.ExitCode, o.err, r, stderr)
+		case <-timer.C:
+			t.Fatalf("job did not write %q within %s\nstdout: %q\nstderr: %q", s, jobTimeout, r, stderr)
+		}
+	}
 }
 
 // Bytes returns a copy of everything written so far.

@@ -63,9 +63,13 @@ func (b *Backend) Kind() string { return Kind }
 
 // Capabilities implements backends.Backend: sandboxes are isolated and
 // sized; each job has its own, so nothing persists between jobs but a
-// workspace, a Daytona volume mounted at WorkspaceDir.
+// workspace, a Daytona volume mounted at WorkspaceDir. In session mode
+// Run follows the command's log again after a broken connection and skips
+// what it had copied (ResumableOutput); execute mode loses the output
+// with the connection.
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true, Workspaces: true, Container: []string{"image"}}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, Workspaces: true, Container: []string{"image"},
+		ResumableOutput: b.cfg.Mode == ModeSession}
 }
 
 // Validate implements backends.Backend: one authenticated, cheap call

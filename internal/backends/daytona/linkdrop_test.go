@@ -11,21 +11,21 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/daytona/daytonatest"
-	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
 	"github.com/sandrun/sandrun/internal/sandruntest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
 
 // proxied returns a profile that reaches f, control plane and toolboxes
 // alike, only through a TCP proxy the test can cut.
-func proxied(t *testing.T, f *daytonatest.Fake) (Config, *sshtest.Proxy) {
+func proxied(t *testing.T, f *daytonatest.Fake) (Config, *backendtest.Proxy) {
 	t.Helper()
 	u, err := url.Parse(f.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := sshtest.NewProxy(t, u.Host)
+	proxy := backendtest.NewProxy(t, u.Host)
 	f.SetToolboxHost(proxy.Addr)
 	cfg := fakeConfig(f)
 	cfg.APIURL = "http://" + proxy.Addr + u.Path
@@ -34,7 +34,7 @@ func proxied(t *testing.T, f *daytonatest.Fake) (Config, *sshtest.Proxy) {
 
 // mustReachToolboxVia fails the test unless the toolbox of f's one
 // sandbox is reached through proxy, as the control plane is.
-func mustReachToolboxVia(t *testing.T, b *Backend, f *daytonatest.Fake, proxy *sshtest.Proxy) {
+func mustReachToolboxVia(t *testing.T, b *Backend, f *daytonatest.Fake, proxy *backendtest.Proxy) {
 	t.Helper()
 	sbs := f.Sandboxes()
 	if len(sbs) != 1 {

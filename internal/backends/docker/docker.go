@@ -265,9 +265,13 @@ func (d *Docker) containerConfig(spec backends.Spec) (*container.Config, *contai
 		// ignore the field (and have no cgroup namespaces).
 		CgroupnsMode: container.CgroupnsModePrivate,
 		Resources: container.Resources{
-			Memory:    d.cfg.MemoryBytes,
-			NanoCPUs:  d.cfg.NanoCPUs,
-			PidsLimit: &pids,
+			Memory: d.cfg.MemoryBytes,
+			// Swap equal to the memory limit: none beyond it, so the
+			// limit holds on a host with swap too (Docker's default
+			// lets a container swap as much again).
+			MemorySwap: d.cfg.MemoryBytes,
+			NanoCPUs:   d.cfg.NanoCPUs,
+			PidsLimit:  &pids,
 		},
 	}
 	if d.cfg.DiskBytes > 0 {

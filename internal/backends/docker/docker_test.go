@@ -28,10 +28,35 @@ func newTestBackend(t *testing.T) *Docker {
 	return d
 }
 
+// newLimitedBackend is newTestBackend with containers limited to
+// memBytes of memory.
+func newLimitedBackend(t *testing.T, memBytes int64) *Docker {
+	t.Helper()
+	d, err := New(Config{Image: dockertest.Image(t, dockertest.Engine(t)), MemoryBytes: memBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// testMemoryLimit is the limit the conformance suite checks.
+const testMemoryLimit = 64 << 20
+
+// hostBindSpec is a job that bind-mounts a host directory.
+func hostBindSpec(t *testing.T) backends.Spec {
+	return backends.Spec{JobID: "bind", Attempt: 1, Command: "ls /data",
+		Container: &backends.ContainerOptions{Mounts: []string{t.TempDir() + ":/data"}}}
+}
+
 func TestConformanceOneShot(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) backends.Backend { return newTestBackend(t) }, backendtest.Options{
 		TempDir:    func(*testing.T) string { return "/work" },
 		StopMargin: 15 * time.Second,
+		Limited: func(t *testing.T) (backends.Backend, int64, string) {
+			return newLimitedBackend(t, testMemoryLimit), testMemoryLimit, ""
+		},
+		HostAccess: hostBindSpec,
 	})
 }
 

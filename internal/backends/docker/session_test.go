@@ -39,6 +39,10 @@ func TestConformanceSession(t *testing.T) {
 		Reaper: func(*testing.T, backends.Backend) (backends.OrphanReaper, string) {
 			return nil, "the suite's backends share one *Docker, whose own sessions are never orphans"
 		},
+		Limited: func(t *testing.T) (backends.Backend, int64, string) {
+			return inSession{newLimitedBackend(t, testMemoryLimit), "limited"}, testMemoryLimit, ""
+		},
+		HostAccess: hostBindSpec,
 	})
 }
 

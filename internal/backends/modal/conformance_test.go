@@ -17,7 +17,14 @@ func TestConformance(t *testing.T) {
 		return newBackend(t, fakeConfig(t, f))
 	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
 		HostVisible: "the fake API's sandboxes are host processes",
-		Refuses:     backendtest.ContainerRefusals("network")})
+		// The fake holds each exec's processes to the sandbox's
+		// memory_mb_max, and to nothing when it is not sent.
+		Limited: func(t *testing.T) (backends.Backend, int64, string) {
+			cfg := fakeConfig(t, f)
+			cfg.MemoryMiB = 64
+			return newBackend(t, cfg), 64 << 20, ""
+		},
+		Refuses: backendtest.ContainerRefusals("network")})
 	if live := f.Live(); len(live) != 0 {
 		t.Errorf("%d sandboxes still live after the suite: %+v", len(live), live)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,7 +17,17 @@ import (
 // reference plugin: a plugin author runs the suite on their own plugin with
 //
 //	SANDRUN_PLUGIN_UNDER_TEST=/path/to/plugin go test ./internal/backends/plugin -run TestConformance
-const underTestEnv = "SANDRUN_PLUGIN_UNDER_TEST"
+//
+// A plugin that announces resource_limits is checked with a small memory
+// limit, set through its own arguments (limitArgsEnv, split on spaces)
+// and stated in bytes (limitBytesEnv), such as
+//
+//	SANDRUN_PLUGIN_LIMIT_ARGS="--memory-mib 64" SANDRUN_PLUGIN_LIMIT_BYTES=67108864
+const (
+	underTestEnv  = "SANDRUN_PLUGIN_UNDER_TEST"
+	limitArgsEnv  = "SANDRUN_PLUGIN_LIMIT_ARGS"
+	limitBytesEnv = "SANDRUN_PLUGIN_LIMIT_BYTES"
+)
 
 // TestConformance runs the backend conformance suite on the reference
 // plugin, whose jobs run on this host, so the suite checks that their
@@ -34,10 +45,27 @@ func TestConformance(t *testing.T) {
 		if !setup(t, Config{Path: p}, true).b.Capabilities().PersistentSessions {
 			opts.Refuses = append(opts.Refuses, "session")
 		}
+		opts.Limited = limitedUnderTest(p)
 	}
 	backendtest.Run(t, func(t *testing.T) backends.Backend {
 		return setup(t, Config{Path: path}, true).b
 	}, opts)
+}
+
+// limitedUnderTest is Options.Limited for the plugin at path: started
+// with the arguments limitArgsEnv names, it holds jobs to limitBytesEnv
+// bytes of memory. Without them the sub-test fails: the plugin claims
+// limits the suite has no way to check.
+func limitedUnderTest(path string) func(t *testing.T) (backends.Backend, int64, string) {
+	return func(t *testing.T) (backends.Backend, int64, string) {
+		args, bytes := os.Getenv(limitArgsEnv), os.Getenv(limitBytesEnv)
+		limit, err := strconv.ParseInt(bytes, 10, 64)
+		if args == "" || err != nil || limit <= 0 {
+			t.Fatalf("the plugin announces resource_limits: set %s to the arguments that give it a small memory limit, and %s to that limit in bytes (now %q, %q)",
+				limitArgsEnv, limitBytesEnv, args, bytes)
+		}
+		return setup(t, Config{Path: path, Args: strings.Fields(args)}, true).b, limit, ""
+	}
 }
 
 func TestKindAndCapabilities(t *testing.T) {

@@ -49,7 +49,14 @@ func TestConformance(t *testing.T) {
 		return b
 	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
 		HostVisible: "the fake apptainer runs jobs on the host here (TestConformanceInContainer runs them in the image, where the claim is checked)",
+		HostAccess:  hostBindSpec,
 		Refuses:     append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
+}
+
+// hostBindSpec is a job that binds a host directory.
+func hostBindSpec(t *testing.T) backends.Spec {
+	return backends.Spec{JobID: "bind", Attempt: 1, Command: "ls /data",
+		Container: &backends.ContainerOptions{Mounts: []string{t.TempDir() + ":/data"}}}
 }
 
 // TestRuntimeSeesWhatTheJobAsked: the recorded call has the hardened
@@ -215,7 +222,8 @@ func TestConformanceInContainer(t *testing.T) {
 		fake.Configure(t, apptainertest.Config{Chroot: true})
 		return b
 	}, backendtest.Options{TempDir: func(*testing.T) string { return "/etc" }, StopMargin: 10 * time.Second,
-		Refuses: append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
+		HostAccess: hostBindSpec,
+		Refuses:    append([]string{"session", "workspace"}, backendtest.ContainerRefusals("image", "mounts", "network")...)})
 }
 
 // TestContainedJobSeesTheImage: in a contained run the job sees the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,10 +121,39 @@ func TestConformance(t *testing.T) {
 			c.OnOrphan = orphanKill
 			return backend(t, c), ""
 		},
-		ProcessGone: backendtest.HostProcessGone, // sshd runs on this host
+		CutLinks: func(t *testing.T) (backends.Backend, func() int) {
+			cfg, proxy := f.proxiedConfig(t)
+			return backend(t, cfg), proxy.Cut
+		},
+		// sshd runs on this host: an attempt's run directory is here too.
+		Leftovers: func(t *testing.T, b backends.Backend, spec backends.Spec) []string {
+			cfg, _ := configs.Load(b)
+			return runDirFiles(t, cfg.(Config).RunRoot, spec)
+		},
+		KeepsFailed: true, // for KeepFailed, then the reaper removes it
+		ProcessGone: backendtest.HostProcessGone,
 		StopMargin:  10 * time.Second,
 		Refuses:     append([]string{"session"}, backendtest.ContainerRefusals()...),
 	})
+}
+
+// runDirFiles lists the run directory of spec's attempt under root and
+// its files, or nothing if it is gone.
+func runDirFiles(t *testing.T, root string, spec backends.Spec) []string {
+	t.Helper()
+	dir := filepath.Join(root, fmt.Sprintf("%s-%d", spec.JobID, spec.Attempt))
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{dir}
+	for _, e := range entries {
+		files = append(files, filepath.Join(dir, e.Name()))
+	}
+	return files
 }
 
 type outcome struct {

@@ -16,5 +16,22 @@ func TestConformance(t *testing.T) {
 		return newBackend(t, fakeConfig(f))
 	}, backendtest.Options{ProcessGone: backendtest.HostProcessGone,
 		HostVisible: "the fake API's sandboxes are host processes",
-		Refuses:     append([]string{"session", "workspace"}, backendtest.ContainerRefusals()...)})
+		Limited:     limited,
+		CutLinks: func(t *testing.T) (backends.Backend, func() int) {
+			cfg, proxy := proxied(t, verceltest.Start(t))
+			return newBackend(t, cfg), proxy.Cut
+		},
+		Refuses: append([]string{"session", "workspace"}, backendtest.ContainerRefusals()...)})
+}
+
+// limited is the conformance suite's Options.Limited: a profile of 1
+// vCPU, whose 2048 MB the fake enforces at 1/32: 64 MiB, and 128 MiB for
+// the API's default of 2 vCPUs, which a backend that did not send vcpus
+// would get.
+func limited(t *testing.T) (backends.Backend, int64, string) {
+	f := verceltest.Start(t)
+	f.SetMemoryScale(32)
+	cfg := fakeConfig(f)
+	cfg.VCPUs = 1
+	return newBackend(t, cfg), 64 << 20, ""
 }

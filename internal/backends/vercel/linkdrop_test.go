@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sandrun/sandrun/internal/backends"
-	"github.com/sandrun/sandrun/internal/backends/ssh/sshtest"
+	"github.com/sandrun/sandrun/internal/backends/backendtest"
 	"github.com/sandrun/sandrun/internal/backends/vercel/verceltest"
 	"github.com/sandrun/sandrun/internal/testenv"
 )
@@ -29,6 +29,20 @@ func wantNumbered(prefix string, n int) string {
 	return b.String()
 }
 
+// proxied returns a profile that reaches f only through a TCP proxy the
+// test can cut.
+func proxied(t *testing.T, f *verceltest.Fake) (Config, *backendtest.Proxy) {
+	t.Helper()
+	u, err := url.Parse(f.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := backendtest.NewProxy(t, u.Host)
+	cfg := fakeConfig(f)
+	cfg.APIURL = "http://" + proxy.Addr + u.Path
+	return cfg, proxy
+}
+
 // TestOutputSurvivesCuts: the connection to the API is cut twice while
 // the job prints a numbered line on each stream every 100 ms; the log
 // stream is reopened each time and skips what it had copied, and the
@@ -37,13 +51,7 @@ func wantNumbered(prefix string, n int) string {
 func TestOutputSurvivesCuts(t *testing.T) {
 	t.Parallel()
 	f := verceltest.Start(t)
-	u, err := url.Parse(f.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := sshtest.NewProxy(t, u.Host)
-	cfg := fakeConfig(f)
-	cfg.APIURL = "http://" + proxy.Addr + u.Path
+	cfg, proxy := proxied(t, f)
 	b := newBackend(t, cfg)
 
 	const n = 40

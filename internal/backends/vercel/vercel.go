@@ -50,9 +50,11 @@ func (b *Backend) Kind() string { return Kind }
 
 // Capabilities implements backends.Backend: sandboxes are isolated
 // microVMs with a fixed size; each job has its own, so nothing persists
-// between jobs.
+// between jobs. After a broken connection Run follows the command's logs
+// again, skipping what it had copied, and waits for its exit code anew
+// (ResumableOutput).
 func (b *Backend) Capabilities() backends.Capabilities {
-	return backends.Capabilities{Isolated: true, ResourceLimits: true}
+	return backends.Capabilities{Isolated: true, ResourceLimits: true, ResumableOutput: true}
 }
 
 // Validate implements backends.Backend: one authenticated, cheap call

@@ -53,9 +53,17 @@
 // test process's — and an empty standard input. Deleting a sandbox kills
 // the process groups of all its commands (SIGKILL) and records it.
 //
+// A sandbox's memory (the create request's, in GB; 1 when it asks for
+// none, the API's default) bounds each of its commands' processes: their
+// data segment is limited to it (RLIMIT_DATA; sandboxtest.LimitMemory),
+// so a command that allocates more fails, as it would be killed in a
+// Daytona sandbox. SetMemoryScale scales that down for tests of the
+// limit, which then need not hold gigabytes.
+//
 // What it does not cover: isolation (commands run on the host, as the
 // test's user, so absolute paths are the host's), images and snapshots
-// (nothing is built or pulled; the name is only checked), resources,
+// (nothing is built or pulled; the name is only checked), CPU and disk
+// resources, memory for the sandbox as a whole (the limit is per process),
 // auto-stop and auto-delete timers, the session shell (each session
 // command runs in a shell of its own, so commands share no shell state),
 // volume quotas and volume backends, PTYs, files, git, and the rest of
@@ -107,6 +115,7 @@ type Fake struct {
 	startPolls     int
 	executeTimeout time.Duration
 	toolboxHost    string // host:port sandboxes report; "" is the fake's own
+	memoryScale    int64  // a sandbox's memory is enforced divided by it (SetMemoryScale)
 }
 
 // Kill records a signal the fake sent to a command's process group.
@@ -131,6 +140,7 @@ func Start(t testing.TB) *Fake {
 		snapshots:   map[string]bool{DefaultSnapshot: true},
 		badImages:   make(map[string]string),
 		startPolls:  1,
+		memoryScale: 1,
 	}
 	// Set f.srv before serving: handlers read its URL.
 	f.srv = httptest.NewUnstartedServer(f.routes())
@@ -202,6 +212,21 @@ func (f *Fake) SetStartPolls(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.startPolls = n
+}
+
+// SetMemoryScale makes every sandbox enforce 1/n of its memory on its
+// processes (default n = 1: a sandbox of 1 GB lets each process hold
+// 1 GiB). A test of the limit sets n so that a few GB, the API's unit,
+// are a few MiB on this host; n < 1 counts as 1.
+func (f *Fake) SetMemoryScale(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.memoryScale = max(n, 1)
+}
+
+// memoryLimit is how many bytes each process of sb may hold. f.mu is held.
+func (f *Fake) memoryLimit(sb *sandbox) int64 {
+	return int64(sb.dto.Memory) << 30 / f.memoryScale
 }
 
 // SetExecuteTimeout makes every execute time out after d (then 408), as

@@ -17,8 +17,8 @@ var (
 )
 
 // proc is one command the fake runs, as the daemon would: `sh -c TEXT`
-// in a process group of its own, with exactly the environment given and
-// an empty standard input.
+// in a process group of its own, with exactly the environment given, an
+// empty standard input and the sandbox's memory limit.
 type proc = sandboxtest.Process
 
 // start starts text in sb, in its directory dir, with env. Its output is
@@ -45,6 +45,7 @@ func (f *Fake) start(sb *sandbox, text, dir string, env []string, marked bool) (
 	}
 	// Where dir is on the host: a missing one fails the start.
 	cmd.Dir, cmd.Env = sb.hostPath(dir), env
+	sandboxtest.LimitMemory(cmd, f.memoryLimit(sb))
 	return sandboxtest.StartProcess(&f.wg, cmd, !marked)
 }
 

@@ -18,7 +18,11 @@
 // with exactly the environment the request gives and an open, empty
 // stdin pipe, as a Modal exec has. Terminating a sandbox, or its timeout
 // passing, kills the process group of every exec it ran. Output is kept
-// whole, so a stdio read resumes at any offset.
+// whole, so a stdio read resumes at any offset. A sandbox's memory limit
+// (memory_mb_max; none when it is not sent, as with Modal, where the
+// memory request alone is no limit) bounds each exec's processes: their
+// data segment is limited to it (RLIMIT_DATA; sandboxtest.LimitMemory),
+// so an exec that allocates more fails, as Modal would kill it.
 //
 // A named volume is a directory under the test's temp dir, made by
 // VolumeGetOrCreate (by environment and name, with Modal's name rules)
@@ -34,7 +38,8 @@
 // at once, where Modal writes a sandbox's changes back when it ends.
 //
 // Not faked: V1 sandboxes (GPU), images (refs are recorded, never pulled),
-// resource limits, network policy and idle timeouts (recorded only),
+// CPU limits, memory for the sandbox as a whole (the limit is per
+// process), network policy and idle timeouts (recorded only),
 // stdin writes, processes that leave their exec's process group,
 // ephemeral volumes, read-only and sub-path mounts (refused as
 // Unimplemented, which fails the test), volume commits and reloads.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+
+	"github.com/sandrun/sandrun/internal/backends/httpsandbox/sandboxtest"
 )
 
 // process is one exec: a local process leading its own process group.
@@ -28,10 +30,12 @@ type process struct {
 
 // spawn starts args in hostDir (the sandbox's dir) with exactly env and
 // an open stdin pipe that gets no data, stdout and stderr kept when pipe
-// says so (else /dev/null). Goroutines on f.procs wait for it and read
-// its output.
-func (f *Fake) spawn(id string, args []string, env map[string]string, dir, hostDir string, pipe [2]bool) (*process, error) {
+// says so (else /dev/null), each of its processes limited to memMiB of
+// memory (0: unlimited). Goroutines on f.procs wait for it and read its
+// output.
+func (f *Fake) spawn(id string, args []string, env map[string]string, dir, hostDir string, pipe [2]bool, memMiB uint32) (*process, error) {
 	cmd := exec.Command(args[0], args[1:]...)
+	sandboxtest.LimitMemory(cmd, int64(memMiB)<<20)
 	cmd.Dir = hostDir
 	cmd.Env = make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {

@@ -70,7 +70,7 @@ func (r *router) TaskExecStart(_ context.Context, req *pb.TaskExecStartRequest) 
 	if fi, err := os.Stat(hostDir); err != nil || !fi.IsDir() {
 		return nil, status.Errorf(codes.InvalidArgument, "workdir %s is not a directory", dir)
 	}
-	p, err := f.spawn(req.GetExecId(), req.GetCommandArgs(), env, dir, hostDir, pipe)
+	p, err := f.spawn(req.GetExecId(), req.GetCommandArgs(), env, dir, hostDir, pipe, sb.MemoryMiBMax)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "exec: %v", err)
 	}

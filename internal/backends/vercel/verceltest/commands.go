@@ -80,7 +80,7 @@ func (f *Fake) runCommand(w http.ResponseWriter, r *http.Request) {
 			dir = filepath.Join(sb.dir, dir)
 		}
 	}
-	p, err := f.start(req.Command, req.Args, dir, list)
+	p, err := f.start(req.Command, req.Args, dir, list, sb.ses.Memory)
 	if err != nil {
 		f.mu.Unlock()
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())

@@ -17,10 +17,10 @@ import (
 // empty standard input.
 type proc = sandboxtest.Process
 
-// start starts name with args in dir, name looked up on env's PATH.
-// f.mu is held, so Close cannot slip in between its check and the
-// start.
-func (f *Fake) start(name string, args []string, dir string, env []string) (*proc, error) {
+// start starts name with args in dir, name looked up on env's PATH, its
+// processes each limited to memMiB of memory divided by the memory scale.
+// f.mu is held, so Close cannot slip in between its check and the start.
+func (f *Fake) start(name string, args []string, dir string, env []string, memMiB int) (*proc, error) {
 	select {
 	case <-f.closing: // Close has killed everything; nothing new may start.
 		return nil, errors.New("the fake is closing")
@@ -32,6 +32,7 @@ func (f *Fake) start(name string, args []string, dir string, env []string) (*pro
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir, cmd.Env = dir, env
+	sandboxtest.LimitMemory(cmd, int64(memMiB)<<20/f.memoryScale)
 	return sandboxtest.StartProcess(&f.wg, cmd, false)
 }
 

@@ -24,11 +24,19 @@
 // session or deleting its sandbox kills the process groups of all its
 // commands (SIGKILL); kills are recorded.
 //
+// A sandbox's memory (2048 MB per vCPU, as the API reports it) bounds
+// each of its commands' processes: their data segment is limited to it
+// (RLIMIT_DATA; sandboxtest.LimitMemory), so a command that allocates
+// more fails, as it would be killed in a Vercel sandbox. SetMemoryScale
+// scales that down for tests of the limit, which then need not hold the
+// 2 GB of the smallest sandbox.
+//
 // Log data that is not UTF-8 is written as lone surrogates \udc80-\udcff,
 // one per byte, so that it round-trips; the hosted API's handling of such
 // output is not documented. The fake does not cover isolation (commands
 // run on the host as the test's user), runtimes (the name is checked, the
-// host's programs run), resources, network policies, the sandbox timeout,
+// host's programs run), CPU, memory for the sandbox as a whole (the limit
+// is per process), network policies, the sandbox timeout,
 // snapshots and persistence, ports and routes, files, the v1 and v3
 // endpoints, or OIDC token refresh and signatures.
 package verceltest
@@ -62,15 +70,16 @@ type Fake struct {
 	closing chan struct{}
 	wg      sync.WaitGroup
 
-	mu         sync.Mutex
-	sandboxes  map[string]*sandbox // By name.
-	sessions   map[string]*sandbox // By session ID.
-	order      []string            // Sandbox names in creation order.
-	deleted    []string
-	stopped    []string
-	kills      []Kill
-	created    []CreateRequest
-	startPolls int
+	mu          sync.Mutex
+	sandboxes   map[string]*sandbox // By name.
+	sessions    map[string]*sandbox // By session ID.
+	order       []string            // Sandbox names in creation order.
+	deleted     []string
+	stopped     []string
+	kills       []Kill
+	created     []CreateRequest
+	startPolls  int
+	memoryScale int64 // a sandbox's memory is enforced divided by it (SetMemoryScale)
 }
 
 // Kill records a signal the fake sent to a command's process group.
@@ -86,14 +95,15 @@ type Kill struct {
 func Start(t testing.TB) *Fake {
 	t.Helper()
 	f := &Fake{
-		Token:      "vc_test_" + randomHex(12),
-		TeamID:     "team_" + randomHex(8),
-		ProjectID:  "prj_" + randomHex(8),
-		root:       t.TempDir(),
-		closing:    make(chan struct{}),
-		sandboxes:  make(map[string]*sandbox),
-		sessions:   make(map[string]*sandbox),
-		startPolls: 1,
+		Token:       "vc_test_" + randomHex(12),
+		TeamID:      "team_" + randomHex(8),
+		ProjectID:   "prj_" + randomHex(8),
+		root:        t.TempDir(),
+		closing:     make(chan struct{}),
+		sandboxes:   make(map[string]*sandbox),
+		sessions:    make(map[string]*sandbox),
+		startPolls:  1,
+		memoryScale: 1,
 	}
 	f.oidc = jwt(map[string]any{"owner_id": f.TeamID, "project_id": f.ProjectID, "exp": time.Now().Add(12 * time.Hour).Unix()})
 	// Set f.srv before serving: handlers read its URL.
@@ -143,6 +153,16 @@ func (f *Fake) SetStartPolls(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.startPolls = n
+}
+
+// SetMemoryScale makes every sandbox enforce 1/n of its memory on its
+// commands' processes (default n = 1: a sandbox of 1 vCPU lets each
+// process hold 2048 MiB). A test of the limit sets n so that the 2048 MB
+// of a vCPU are a few MiB on this host; n < 1 counts as 1.
+func (f *Fake) SetMemoryScale(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.memoryScale = max(n, 1)
 }
 
 // Sandbox describes a sandbox of the fake.
