@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sandrun/sandrun/internal/jobs"
 )
@@ -20,7 +17,7 @@ type BatchProgress struct {
 	ID      string        `json:"id"`
 	Total   int           `json:"total"`
 	Done    int           `json:"done"`    // items that ended (have a result)
-	Running int           `json:"running"` // items running now
+	Running int           `json:"running"` // items started and not ended (running, or waiting for a retry)
 	Counts  map[State]int `json:"counts"`  // items by state: results first, else records
 	// PerSecond is the rate items ended at, from the first start to the
 	// last end; ETA is the time the items left take at that rate.
@@ -55,31 +52,21 @@ type WaitOptions struct {
 }
 
 // WaitBatch follows batch id until every item has ended and returns the
-// final progress. It reads each item's record and result once and then
-// only what changes (one KV watch), so a tick costs nothing per item.
+// final progress. It reads the items' end markers once and then only the
+// ones that come (one KV watch of small values, never the items'
+// records), and counts the items started on the server once per report:
+// a tick costs nothing per item.
 func (c *Client) WaitBatch(ctx context.Context, id string, o WaitOptions) (BatchProgress, error) {
-	return c.followBatch(ctx, id, o, false)
-}
-
-// BatchStatus returns a batch's progress now.
-func (c *Client) BatchStatus(ctx context.Context, id string) (BatchProgress, error) {
-	return c.followBatch(ctx, id, WaitOptions{}, true)
-}
-
-func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once bool) (BatchProgress, error) {
 	b, err := c.store.GetBatch(ctx, id)
 	// The record appears when a worker claims the batch's first item:
 	// waiting for the batch waits for that too.
-	for !once && errors.Is(err, jobs.ErrNotFound) {
+	for errors.Is(err, jobs.ErrNotFound) {
 		select {
 		case <-ctx.Done():
 			return BatchProgress{}, fmt.Errorf("batch %s: no item claimed yet: %w", id, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 		b, err = c.store.GetBatch(ctx, id)
-	}
-	if errors.Is(err, jobs.ErrNotFound) {
-		return BatchProgress{}, fmt.Errorf("%w (workers write a batch's record when they claim its first item)", err)
 	}
 	if err != nil {
 		return BatchProgress{}, err
@@ -89,7 +76,7 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := c.store.State.Watch(ctx, jobs.RunKey(id+".*"))
+	w, err := c.store.State.Watch(ctx, jobs.BatchEndsFilter(id, ""))
 	if err != nil {
 		return BatchProgress{}, err
 	}
@@ -97,200 +84,196 @@ func (c *Client) followBatch(ctx context.Context, id string, o WaitOptions, once
 	t := newTally(b)
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
-	report := func() {
-		if o.OnProgress != nil {
-			o.OnProgress(t.progress())
+	report := func() (BatchProgress, error) {
+		recorded, err := c.store.CountKeys(ctx, jobs.RunKey(id+".*"))
+		if err != nil {
+			return BatchProgress{}, err
 		}
+		p := t.progress(recorded, c.now())
+		if o.OnProgress != nil {
+			o.OnProgress(p)
+		}
+		return p, nil
 	}
 	initial, dirty := true, false
 	for {
 		select {
 		case <-ctx.Done():
-			return t.progress(), ctx.Err()
+			return t.progress(0, c.now()), ctx.Err()
 		case <-tick.C:
 			if dirty && !initial {
-				report()
+				if _, err := report(); err != nil {
+					return BatchProgress{}, err
+				}
 				dirty = false
 			}
 		case e, ok := <-w.Updates():
 			if !ok {
-				return t.progress(), fmt.Errorf("batch %s: watch ended", id)
+				return t.progress(0, c.now()), fmt.Errorf("batch %s: watch ended", id)
 			}
-			if e == nil { // the values that were there are read
+			if e == nil { // the markers that were there are read
 				initial = false
-				if t.completed != nil && t.seen < t.total {
-					// The watch's first pass can end before every item
-					// is seen: items updated while it is read are
-					// delivered later, as updates. Read the unseen ones.
-					if err := c.backfill(ctx, id, t); err != nil {
-						return t.progress(), err
-					}
-				}
-				if t.completeButExpired() {
-					// Items' records expired after the batch completed
-					// (and every item still held ended): its completion
-					// holds what they ended as.
-					p := t.fromCompletion()
+				if t.expired() {
+					// The items ended, and their records and markers
+					// expired: the batch's completion holds what they
+					// ended as.
+					p := t.fromCompletion(c.now())
 					if o.OnProgress != nil {
 						o.OnProgress(p)
 					}
 					return p, nil
 				}
-				if once {
-					return t.progress(), nil
+				if _, err := report(); err != nil {
+					return BatchProgress{}, err
 				}
-				report()
 				dirty = false
-			} else {
-				ended, err := t.apply(id, e)
-				if err != nil {
-					return t.progress(), err
-				}
-				if ended != nil && o.OnItem != nil {
+			} else if ended := t.apply(id, e); ended != nil {
+				if o.OnItem != nil {
 					o.OnItem(*ended)
 				}
 				dirty = true
 			}
-			if !initial && t.done == t.total {
-				report()
-				return t.progress(), nil
+			if !initial && t.done() == t.total {
+				return report()
 			}
 		}
 	}
 }
 
-// backfill reads the records of the items the tally has not seen; an item
-// without one (expired) stays unseen.
-func (c *Client) backfill(ctx context.Context, id string, t *tally) error {
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(8)
-	for idx, st := range t.state {
-		if st != "" {
-			continue
-		}
-		g.Go(func() error {
-			run, _, err := c.store.GetRun(ctx, jobs.BatchItemID(id, idx))
-			if errors.Is(err, jobs.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if t.state[idx] == "" { // the watch may have delivered it meanwhile
-				t.applyRun(idx, run)
-			}
-			return nil
-		})
+// BatchStatus returns a batch's progress now, from counts the server
+// keeps: a fixed number of requests whatever the batch's size.
+func (c *Client) BatchStatus(ctx context.Context, id string) (BatchProgress, error) {
+	b, err := c.store.GetBatch(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return BatchProgress{}, fmt.Errorf("%w (workers write a batch's record when they claim its first item)", err)
 	}
-	return g.Wait()
+	if err != nil {
+		return BatchProgress{}, err
+	}
+	counts, err := c.store.CountBatch(ctx, id)
+	if err != nil {
+		return BatchProgress{}, err
+	}
+	t := newTally(b)
+	t.counts = counts.Ended
+	if t.expired() {
+		return t.fromCompletion(c.now()), nil
+	}
+	return t.progress(counts.Recorded, c.now()), nil
 }
 
-// tally counts a batch's items from their records.
+// tally follows a batch's ended items.
 type tally struct {
-	total, done int
-	seen        int     // items with a record
-	state       []State // latest record state, by index
-	ended       []bool  // has a result, by index
-	byState     map[State]int
-	first, last time.Time
-	id          string
-	completed   *BatchCompletion
+	id        string
+	total     int
+	created   time.Time
+	completed *BatchCompletion
+	ended     map[string]State // by item suffix, from a watch of the markers
+	counts    map[State]int    // items by end state
 }
 
 func newTally(b jobs.Batch) *tally {
-	return &tally{id: b.ID, total: b.Total, completed: b.Completed, state: make([]State, b.Total), ended: make([]bool, b.Total),
-		byState: map[State]int{}}
+	return &tally{id: b.ID, total: b.Total, created: b.CreatedAt, completed: b.Completed,
+		ended: map[string]State{}, counts: map[State]int{}}
 }
 
-// apply folds one item's record in and returns the item when the record
-// is the one that ended it.
-func (t *tally) apply(batch string, e jetstream.KeyValueEntry) (*BatchItem, error) {
-	key := e.Key()
-	jid := strings.TrimPrefix(key, jobs.RunKey(""))
-	idx, ok := jobs.BatchItemIndex(batch, jid)
-	if !ok || idx < 0 || idx >= t.total || e.Operation() != jetstream.KeyValuePut {
-		return nil, nil
+func (t *tally) done() int {
+	n := 0
+	for _, v := range t.counts {
+		n += v
 	}
-	var run jobs.Run
-	if err := json.Unmarshal(e.Value(), &run); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	return t.applyRun(idx, run), nil
+	return n
 }
 
-// applyRun folds item idx's record in and returns the item when the
-// record is the one that ended it.
-func (t *tally) applyRun(idx int, run jobs.Run) *BatchItem {
-	r := run.Result
-	if r == nil {
-		if t.ended[idx] { // run again: no longer ended
-			t.ended[idx] = false
-			t.done--
+// apply folds one end marker in and returns the item it ended, or nil.
+// A marker removed (the item is run again) opens its item again.
+func (t *tally) apply(batch string, e jetstream.KeyValueEntry) *BatchItem {
+	b, state, suffix, ok := jobs.ParseBatchEndKey(e.Key())
+	if !ok || b != batch {
+		return nil
+	}
+	idx, ok := jobs.BatchItemIndex(batch, batch+"."+suffix)
+	if !ok || idx < 0 || idx >= t.total {
+		return nil
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		if t.ended[suffix] == state {
+			delete(t.ended, suffix)
+			t.counts[state]--
 		}
-		t.setState(idx, run.State)
 		return nil
 	}
-	if t.ended[idx] {
-		return nil
+	if old, ok := t.ended[suffix]; ok {
+		if old == state {
+			return nil
+		}
+		t.counts[old]--
 	}
-	t.ended[idx] = true
-	t.done++
-	t.setState(idx, r.State)
-	if !r.StartedAt.IsZero() && (t.first.IsZero() || r.StartedAt.Before(t.first)) {
-		t.first = r.StartedAt
+	t.ended[suffix] = state
+	t.counts[state]++
+	var m jobs.BatchEnd
+	_ = json.Unmarshal(e.Value(), &m)
+	jid := jobs.BatchItemID(batch, idx)
+	r := &jobs.Result{JobID: jid, State: state, Attempt: m.Attempt, ExitCode: m.ExitCode, StartedAt: m.StartedAt, FinishedAt: m.FinishedAt}
+	if !m.StartedAt.IsZero() && !m.FinishedAt.IsZero() {
+		r.WallSeconds = m.FinishedAt.Sub(m.StartedAt).Seconds()
 	}
-	if r.FinishedAt.After(t.last) {
-		t.last = r.FinishedAt
-	}
-	return &BatchItem{Index: idx, Run: run, Result: r}
+	return &BatchItem{Index: idx, Run: jobs.Run{Spec: jobs.Spec{ID: jid}, State: state, Attempt: m.Attempt}, Result: r}
 }
 
-func (t *tally) setState(idx int, s State) {
-	if old := t.state[idx]; old != "" {
-		t.byState[old]--
-	} else {
-		t.seen++
-	}
-	t.state[idx] = s
-	t.byState[s]++
-}
-
-// completeButExpired reports a batch that completed and whose unseen
-// items' records expired: every item still held has ended. (A batch run
-// again has items held that have not.)
-func (t *tally) completeButExpired() bool {
-	return t.completed != nil && t.seen < t.total && t.done == t.seen
+// expired reports a batch that completed and whose items' markers have
+// expired since (a rerun clears the completion, so a completed batch
+// with fewer ends counted has lost them to its retention).
+func (t *tally) expired() bool {
+	return t.completed != nil && t.done() < t.total
 }
 
 // fromCompletion is the progress of a completed batch whose items'
 // records expired: the counts its completion recorded.
-func (t *tally) fromCompletion() BatchProgress {
-	p := t.progress()
-	p.Counts, p.Done, p.Running = map[State]int{}, 0, 0
+func (t *tally) fromCompletion(now time.Time) BatchProgress {
+	p := BatchProgress{ID: t.id, Total: t.total, Counts: map[State]int{}, Completed: t.completed}
 	for s, n := range t.completed.Counts {
 		p.Counts[s] = n
 		p.Done += n
 	}
-	p.Expired = t.total - t.seen
-	p.ETA = 0
+	p.Expired = t.total - t.done()
+	p.PerSecond = t.rate(p.Done, now)
 	return p
 }
 
-func (t *tally) progress() BatchProgress {
-	p := BatchProgress{ID: t.id, Total: t.total, Done: t.done, Running: t.byState[StateRunning], Counts: map[State]int{}, Completed: t.completed}
-	for s, n := range t.byState {
+// progress is the batch's progress, given how many of its items have a
+// record (were claimed at least once; 0 when not known).
+func (t *tally) progress(recorded int, now time.Time) BatchProgress {
+	done := t.done()
+	p := BatchProgress{ID: t.id, Total: t.total, Done: done, Counts: map[State]int{}, Completed: t.completed}
+	for s, n := range t.counts {
 		if n > 0 {
 			p.Counts[s] = n
 		}
 	}
-	if t.done > 0 && !t.first.IsZero() && t.last.After(t.first) {
-		p.PerSecond = float64(t.done) / t.last.Sub(t.first).Seconds()
-		if left := t.total - t.done; left > 0 {
-			p.ETA = (time.Duration(float64(left) / p.PerSecond * float64(time.Second))).Round(time.Second)
-		}
+	if recorded > done {
+		p.Running = min(recorded, t.total) - done
+		p.Counts[StateRunning] = p.Running
+	}
+	if queued := t.total - max(recorded, done); recorded > 0 && queued > 0 {
+		p.Counts[StateQueued] = queued
+	}
+	p.PerSecond = t.rate(done, now)
+	if left := t.total - done; left > 0 && p.PerSecond > 0 {
+		p.ETA = (time.Duration(float64(left) / p.PerSecond * float64(time.Second))).Round(time.Second)
 	}
 	return p
+}
+
+// rate is how many items ended per second since the batch's first claim
+// (until its completion, once it completed).
+func (t *tally) rate(done int, now time.Time) float64 {
+	end := now
+	if t.completed != nil && !t.completed.At.IsZero() {
+		end = t.completed.At
+	}
+	if done == 0 || t.created.IsZero() || !end.After(t.created) {
+		return 0
+	}
+	return float64(done) / end.Sub(t.created).Seconds()
 }

@@ -210,11 +210,26 @@ func (c *Client) requeueHeld(ctx context.Context, id string, msgID func(rev uint
 	if err := c.store.PublishJob(ctx, run.Spec, run.OwnerString(), msgID(rev)); err != nil {
 		return err
 	}
+	ended := run.Result != nil
 	run.State, run.Attempt, run.Result = jobs.StateQueued, 0, nil
 	run.UpdatedAt = c.now().UTC()
 	run.LastError = lastErr
-	_, err = c.store.UpdateRun(ctx, run, rev)
-	return err
+	if ended {
+		run.Reruns++
+	}
+	if _, err = c.store.UpdateRun(ctx, run, rev); err != nil {
+		return err
+	}
+	// A batch item open again is no longer counted as ended, and its
+	// batch is no longer complete. (Had we died before this, the item's
+	// next end removes its earlier marker.)
+	if !ended {
+		return nil
+	}
+	if err := c.store.UnmarkBatchEnd(ctx, run.Spec); err != nil {
+		return err
+	}
+	return c.store.ReopenBatch(ctx, run.Spec)
 }
 
 // acquireLease takes job id's lease, waiting up to wait for a holder that

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,11 +12,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sandrun/sandrun/client"
+	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/natsutil"
 )
 
@@ -117,7 +122,63 @@ func benchBatch(n, slots int, workerAfter bool) error {
 		p.Done, p.Counts[client.StateSucceeded], total.Round(time.Millisecond), float64(n)/total.Seconds(), slots)
 	fmt.Printf("peak RSS: worker %s, server %s, client %.0f MiB (client heap in use after the wait %.1f MiB)\n",
 		peakRSS(worker.Process.Pid), peakRSS(srv.Process.Pid), float64(ru.Maxrss)/1024, float64(ms.HeapInuse)/(1<<20))
+	// What `batch status` costs on this batch: the median of 7 calls.
+	var took []time.Duration
+	for range 7 {
+		t0 := time.Now()
+		if _, err := cl.BatchStatus(ctx, "bench"); err != nil {
+			return err
+		}
+		took = append(took, time.Since(t0))
+	}
+	slices.Sort(took)
+	fmt.Printf("batch status of %d items: median %s (min %s, max %s)\n", n, took[3].Round(10*time.Microsecond), took[0].Round(10*time.Microsecond), took[6].Round(10*time.Microsecond))
+	// The same worker's plain `true`-job throughput, in the same run.
+	plain := min(n, 20_000)
+	rate, err := plainThroughput(ctx, cl, plain)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("plain: %d `true` jobs at %.0f jobs/s with the same worker; batch/plain = %.2f\n", plain, rate, float64(n)/total.Seconds()/rate)
 	return nil
+}
+
+// plainThroughput submits n plain `true` jobs from 16 goroutines and
+// returns how many ended per second, submit start to last result.
+func plainThroughput(ctx context.Context, cl *client.Client, n int) (float64, error) {
+	w, err := cl.Store().State.Watch(ctx, jobs.RunKey("*"), jetstream.UpdatesOnly())
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = w.Stop() }()
+	start := time.Now()
+	var next atomic.Int64
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := cl.Submit(ctx, jobs.Spec{Command: "true", MaxAttempts: 1}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	got := 0
+	timeout := time.After(10 * time.Minute)
+	for got < n {
+		select {
+		case e := <-w.Updates():
+			if e != nil && e.Operation() == jetstream.KeyValuePut && bytes.Contains(e.Value(), []byte(`"result":`)) {
+				got++
+			}
+		case err := <-errs:
+			return 0, err
+		case <-timeout:
+			return 0, fmt.Errorf("only %d of %d results after 10 minutes", got, n)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 // serve runs an embedded server on a free port, prints its URL and runs

@@ -70,6 +70,9 @@ type Run struct {
 	// which is also what fences a stale holder off (a takeover writes the
 	// record first).
 	Result *Result `json:"result,omitempty"`
+	// Reruns counts the times the job was run again after it ended
+	// (rerun, batch retry).
+	Reruns int `json:"reruns,omitempty"`
 }
 
 // OwnerString is the record's owner as ORIGIN.NAME; a record written

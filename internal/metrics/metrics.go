@@ -21,7 +21,7 @@ type Metrics struct {
 	LeaseRenewals   prometheus.Counter
 	LeaseLosses     prometheus.Counter
 	StaleCommits    prometheus.Counter
-	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, republished, canceled
+	ReaperRecovered *prometheus.CounterVec // action: requeued, dead, republished, canceled, batch_end
 	ReaperIndexed   prometheus.Gauge
 	Retries         *prometheus.CounterVec // queue
 	BatchThrottled  *prometheus.CounterVec // queue

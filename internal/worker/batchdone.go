@@ -15,39 +15,27 @@ import (
 	"github.com/sandrun/sandrun/internal/jobs"
 )
 
-// The reaper leader announces each batch's completion: it follows batch
-// records (batch.<id>) and batch items' results (result.<batch>.<index>)
-// in one KV watch, keeps which items have ended, and when the last one
-// ends publishes a batch_completed event on
-// sandrun.events.<batch>.batch_completed and records it in the batch
-// record. State is rebuilt from the bucket whenever the watch starts, and
-// items are marked, not counted, so a replay or a second leader cannot
-// count an item twice. A rerun deletes the item's result (open again);
-// its next end is a new completion, told apart by its last end time.
+// The reaper leader announces each batch's completion: it follows the
+// batch records (batch.<id>) alone, and every batchTick counts, for each
+// batch not completed yet, its items' end markers (one request, answered
+// by the server whatever the batch's size; see jobs.CountBatch). When
+// every item has ended it publishes a batch_completed event on
+// sandrun.events.<batch>.batch_completed and records the completion in
+// the batch record. The event's message ID is the record's revision, so a
+// second leader, or a retry after a failed record update, announces the
+// same completion once. A rerun of items clears the record's completion
+// (the batch is open again); its next completion is a new one.
 
 // EventBatchCompleted is the kind of a batch's completion event.
 const EventBatchCompleted = "batch_completed"
 
+// batchTick is how often open batches are counted.
+const batchTick = time.Second
+
 // batchState is what the announcer knows of one batch.
 type batchState struct {
-	rec    *jobs.Batch // nil until its record is seen
+	rec    jobs.Batch
 	recRev uint64
-	states []jobs.State // by index; "" until the item's result is seen
-	done   int
-	last   time.Time // latest item end
-}
-
-func (b *batchState) set(idx int, s jobs.State) {
-	if idx >= len(b.states) {
-		b.states = append(b.states, make([]jobs.State, idx+1-len(b.states))...)
-	}
-	switch {
-	case b.states[idx] == "" && s != "":
-		b.done++
-	case b.states[idx] != "" && s == "":
-		b.done--
-	}
-	b.states[idx] = s
 }
 
 // announceBatches runs until ctx is done, restarting its watch (and
@@ -67,157 +55,109 @@ func (w *Worker) announceBatches(ctx context.Context) {
 func (w *Worker) followBatches(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kw, err := w.store.State.WatchFiltered(ctx, []string{jobs.BatchKey("*"), jobs.RunKey("*.*")})
+	kw, err := w.store.State.Watch(ctx, jobs.BatchKey("*"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = kw.Stop() }()
-	batches := map[string]*batchState{}
-	get := func(id string) *batchState {
-		b := batches[id]
-		if b == nil {
-			b = &batchState{}
-			batches[id] = b
-		}
-		return b
-	}
-	initial := true
+	open := map[string]*batchState{}
+	t := time.NewTicker(min(batchTick, w.cfg.ReaperScan))
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-t.C:
+			for id, b := range open {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if w.maybeAnnounce(ctx, id, b) {
+					delete(open, id)
+				}
+			}
 		case e, ok := <-kw.Updates():
 			if !ok {
 				return errors.New("watch closed")
 			}
 			if e == nil {
-				initial = false
-				for id, b := range batches {
-					w.maybeAnnounce(ctx, id, b)
-				}
 				continue
 			}
-			id := w.applyBatchEntry(e, get, batches)
-			if b := batches[id]; b != nil && !initial {
-				w.maybeAnnounce(ctx, id, b)
+			id := strings.TrimPrefix(e.Key(), "batch.")
+			var rec jobs.Batch
+			if e.Operation() != jetstream.KeyValuePut {
+				delete(open, id)
+				continue
 			}
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				w.log.Warn("batch completions: bad batch record", "key", e.Key(), "err", err)
+				continue
+			}
+			if rec.Completed != nil || rec.Total <= 0 {
+				delete(open, id)
+				continue
+			}
+			open[id] = &batchState{rec: rec, recRev: e.Revision()}
 		}
 	}
 }
 
-// applyBatchEntry folds one batch or job record into batches and returns the
-// batch it belongs to.
-func (w *Worker) applyBatchEntry(e jetstream.KeyValueEntry, get func(string) *batchState, batches map[string]*batchState) string {
-	put := e.Operation() == jetstream.KeyValuePut
-	if id, ok := strings.CutPrefix(e.Key(), "batch."); ok {
-		if !put { // expired or removed: forget it
-			delete(batches, id)
-			return ""
-		}
-		var rec jobs.Batch
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
-			w.log.Warn("batch completions: bad batch record", "key", e.Key(), "err", err)
-			return ""
-		}
-		b := get(id)
-		b.rec, b.recRev = &rec, e.Revision()
-		return id
-	}
-	jid := strings.TrimPrefix(e.Key(), jobs.RunKey(""))
-	dot := strings.IndexByte(jid, '.')
-	if dot < 0 {
-		return ""
-	}
-	id := jid[:dot]
-	idx, ok := jobs.BatchItemIndex(id, jid)
-	if !ok || idx < 0 || idx > 100_000_000 {
-		return ""
-	}
-	b := get(id)
-	if !put {
-		b.set(idx, "")
-		if b.done == 0 && b.rec != nil && b.rec.Completed != nil {
-			// Every ended item of a completed batch has expired: nothing
-			// is left to announce, and its state would be kept for
-			// nothing until the batch record goes.
-			delete(batches, id)
-			return ""
-		}
-		return id
-	}
-	var r struct {
-		State  jobs.State `json:"state"`
-		Result *struct {
-			FinishedAt time.Time `json:"finished_at"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(e.Value(), &r); err != nil || r.State == "" {
-		w.log.Warn("batch completions: bad job record", "key", e.Key(), "err", err)
-		return ""
-	}
-	if r.Result == nil { // not ended (yet, or again after a rerun)
-		b.set(idx, "")
-		return id
-	}
-	b.set(idx, r.State)
-	if r.Result.FinishedAt.After(b.last) {
-		b.last = r.Result.FinishedAt
-	}
-	return id
-}
-
-// maybeAnnounce publishes b's completion if every item has ended and this
-// completion was not announced yet.
-func (w *Worker) maybeAnnounce(ctx context.Context, id string, b *batchState) {
+// maybeAnnounce publishes b's completion if every item has ended, and
+// reports whether the batch is done with (announced, or gone).
+func (w *Worker) maybeAnnounce(ctx context.Context, id string, b *batchState) bool {
 	rec := b.rec
-	if rec == nil || rec.Total == 0 || b.done < rec.Total {
-		return
+	done, err := w.store.CountKeys(ctx, jobs.BatchEndsFilter(id, ""))
+	if err != nil {
+		w.log.Warn("batch completions: count", "batch", id, "err", err)
+		return false
 	}
-	if c := rec.Completed; c != nil && !b.last.After(c.LastFinished) {
-		return // announced
+	if done < rec.Total {
+		return false
 	}
-	if len(b.states) < rec.Total || slices.Contains(b.states[:rec.Total], "") {
-		return // an index past the total was counted; not all items ended
+	c, err := w.store.CountBatch(ctx, id)
+	if err != nil {
+		w.log.Warn("batch completions: count", "batch", id, "err", err)
+		return false
 	}
-	counts := map[jobs.State]int{}
-	for _, s := range b.states[:rec.Total] {
-		counts[s]++
+	if c.Done() < rec.Total {
+		return false // an item was opened again between the counts
 	}
 	now := w.now().UTC()
 	var parts []string
-	for _, s := range slices.Sorted(maps.Keys(counts)) {
-		parts = append(parts, fmt.Sprintf("%s %d", s, counts[s]))
+	for _, s := range slices.Sorted(maps.Keys(c.Ended)) {
+		parts = append(parts, fmt.Sprintf("%s %d", s, c.Ended[s]))
 	}
 	ev := jobs.Event{Kind: EventBatchCompleted, JobID: id, Time: now,
 		Message: fmt.Sprintf("%d items: %s", rec.Total, strings.Join(parts, ", "))}
 	data, err := json.Marshal(ev)
 	if err != nil {
-		return
+		return false
 	}
 	// The message ID makes a second announcement of the same completion
 	// (a new leader, a failed record update) a duplicate.
-	msgID := fmt.Sprintf("batchdone.%s.%d", id, b.last.UnixNano())
+	msgID := fmt.Sprintf("batchdone.%s.%d", id, b.recRev)
 	ack, err := w.store.JS.Publish(ctx, jobs.EventSubject(id, EventBatchCompleted), data, jetstream.WithMsgID(msgID))
 	if err != nil {
 		w.log.Warn("batch completions: publish", "batch", id, "err", err)
-		return
+		return false
 	}
-	next := *rec
-	next.Completed = &jobs.BatchCompletion{At: now, LastFinished: b.last, Counts: counts}
+	next := rec
+	next.Completed = &jobs.BatchCompletion{At: now, LastFinished: now, Counts: c.Ended}
 	val, err := json.Marshal(next)
 	if err != nil {
-		return
+		return false
 	}
-	rev, err := w.store.State.Update(ctx, jobs.BatchKey(id), val, b.recRev)
-	if err != nil {
-		// Changed meanwhile: the watch brings the new record, and the
-		// event's ID keeps a second announcement out.
+	if _, err := w.store.State.Update(ctx, jobs.BatchKey(id), val, b.recRev); err != nil {
+		// Changed meanwhile (a rerun opened it again): the watch brings
+		// the new record. Failed otherwise: tried again at the next tick,
+		// and the event's ID keeps a second announcement of this
+		// completion out.
 		w.log.Info("batch completions: record update", "batch", id, "err", err)
-		return
+		return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || jobs.IsExists(err)
 	}
-	b.rec, b.recRev = &next, rev
 	if !ack.Duplicate {
 		w.m.BatchesDone.Inc()
 		w.log.Info("batch completed", "batch", id, "items", rec.Total, "counts", ev.Message)
 	}
+	return true
 }

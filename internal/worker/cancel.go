@@ -106,7 +106,11 @@ func (w *Worker) cancelIdle(ctx context.Context, owner jobs.Owner, id string) {
 		}
 		return
 	}
+	unmarked := false // a batch end marker to be written by whoever sees the lease expire
 	defer func() {
+		if unmarked {
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = l.Release(rctx)
@@ -121,6 +125,7 @@ func (w *Worker) cancelIdle(ctx context.Context, owner jobs.Owner, id string) {
 	r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateCanceled,
 		Attempt: run.Attempt, ExitCode: -1, Error: "canceled while " + string(run.State), FinishedAt: now}
 	if err := w.end(ctx, run, rev, r); err != nil {
+		unmarked = errors.Is(err, errUnmarked)
 		log.Warn("cancel: commit", "err", err)
 		return
 	}

@@ -214,6 +214,10 @@ type Deps struct {
 	Handled func(id string)
 	// ReaperPass is called after each periodic pass of the reaper.
 	ReaperPass func()
+	// MarkFault, when it returns an error for a job, stands for a
+	// worker that dies (or cannot write) between the commit that ends a
+	// batch item and its end marker.
+	MarkFault func(id string) error
 }
 
 func (d Deps) validate() error {

@@ -328,6 +328,11 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	err := j.retryWrite(ctx, "commit result", func() error {
 		return w.end(ctx, j.run, j.rev, r)
 	})
+	unmarked := errors.Is(err, errUnmarked)
+	if unmarked {
+		j.log.Error("batch end marker not written: the lease is left to expire, and the reaper writes it", "err", err)
+		err = nil
+	}
 	if err != nil {
 		if errors.Is(err, jobs.ErrFenced) {
 			w.m.StaleCommits.Inc()
@@ -340,7 +345,9 @@ func (j *job) finish(ctx context.Context, r jobs.Result) {
 	w.m.JobsFinished.WithLabelValues(j.spec.Queue, j.spec.Backend, string(r.State)).Inc()
 	j.log.Info("job finished", "state", r.State, "exit_code", r.ExitCode, "wall_seconds", r.WallSeconds, "error", r.Error)
 	j.stopKeeper()
-	j.lease.ReleaseAsync()
+	if !unmarked {
+		j.lease.ReleaseAsync()
+	}
 	if r.State.Terminal() {
 		w.leaveWorkspace(ctx, j.spec, j.run.OwnerString())
 	}
@@ -363,14 +370,29 @@ func (w *Worker) end(ctx context.Context, run jobs.Run, rev uint64, r jobs.Resul
 			return fmt.Errorf("dlq: %w", err)
 		}
 	}
-	if _, _, err := w.store.End(ctx, run, r, rev); err != nil {
+	ended, _, err := w.store.End(ctx, run, r, rev)
+	if err != nil {
 		return err
 	}
 	code := r.ExitCode
 	w.store.PublishEvent(jobs.Event{Kind: jobs.EventFinished, JobID: r.JobID, Attempt: r.Attempt, State: r.State,
 		Worker: r.Worker, Time: r.FinishedAt, Message: r.Error, ExitCode: &code})
+	if h := w.deps.MarkFault; h != nil {
+		if err := h(r.JobID); err != nil {
+			return fmt.Errorf("%w: %w", errUnmarked, err)
+		}
+	}
+	if _, err := w.store.MarkBatchEnd(ctx, ended); err != nil {
+		return fmt.Errorf("%w: %w", errUnmarked, err)
+	}
 	return nil
 }
+
+// errUnmarked is end's error when the job's end is committed but its batch
+// end marker could not be written. The caller must then leave its lease
+// to expire instead of releasing it: the reaper that sees the expiry of
+// an ended item's lease writes the marker (see repairBatchEnd).
+var errUnmarked = errors.New("committed, but the batch end marker is not written")
 
 // writeAfterRun bounds the writes that record an attempt's outcome.
 const writeAfterRun = 30 * time.Second
@@ -483,7 +505,7 @@ func (j *job) retryWrite(ctx context.Context, what string, write func() error) e
 	wait := 50 * time.Millisecond
 	for {
 		err := write()
-		if err == nil || errors.Is(err, jobs.ErrFenced) {
+		if err == nil || errors.Is(err, jobs.ErrFenced) || errors.Is(err, errUnmarked) {
 			return err
 		}
 		if j.keeper != nil {

@@ -44,6 +44,17 @@ func (w *Worker) reap(ctx context.Context) {
 type reapIndex struct {
 	live   map[string]jobs.Run // non-terminal job records, by ID (the spec dropped)
 	leased map[string]bool     // held leases, by job ID
+	// unmarked holds the batch items whose end is committed and whose
+	// end marker the watch has not brought yet, by marker key: their
+	// worker writes it right after the commit, and a worker that died in
+	// between leaves it to the reaper (repairBatchEnds).
+	unmarked map[string]unmarkedEnd
+}
+
+// unmarkedEnd is a committed batch item end without its marker yet.
+type unmarkedEnd struct {
+	id    string
+	since time.Time
 }
 
 // reapWatching runs the reaper on one watch, which it builds its index
@@ -51,12 +62,12 @@ type reapIndex struct {
 func (w *Worker) reapWatching(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kw, err := w.store.State.WatchFiltered(ctx, []string{jobs.RunKey(">"), jobs.LeaseKey(">")})
+	kw, err := w.store.State.WatchFiltered(ctx, []string{jobs.RunKey(">"), jobs.LeaseKey(">"), jobs.BatchEndKey("*", "*", "*")})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = kw.Stop() }()
-	idx := reapIndex{live: map[string]jobs.Run{}, leased: map[string]bool{}}
+	idx := reapIndex{live: map[string]jobs.Run{}, leased: map[string]bool{}, unmarked: map[string]unmarkedEnd{}}
 	t := time.NewTicker(w.cfg.ReaperScan)
 	defer t.Stop()
 	loaded := false
@@ -85,6 +96,7 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 			}
 			if loaded {
 				w.rescan(ctx, idx)
+				w.repairBatchEnds(ctx, idx)
 			}
 			if h := w.deps.ReaperPass; h != nil {
 				h()
@@ -100,7 +112,7 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 				continue
 			}
 			seen = max(seen, e.Revision())
-			if id, expired := idx.apply(e); expired && loaded {
+			if id, expired := idx.apply(e, w.now()); expired && loaded {
 				w.recover(ctx, id)
 			}
 			w.m.ReaperIndexed.Set(float64(len(idx.live)))
@@ -131,7 +143,13 @@ func (w *Worker) newestRevision(ctx context.Context) (uint64, error) {
 
 // apply folds one watch entry into the index. expired is true for a
 // lease's expiry marker.
-func (x reapIndex) apply(e jetstream.KeyValueEntry) (id string, expired bool) {
+func (x reapIndex) apply(e jetstream.KeyValueEntry, now time.Time) (id string, expired bool) {
+	if _, _, _, ok := jobs.ParseBatchEndKey(e.Key()); ok {
+		if e.Operation() == jetstream.KeyValuePut {
+			delete(x.unmarked, e.Key())
+		}
+		return "", false
+	}
 	if id, ok := strings.CutPrefix(e.Key(), jobs.LeaseKey("")); ok {
 		held := e.Operation() == jetstream.KeyValuePut
 		if held {
@@ -151,13 +169,56 @@ func (x reapIndex) apply(e jetstream.KeyValueEntry) (id string, expired bool) {
 		State         jobs.State `json:"state"`
 		UpdatedAt     time.Time  `json:"updated_at"`
 		NextAttemptAt time.Time  `json:"next_attempt_at"`
+		Spec          struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"spec"`
 	}
 	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &run) != nil || run.State.Terminal() {
 		delete(x.live, id)
+		if run.State.Terminal() && strings.Contains(id, ".") {
+			if batch, suffix, ok := jobs.BatchItemOf(jobs.Spec{ID: id, Labels: run.Spec.Labels}); ok {
+				x.unmarked[jobs.BatchEndKey(batch, run.State, suffix)] = unmarkedEnd{id: id, since: now}
+			}
+		}
 		return id, false
 	}
 	x.live[id] = jobs.Run{Spec: jobs.Spec{ID: id}, State: run.State, UpdatedAt: run.UpdatedAt, NextAttemptAt: run.NextAttemptAt}
 	return id, false
+}
+
+// repairBatchEnds writes the end markers of batch items whose end was
+// committed a lease TTL ago or more, whose lease is gone and whose marker
+// never came: their worker died between the commit and the marker (or
+// could not write it, and left its lease to expire for this).
+func (w *Worker) repairBatchEnds(ctx context.Context, idx reapIndex) {
+	now := w.now()
+	for key, u := range idx.unmarked {
+		if ctx.Err() != nil {
+			return
+		}
+		if now.Sub(u.since) < w.cfg.LeaseTTL || idx.leased[u.id] {
+			continue
+		}
+		run, _, err := w.store.GetRun(ctx, u.id)
+		if errors.Is(err, jobs.ErrNotFound) || (err == nil && (run.Result == nil || !run.State.Terminal())) {
+			delete(idx.unmarked, key) // gone, or open again (a rerun)
+			continue
+		}
+		if err != nil {
+			w.log.Warn("reaper: read ended batch item", "job", u.id, "err", err)
+			continue
+		}
+		if _, err := w.store.MarkBatchEnd(ctx, run); err != nil {
+			w.log.Warn("reaper: write batch end marker", "job", u.id, "err", err)
+			continue
+		}
+		w.m.ReaperRecovered.WithLabelValues("batch_end").Inc()
+		w.log.Info("reaper: wrote the end marker of a batch item whose worker did not", "job", u.id, "state", run.State)
+		// The watch brings the marker, which removes the entry; a key
+		// that differs (the record changed meanwhile) waits for its own.
+		u.since = now
+		idx.unmarked[key] = u
+	}
 }
 
 // rescan recovers, from the index, every running job that has no lease,
@@ -206,7 +267,11 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		}
 		return
 	}
+	unmarked := false // a batch end marker to be written by whoever sees the lease expire
 	defer func() {
+		if unmarked {
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = l.Release(rctx)
@@ -234,6 +299,7 @@ func (w *Worker) recover(ctx context.Context, id string) {
 		r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateCanceled,
 			Attempt: run.Attempt, ExitCode: -1, Error: "canceled while " + string(run.State), Worker: run.Worker, FinishedAt: w.now().UTC()}
 		if err := w.end(ctx, run, rev, r); err != nil {
+			unmarked = errors.Is(err, errUnmarked)
 			log.Warn("reaper: commit canceled", "err", err)
 			return
 		}
@@ -248,6 +314,7 @@ func (w *Worker) recover(ctx context.Context, id string) {
 			r := jobs.Result{JobID: id, Queue: run.Spec.Queue, Backend: run.Spec.Backend, State: jobs.StateDead,
 				Attempt: run.Attempt, ExitCode: -1, Error: lost, Worker: run.Worker, FinishedAt: w.now().UTC()}
 			if err := w.end(ctx, run, rev, r); err != nil {
+				unmarked = errors.Is(err, errUnmarked)
 				log.Warn("reaper: commit dead", "err", err)
 				return
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/sandruntest"
@@ -107,8 +109,9 @@ func TestStatusOfAnUnknownJob(t *testing.T) {
 }
 
 // TestBatchStatusAfterItemsExpire: once a completed batch's items have
-// expired, its status still says how they ended (from the completion its
-// record keeps), and how many records are gone.
+// expired, its status still says how they ended: from the end markers,
+// which the server counts until their expiry markers go too, then from
+// the completion its record keeps (with how many records are gone).
 func TestBatchStatusAfterItemsExpire(t *testing.T) {
 	t.Parallel()
 	s := sandruntest.Server(t, "")
@@ -127,15 +130,36 @@ func TestBatchStatusAfterItemsExpire(t *testing.T) {
 	if p, err := c.WaitBatch(ctx, "expiring", client.WaitOptions{}); err != nil || p.Done != 4 {
 		t.Fatalf("wait: %+v %v", p, err)
 	}
-	var p client.BatchProgress
-	sandruntest.Poll(30*time.Second, func() (bool, string) {
-		p, err = c.BatchStatus(ctx, "expiring")
-		return err != nil || p.Expired == 3, ""
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		_, _, err := st.GetRun(ctx, jobs.BatchItemID("expiring", 0))
+		return errors.Is(err, jobs.ErrNotFound), fmt.Sprintf("item 0's record: %v", err)
 	})
+	want := func(p client.BatchProgress) error {
+		if p.Done != 4 || p.Counts[jobs.StateSucceeded] != 3 || p.Counts[jobs.StateFailed] != 1 || p.Completed == nil {
+			return fmt.Errorf("status %+v, want 4 done (3 succeeded, 1 failed), completed", p)
+		}
+		return nil
+	}
+	p, err := c.BatchStatus(ctx, "expiring")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Expired != 3 || p.Done != 4 || p.Counts[jobs.StateSucceeded] != 3 || p.Counts[jobs.StateFailed] != 1 {
-		t.Fatalf("status after the successes expired: %+v, want 4 done (3 succeeded, 1 failed), 3 expired", p)
+	if err := want(p); err != nil {
+		t.Fatalf("after the successes expired: %v", err)
+	}
+	// Once the markers are gone too (ExpiryMarkerTTL later; here by a
+	// purge), the completion answers.
+	kvs, err := st.Stream(ctx, "KV_"+st.State.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kvs.Purge(ctx, jetstream.WithPurgeSubject("$KV."+st.State.Bucket()+"."+jobs.BatchEndsFilter("expiring", jobs.StateSucceeded))); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = c.BatchStatus(ctx, "expiring"); err != nil {
+		t.Fatal(err)
+	}
+	if err := want(p); err != nil || p.Expired != 3 {
+		t.Fatalf("after the markers went: %v (expired %d, want 3)", err, p.Expired)
 	}
 }
