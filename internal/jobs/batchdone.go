@@ -206,9 +206,13 @@ func (s *Store) CountBatch(ctx context.Context, batch string) (BatchCounts, erro
 func (s *Store) CountKeys(ctx context.Context, filter string) (int, error) {
 	stream := "KV_" + s.State.Bucket()
 	c, err := s.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject:     "$KV." + s.State.Bucket() + "." + filter,
-		AckPolicy:         jetstream.AckNonePolicy,
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		FilterSubject: "$KV." + s.State.Bucket() + "." + filter,
+		AckPolicy:     jetstream.AckNonePolicy,
+		// The bucket keeps one message per key (History 1), so every
+		// message counts a key; DeliverAll is the server's cheap count
+		// (the subject index's totals), where last-per-subject would
+		// look up every key's last message.
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: 10 * time.Second,
 		MemoryStorage:     true,
 		Replicas:          1,
