@@ -109,11 +109,20 @@ func (c *Catalog) get(ctx context.Context, name string) (Schedule, uint64, error
 	if err != nil {
 		return Schedule{}, 0, err
 	}
-	var s Schedule
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		return Schedule{}, 0, fmt.Errorf("schedule %s: %w", name, err)
+	s, err := decodeSchedule(name, e.Value())
+	if err != nil {
+		return Schedule{}, 0, err
 	}
 	return s, e.Revision(), nil
+}
+
+// decodeSchedule decodes the stored definition of schedule name.
+func decodeSchedule(name string, data []byte) (Schedule, error) {
+	var s Schedule
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Schedule{}, fmt.Errorf("schedule %s: %w", name, err)
+	}
+	return s, nil
 }
 
 // List returns every schedule, by name.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -109,24 +108,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 type runner struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	def    Schedule
 }
 
 // lead runs one goroutine per schedule and follows edits of the bucket.
+// The definitions and their changes come from one watch (watchDefs), each
+// built from the entry's own value: a change is never missed between
+// listing and watching, nor replaced by a stale re-read of its key.
 func (s *Scheduler) lead(ctx context.Context) {
-	var mu sync.Mutex
+	// runners is the watch callback's alone: watchDefs calls it on this
+	// goroutine.
 	runners := map[string]*runner{}
-	start := func(sc Schedule) {
-		c, err := compile(sc)
-		if err != nil {
-			s.log.Error("schedule invalid, not firing", "schedule", sc.Name, "err", err)
-			return
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		r := &runner{cancel: cancel, done: make(chan struct{}), def: sc}
-		runners[sc.Name] = r
-		go func() { defer close(r.done); s.fire(rctx, c) }()
-	}
 	stop := func(name string) {
 		if r := runners[name]; r != nil {
 			r.cancel()
@@ -134,35 +125,40 @@ func (s *Scheduler) lead(ctx context.Context) {
 			delete(runners, name)
 		}
 	}
-	list, err := s.cat.List(ctx)
-	if err != nil {
-		s.log.Error("load schedules", "err", err)
-		return
-	}
-	mu.Lock()
-	for _, sc := range list {
-		start(sc)
-	}
-	s.m.Schedules.Set(float64(len(runners)))
-	mu.Unlock()
-	s.log.Info("leading", "schedules", len(list))
-	s.store.Follow(ctx, s.cat.kv, defKey("*"), nil, func(e jetstream.KeyValueEntry) {
-		name := strings.TrimPrefix(e.Key(), defKey(""))
-		mu.Lock()
-		defer mu.Unlock()
-		stop(name)
-		if e.Operation() == jetstream.KeyValuePut {
-			if sc, err := s.cat.Get(ctx, name); err == nil {
-				start(sc)
-			}
+	defer func() {
+		for name := range runners {
+			stop(name)
 		}
-		s.m.Schedules.Set(float64(len(runners)))
-	})
-	mu.Lock()
-	for name := range runners {
+	}()
+	apply := func(e jetstream.KeyValueEntry) {
+		name := strings.TrimPrefix(e.Key(), defKey(""))
+		defer func() { s.m.Schedules.Set(float64(len(runners))) }()
 		stop(name)
+		if e.Operation() != jetstream.KeyValuePut {
+			return // deleted: stays stopped
+		}
+		sc, err := decodeSchedule(name, e.Value())
+		var c compiled
+		if err == nil {
+			c, err = compile(sc)
+		}
+		if err != nil {
+			s.log.Error("schedule invalid, not firing", "schedule", name, "revision", e.Revision(), "err", err)
+			return
+		}
+		s.log.Debug("schedule loaded", "schedule", name, "revision", e.Revision(), "suspended", sc.Suspended)
+		rctx, cancel := context.WithCancel(ctx)
+		r := &runner{cancel: cancel, done: make(chan struct{})}
+		runners[name] = r
+		go func() { defer close(r.done); s.fire(rctx, c) }()
 	}
-	mu.Unlock()
+	listed := func() {
+		s.m.Schedules.Set(float64(len(runners)))
+		s.log.Info("leading", "schedules", len(runners))
+	}
+	if err := watchDefs(ctx, s.store.JS.Conn(), s.cat.kv, listed, apply); err != nil {
+		s.log.Error("load schedules", "err", err)
+	}
 }
 
 // fire is one schedule's loop: catch up the slots missed since the last
