@@ -107,13 +107,13 @@ func TestLeaderFollowsChangesNotStaleReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked := time.Now()
-	assertSuspendedAfter(t, ctx, cat, "tick", acked)
+	assertSuspendedAfter(ctx, t, cat, "tick", acked)
 }
 
 // assertSuspendedAfter waits until schedule name has skipped two slots
 // as suspended after acked, then checks that no slot later than acked
 // plus one tick (1s) fired.
-func assertSuspendedAfter(t *testing.T, ctx context.Context, cat *Catalog, name string, acked time.Time) {
+func assertSuspendedAfter(ctx context.Context, t *testing.T, cat *Catalog, name string, acked time.Time) {
 	t.Helper()
 	var hist []Fire
 	sandruntest.Eventually(t, 10*time.Second, func() (bool, string) {
