@@ -37,10 +37,10 @@ func (p BatchProgress) Succeeded() bool { return p.Counts[StateSucceeded] == p.T
 // WaitOptions direct WaitBatch.
 type WaitOptions struct {
 	// OnItem is called once for each item that ends, in the order the
-	// ends are seen, with the item's result (its Run holds only the ID,
-	// state and attempt: read the spec with Status if needed). Items that had already ended when WaitBatch started
-	// are reported first, so an interrupted wait started again picks up
-	// where it was. An item run again (batch retry) is reported again
+	// ends are seen, with the item's record and result (read when the
+	// item ends: one read per item, which a wait without OnItem skips).
+	// Items that had already ended when WaitBatch started are reported
+	// first, so an interrupted wait started again picks up where it was. An item run again (batch retry) is reported again
 	// when it ends again.
 	OnItem func(BatchItem)
 	// OnProgress is called with the batch's progress once the items that
@@ -129,6 +129,12 @@ func (c *Client) WaitBatch(ctx context.Context, id string, o WaitOptions) (Batch
 				dirty = false
 			} else if ended := t.apply(id, e); ended != nil {
 				if o.OnItem != nil {
+					// The marker says how the item ended; its record
+					// holds the result whole (one read per item that
+					// ends, only for a caller that asks for items).
+					if run, _, err := c.store.GetRun(ctx, ended.Run.Spec.ID); err == nil && run.Result != nil {
+						ended.Run, ended.Result = run, run.Result
+					}
 					o.OnItem(*ended)
 				}
 				dirty = true
