@@ -82,7 +82,7 @@ func (c cli) dev(ctx context.Context, o devOptions) error {
 		// The built-in local profile of a worker running as root: its
 		// commands run as nobody, so that they cannot read the
 		// credentials and the secrets key in the data directory.
-		cfg.Backends = map[string]app.BackendConfig{"local": {Kind: "local", User: devJobUser}}
+		cfg.Backends = map[string]app.BackendConfig{"local": {Kind: "local", ProfileSettings: app.ProfileSettings{User: devJobUser}}}
 	}
 	if o.metricsAddr != "" {
 		cfg.MetricsAddr = o.metricsAddr

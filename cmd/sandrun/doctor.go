@@ -64,6 +64,9 @@ func (c cli) doctor(ctx context.Context, configFile string, out outputFlag) erro
 	if err != nil {
 		return err
 	}
+	for _, d := range cfg.Deprecations {
+		fmt.Fprintf(c.stderr, "sandrun doctor: warning: %s\n", d)
+	}
 	// The config's server is the one to check, unless the command line
 	// names another.
 	n := cfg.NATS

@@ -171,7 +171,7 @@ func sifBackend(configFile, profile string, direct singularity.Config) (*singula
 	case profile == "":
 		profile = names[0]
 	}
-	b, err := singularity.New(cfg.Backends[profile].Singularity(profile, nil))
+	b, err := singularity.New(cfg.Backends[profile].SingularityConfig(profile, nil))
 	if err != nil {
 		return nil, fmt.Errorf("backends.%s.%w", profile, err)
 	}

@@ -435,6 +435,9 @@ func checkSandrunTask(t *testing.T, f *jobFile, g, task *hclsyntax.Block, fx fix
 	if err != nil {
 		t.Fatalf("%s: sandrun rejects the rendered config: %v", where, err)
 	}
+	for _, d := range cfg.Deprecations {
+		t.Errorf("%s: the rendered config is in a deprecated form: %s", where, d)
+	}
 	if cfg.Layout.Replicas != 3 {
 		t.Errorf("%s: layout.replicas %d, want 3 on the 3-node cluster", where, cfg.Layout.Replicas)
 	}

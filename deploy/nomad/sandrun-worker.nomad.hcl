@@ -208,9 +208,10 @@ worker:
 backends:
   docker:
     kind: docker
-    image: "${var.job_image}"
-    pull: if-not-present
-    network: none
+    docker:
+      image: "${var.job_image}"
+      pull: if-not-present
+      network: none
 policy:
   ceiling:
     subagent: allowlist
@@ -326,12 +327,13 @@ worker:
 backends:
   hpc:
     kind: singularity
-    image: "${var.hpc_image}"
-    binary: "${var.apptainer_binary}"
-    # Shared by the workers of a node and, on a shared file system, across
-    # nodes: each image is pulled once, under a file lock.
-    scratch: "${var.hpc_scratch}"
-    network: none
+    singularity:
+      image: "${var.hpc_image}"
+      binary: "${var.apptainer_binary}"
+      # Shared by the workers of a node and, on a shared file system,
+      # across nodes: each image is pulled once, under a file lock.
+      scratch: "${var.hpc_scratch}"
+      network: none
 policy:
   ceiling:
     subagent: allowlist

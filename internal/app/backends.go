@@ -111,7 +111,7 @@ var kinds = []struct {
 var singularityKind = kind{keys: []string{"binary", "image", "scratch", "network", "writable_tmpfs", "binds", "pwd", "fakeroot",
 	"allow_host_access", "cache_max_bytes", "cache_max_images", "cache_max_age", "pull_timeout"},
 	build: func(env Env, bc BackendConfig) (backends.Backend, error) {
-		return singularity.New(bc.Singularity(env.Profile, env.Metrics))
+		return singularity.New(bc.SingularityConfig(env.Profile, env.Metrics))
 	}}
 
 // kindNamed returns the kind called name.

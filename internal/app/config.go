@@ -31,6 +31,10 @@ import (
 // Config is the daemons' configuration: a YAML file, then SANDRUN_*
 // environment variables, then flags, validated once at start-up.
 type Config struct {
+	// Deprecations are the warnings LoadFile has for the file: forms it
+	// still reads that will go (daemons print them at start).
+	Deprecations []string `yaml:"-"`
+
 	NATS        NATSConfig `yaml:"nats"`
 	MetricsAddr string     `yaml:"metrics_addr"`
 	// Profiles adds Go's runtime profiles (/debug/pprof/) to the metrics
@@ -88,6 +92,28 @@ type BackendConfig struct {
 	// ForwardEnv, for every kind: variables the worker supplies to this
 	// profile's jobs that name them, NAME: env:VAR or file:/PATH.
 	ForwardEnv worker.Forward `yaml:"forward_env"`
+	// ProfileSettings are the local, docker, ssh and singularity
+	// settings, written in the block named after the kind
+	// (`docker: {image: …}`). They are still read from the profile's top
+	// level for one release, with a warning that says where they go.
+	ProfileSettings `yaml:",inline"`
+	// The kinds' blocks; blockOf picks the profile's own.
+	Local       *ProfileSettings `yaml:"local"`
+	Docker      *ProfileSettings `yaml:"docker"`
+	SSH         *ProfileSettings `yaml:"ssh"`
+	Singularity *ProfileSettings `yaml:"singularity"`
+	Apptainer   *ProfileSettings `yaml:"apptainer"`
+	// Backends added since keep their settings in a block named after
+	// their kind (see docs/configuration.md and docs/plugins.md).
+	Modal   *modal.Config   `yaml:"modal"`
+	Daytona *daytona.Config `yaml:"daytona"`
+	Vercel  *vercel.Config  `yaml:"vercel"`
+	Plugin  *plugin.Config  `yaml:"plugin"`
+}
+
+// ProfileSettings are the settings of the local, docker, ssh and
+// singularity kinds (each reads its own: the kinds table lists which).
+type ProfileSettings struct {
 	// local
 	Shell   string            `yaml:"shell"`
 	BaseEnv map[string]string `yaml:"base_env"`
@@ -155,16 +181,39 @@ type BackendConfig struct {
 	CacheMaxImages int           `yaml:"cache_max_images"`
 	CacheMaxAge    time.Duration `yaml:"cache_max_age"`
 	PullTimeout    time.Duration `yaml:"pull_timeout"`
-	// Backends added since keep their settings in a block named after
-	// their kind (see docs/configuration.md and docs/plugins.md).
-	Modal   *modal.Config   `yaml:"modal"`
-	Daytona *daytona.Config `yaml:"daytona"`
-	Vercel  *vercel.Config  `yaml:"vercel"`
-	Plugin  *plugin.Config  `yaml:"plugin"`
 }
 
-// Singularity returns the singularity backend's configuration of a profile.
-func (bc BackendConfig) Singularity(name string, m *metrics.Metrics) singularity.Config {
+// blockOf returns the settings block a profile of bc's kind is written
+// with, or nil when it has none.
+func (bc BackendConfig) blockOf() *ProfileSettings {
+	switch bc.Kind {
+	case "local":
+		return bc.Local
+	case "docker":
+		return bc.Docker
+	case "ssh":
+		return bc.SSH
+	case "singularity", "apptainer":
+		if bc.Apptainer != nil {
+			return bc.Apptainer
+		}
+		return bc.Singularity
+	}
+	return nil
+}
+
+// settled returns bc with its kind's block, if it has one, as its
+// settings (a profile cannot have both: checkProfileKeys refuses that).
+func (bc BackendConfig) settled() BackendConfig {
+	if b := bc.blockOf(); b != nil {
+		bc.ProfileSettings = *b
+	}
+	bc.Local, bc.Docker, bc.SSH, bc.Singularity, bc.Apptainer = nil, nil, nil, nil, nil
+	return bc
+}
+
+// SingularityConfig returns the singularity backend's configuration of a profile.
+func (bc BackendConfig) SingularityConfig(name string, m *metrics.Metrics) singularity.Config {
 	return singularity.Config{Binary: bc.Binary, Image: bc.Image, Scratch: bc.Scratch, Network: bc.Network,
 		WritableTmpfs: bc.WritableTmpfs, Binds: bc.Binds, Pwd: bc.Pwd, Fakeroot: bc.Fakeroot,
 		AllowHostAccess: bc.AllowHostAccess, CacheMaxBytes: bc.CacheMaxBytes, CacheMaxImages: bc.CacheMaxImages,
@@ -214,14 +263,22 @@ func LoadFile(path string) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
+	// The profiles' keys first: a key in the wrong place is named by
+	// its path, before the decoder trips on its type.
+	bad, deprecated := checkFileProfileKeys(data)
+	for _, name := range slices.Sorted(maps.Keys(bad)) {
+		return c, fmt.Errorf("config %s: %w", path, bad[name])
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
-	bad := checkFileProfileKeys(data)
-	for _, name := range slices.Sorted(maps.Keys(bad)) {
-		return c, fmt.Errorf("config %s: %w", path, bad[name])
+	for _, name := range slices.Sorted(maps.Keys(deprecated)) {
+		c.Deprecations = append(c.Deprecations, deprecated[name])
+	}
+	for name, bc := range c.Backends {
+		c.Backends[name] = bc.settled()
 	}
 	if err := c.Layout.Retention.WithDefaults().Validate(); err != nil {
 		return c, fmt.Errorf("config %s: layout.%w", path, err)
@@ -297,6 +354,11 @@ func LoadFileProfiles(path string) (Config, map[string]error, error) {
 			bad[name] = fmt.Errorf("backends.%s: %w", name, merr)
 			continue
 		}
+		dep, kerr := checkProfileKeys(name, profiles.Content[i+1])
+		if kerr != nil {
+			bad[name] = kerr
+			continue
+		}
 		var bc BackendConfig
 		dec := yaml.NewDecoder(bytes.NewReader(one))
 		dec.KnownFields(true)
@@ -304,11 +366,10 @@ func LoadFileProfiles(path string) (Config, map[string]error, error) {
 			bad[name] = fmt.Errorf("backends.%s: %w", name, derr)
 			continue
 		}
-		if kerr := checkProfileKeys(name, profiles.Content[i+1]); kerr != nil {
-			bad[name] = kerr
-			continue
+		if dep != "" {
+			c.Deprecations = append(c.Deprecations, dep)
 		}
-		c.Backends[name] = bc
+		c.Backends[name] = bc.settled()
 	}
 	return c, bad, nil
 }

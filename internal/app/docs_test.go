@@ -101,6 +101,9 @@ func TestDocsYAMLBlocksLoad(t *testing.T) {
 				t.Errorf("%s: config block does not load: %v", where, err)
 				continue
 			}
+			for _, d := range cfg.Deprecations {
+				t.Errorf("%s: config block in a deprecated form: %s", where, d)
+			}
 			if _, err := cfg.Policy.Engine(); err != nil {
 				t.Errorf("%s: policy of the block: %v", where, err)
 			}
@@ -165,6 +168,9 @@ func TestExampleWorkerProfilesLoad(t *testing.T) {
 	cfg, err := LoadFile(p)
 	if err != nil {
 		t.Fatalf("examples/worker.yaml with its profiles uncommented: %v", err)
+	}
+	for _, d := range cfg.Deprecations {
+		t.Errorf("examples/worker.yaml with its profiles uncommented, a deprecated form: %s", d)
 	}
 	kinds := map[string]bool{}
 	for name, bc := range cfg.Backends {

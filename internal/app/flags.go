@@ -43,6 +43,9 @@ func ParseDaemonFlags(name string, args []string, stderr io.Writer) (Config, err
 	if err != nil {
 		return Config{}, err
 	}
+	for _, d := range cfg.Deprecations {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", name, d)
+	}
 	applyEnv(&cfg)
 	fs2 := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs2.SetOutput(io.Discard)

@@ -40,15 +40,89 @@ func TestForeignProfileKeysAreRefused(t *testing.T) {
 	}
 }
 
+// The local, docker, ssh and singularity settings go in a block named
+// after the kind, decoded strictly; the top-level form is read with a
+// warning that says where to write it, and mixing the two is refused.
+func TestProfileSettingsBlocks(t *testing.T) {
+	t.Parallel()
+	load := func(t *testing.T, text string) (Config, map[string]error, error) {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), "worker.yaml")
+		if err := os.WriteFile(p, []byte("backends:\n  ok:\n    kind: local\n"+text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadFile(p)
+		_, bad, perr := LoadFileProfiles(p)
+		if perr != nil {
+			t.Fatalf("LoadFileProfiles: %v", perr)
+		}
+		return cfg, bad, err
+	}
+	t.Run("block", func(t *testing.T) {
+		cfg, _, err := load(t, "  p:\n    kind: docker\n    docker:\n      image: alpine:3\n      network: none\n      memory_bytes: 1024\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc := cfg.Backends["p"]
+		if bc.Image != "alpine:3" || bc.Network != "none" || bc.MemoryBytes != 1024 || len(cfg.Deprecations) != 0 || bc.Docker != nil {
+			t.Fatalf("settled %+v, deprecations %q", bc, cfg.Deprecations)
+		}
+	})
+	t.Run("apptainer's block may be named singularity", func(t *testing.T) {
+		cfg, _, err := load(t, "  p:\n    kind: apptainer\n    singularity:\n      image: docker://alpine:3\n")
+		if err != nil || cfg.Backends["p"].Image != "docker://alpine:3" {
+			t.Fatalf("%+v %v", cfg.Backends["p"], err)
+		}
+	})
+	t.Run("top level is deprecated", func(t *testing.T) {
+		cfg, _, err := load(t, "  p:\n    kind: ssh\n    host: h\n    port: 2222\n")
+		if err != nil || cfg.Backends["p"].Port != 2222 {
+			t.Fatalf("%+v %v", cfg.Backends["p"], err)
+		}
+		want := "backends.p: host, port at the profile's top level is deprecated; write them under ssh: (backends.p.ssh.host)"
+		if len(cfg.Deprecations) != 1 || !strings.Contains(cfg.Deprecations[0], want) {
+			t.Fatalf("deprecations %q, want one saying %q", cfg.Deprecations, want)
+		}
+	})
+	for name, c := range map[string]struct{ text, want string }{
+		"both": {"  p:\n    kind: docker\n    image: a\n    docker:\n      network: none\n",
+			"backends.p.image (line 6): set at the profile's top level beside the docker block; move it into backends.p.docker"},
+		"foreign key in the block": {"  p:\n    kind: docker\n    docker:\n      port: 22\n",
+			"backends.p.docker.port (line 7): not an option of kind docker (it is one of ssh)"},
+		"unknown key in the block": {"  p:\n    kind: local\n    local:\n      colour: blue\n", "field colour not found"},
+		"another kind's block": {"  p:\n    kind: docker\n    ssh:\n      port: 22\n",
+			"backends.p.ssh (line 6): the settings block of kind ssh, on a profile of kind docker; its settings go under backends.p.docker"},
+		"a block on a kind with its own": {"  p:\n    kind: modal\n    docker:\n      image: a\n",
+			"backends.p.docker (line 6): the settings block of kind docker, on a profile of kind modal"},
+		"not a mapping": {"  p:\n    kind: local\n    local: [a]\n", "backends.p.local"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, bad, err := load(t, c.text)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("LoadFile: %v, want an error containing %q", err, c.want)
+			}
+			if bad["p"] == nil || !strings.Contains(bad["p"].Error(), c.want) || bad["ok"] != nil {
+				t.Fatalf("LoadFileProfiles: %v, want p refused with %q and ok kept", bad, c.want)
+			}
+			_ = cfg
+		})
+	}
+}
+
 // Every key a profile can hold belongs to some kind's table: a new field
 // of BackendConfig cannot be forgotten there (and so be refused on every
 // kind, or accepted on all).
 func TestProfileKeyTableCoversTheConfig(t *testing.T) {
 	t.Parallel()
-	typ := reflect.TypeFor[BackendConfig]()
-	for i := range typ.NumField() {
-		key := strings.Split(typ.Field(i).Tag.Get("yaml"), ",")[0]
-		if key == "" || key == "-" || slices.Contains(commonProfileKeys, key) {
+	var fields []reflect.StructField
+	for _, typ := range []reflect.Type{reflect.TypeFor[BackendConfig](), reflect.TypeFor[ProfileSettings]()} {
+		for i := range typ.NumField() {
+			fields = append(fields, typ.Field(i))
+		}
+	}
+	for _, f := range fields {
+		key := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if key == "" || key == "-" || slices.Contains(commonProfileKeys, key) || isBlockName(key) {
 			continue
 		}
 		found := false
@@ -56,7 +130,7 @@ func TestProfileKeyTableCoversTheConfig(t *testing.T) {
 			found = found || slices.Contains(k.keys, key)
 		}
 		if !found {
-			t.Errorf("BackendConfig.%s (%s) is in no kind's keys (the kinds table)", typ.Field(i).Name, key)
+			t.Errorf("BackendConfig.%s (%s) is in no kind's keys (the kinds table)", f.Name, key)
 		}
 	}
 }
