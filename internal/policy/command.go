@@ -239,6 +239,8 @@ var wrappers = map[string]wrapper{
 	"linux64":               optionsThen(optSpec{}),
 	"sshpass":               optionsThen(optSpec{short: "pfdP"}),
 	"cpulimit":              optionsThen(optSpec{short: "lpec", long: []string{"limit", "pid", "exe", "cpu"}}),
+	"aa-exec":               optionsThen(optSpec{short: "pn", long: []string{"profile", "namespace"}}),
+	"choom":                 optionsThen(optSpec{short: "np", long: []string{"adjust", "pid"}}),
 	"setpriv":               optionsThen(optSpec{long: []string{"reuid", "regid", "ruid", "rgid", "euid", "egid", "groups", "inh-caps", "ambient-caps", "bounding-set", "securebits", "pdeathsig", "selinux-label", "apparmor-profile", "landlock-access", "landlock-rule", "ptracer"}}),
 	"fakeroot":              optionsThen(optSpec{short: "lsib", long: []string{"lib", "faked"}}),
 	"faketime":              operandThen(optSpec{}),
@@ -259,6 +261,7 @@ var wrappers = map[string]wrapper{
 	"coreutils":             coreutilsProg,
 	"k3s":                   kubeDistro,
 	"k0s":                   kubeDistro,
+	"minikube":              kubeDistro,
 	"microk8s":              kubeDistro,
 	"wsl":                   wsl,
 	"wsl.exe":               wsl,
@@ -322,6 +325,9 @@ func kubeDistro(args []arg) ([]arg, bool) {
 	if len(args) > 0 && args[0].lit {
 		switch args[0].val {
 		case "kubectl", "crictl", "ctr", "helm", "helm3":
+			if len(args) > 1 && args[1].lit && args[1].val == "--" { // minikube kubectl -- delete ns x
+				return append([]arg{args[0]}, args[2:]...), true
+			}
 			return args, true
 		}
 	}

@@ -132,6 +132,59 @@ func (w *walker) findExec(c *command) {
 	}
 }
 
+// fdExec judges fd's -x/--exec and -X/--exec-batch: every word after
+// the option is the command, run on the results under the search paths
+// (fd PATTERN PATH... -X rm -rf acts on those trees).
+func (w *walker) fdExec(c *command) {
+	spec := optSpec{short: "etdEScoj", long: []string{"extension", "type", "max-depth", "min-depth", "exact-depth", "exclude",
+		"size", "changed-within", "changed-before", "owner", "color", "threads", "max-results", "base-directory",
+		"path-separator", "search-path", "format", "ignore-file", "and", "max-buffer-time", "batch-size"}}
+	var operands []arg
+	args := c.args
+	for len(args) > 0 {
+		rest, opts := skipOptions(args, spec)
+		for _, o := range opts {
+			if o.name == "search-path" {
+				operands = append(operands, o.value)
+			}
+		}
+		consumed := args[:len(args)-len(rest)]
+		for i, a := range consumed {
+			if !a.lit || a.val != "-x" && a.val != "--exec" && a.val != "-X" && a.val != "--exec-batch" {
+				continue
+			}
+			cmd := args[i+1:]
+			for j, b := range cmd {
+				if b.lit && b.val == ";" {
+					cmd = cmd[:j]
+					break
+				}
+			}
+			roots := operands
+			if len(roots) > 1 {
+				roots = roots[1:] // the first operand is the pattern
+			} else {
+				roots = []arg{{val: ".", lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}}
+			}
+			replace := ""
+			for _, b := range cmd {
+				if b.lit && strings.Contains(b.val, "{}") {
+					replace = "{}"
+				}
+			}
+			if len(cmd) > 0 {
+				w.runWith(cmd, roots, replace, c, "fd "+a.val, true)
+			}
+			return
+		}
+		if len(rest) == 0 {
+			return
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
+}
+
 // parallel judges GNU parallel: COMMAND ::: ARGS runs COMMAND per argument;
 // with no COMMAND each argument is itself a command line.
 func (w *walker) parallel(c *command) {

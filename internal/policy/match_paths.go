@@ -298,8 +298,8 @@ func matchFindCredentials(c *command, h *hits) {
 }
 
 // readPaths returns the paths one argument makes a reader read: itself, or
-// the file of @FILE (curl -d @f, -F k=@f), file://F, if=F, file:F,
-// --post-file=F.
+// the file of @FILE (curl -d @f, -F k=@f, http f@/abs/f), file://F, if=F,
+// file:F, --post-file=F.
 func readPaths(a arg) []arg {
 	out := []arg{a}
 	v := a.val
@@ -307,13 +307,29 @@ func readPaths(a arg) []arg {
 		return out
 	}
 	for _, sep := range []string{"=@", "@", "file://", "if=", "file:", "open:", "--post-file=", "--body-file=", "--upload-file="} {
-		if i := strings.Index(v, sep); i >= 0 && (sep != "@" || i == 0) {
+		if i := strings.Index(v, sep); i >= 0 && (sep != "@" || i == 0 || formFileField(v[:i], v[i+1:])) {
 			b := a
 			b.val = v[i+len(sep):]
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// formFileField reports an HTTPie-style form file field, NAME@/path
+// (http --form POST URL f@/etc/hosts, f@$HOME/.netrc): a field name,
+// then an absolute path, unlike user@host.
+func formFileField(name, path string) bool {
+	if name == "" || !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, homeMarker) {
+		return false
+	}
+	for _, r := range name {
+		word := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		if !word {
+			return false
+		}
+	}
+	return true
 }
 
 // sensitiveRedirect judges a redirection by the sensitive-path model: an

@@ -55,7 +55,13 @@ func matchersFor(c *command) []matcher {
 	if strings.HasPrefix(c.prog, "/etc/init.d/") || strings.HasPrefix(c.prog, "/etc/rc.d/") {
 		return []matcher{matchInitScript}
 	}
-	return matcherTable[canonical(c.name)]
+	if ms := matcherTable[canonical(c.name)]; ms != nil {
+		return ms
+	}
+	if genericProgram(c.name) && !projectProgram(c.prog) {
+		return genericMatchers
+	}
+	return nil
 }
 
 // addPackMatchers adds, once the packs are loaded, the credential readers'

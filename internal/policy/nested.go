@@ -31,6 +31,7 @@ var nestedPrograms = map[string]bool{
 	"eval": true, "su": true, "runuser": true, "flock": true, "script": true, "trap": true, "alias": true, "watch": true,
 	"ssh": true, "autossh": true, "mosh": true, "source": true, ".": true, "at": true, "batch": true, "xargs": true, "find": true, "parallel": true,
 	"tclsh": true, "wish": true, "expect": true, "jimsh": true, "sed": true, "gsed": true, "rg": true, "git": true,
+	"fd": true, "fdfind": true,
 }
 
 // code is a script a command hands to a shell, an interpreter or a
@@ -102,6 +103,8 @@ func (w *walker) nest(c *command) {
 		w.findExec(c)
 	case "parallel":
 		w.parallel(c)
+	case "fd", "fdfind":
+		w.fdExec(c)
 	case "tclsh", "wish", "expect", "jimsh":
 		w.tcl(c)
 	case "sed", "gsed":

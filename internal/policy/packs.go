@@ -73,8 +73,15 @@ type packTool struct {
 	// rules' regular expressions match the content too.
 	Files []string `yaml:"files"`
 	// Read and Destroy add verbs to the shared classes for this tool.
+	// Verbs, when given, replaces the shared destroy class (Destroy is
+	// still added): the generic tool uses a narrower class.
 	Read    []string `yaml:"read"`
 	Destroy []string `yaml:"destroy"`
+	Verbs   []string `yaml:"verbs"`
+	// Except, for the generic tool (names: ["*"]), are the programs it
+	// leaves alone: their operands are text or files, not subcommands
+	// (grep delete notes.txt).
+	Except []string `yaml:"except"`
 	// Script are options whose value is a shell command the tool runs
 	// (on this host or others): it is judged as a script, when one of
 	// ScriptWhen is given (or always, if none is named). Exec says the
@@ -95,8 +102,12 @@ type packTool struct {
 	// ScriptStdin tries the known text the tool reads on stdin against
 	// ScriptRe (ed's and ftp's "!CMD" lines).
 	ScriptStdin bool `yaml:"script_stdin"`
-	scriptRe    *regexp.Regexp
-	Exec        bool `yaml:"exec"`
+	// Lang is the language of the Script options' values when it is not
+	// the shell's: ruby (rake -e), python, perl, node, php, lua or awk.
+	Lang     string `yaml:"lang"`
+	scriptRe *regexp.Regexp
+	lang     lang
+	Exec     bool `yaml:"exec"`
 	// Runs are command paths after which the remaining words are a
 	// command the tool runs ("" for the first operand: npx TOOL ...,
 	// "exec *" for docker exec CONTAINER TOOL ...): it is judged too.
@@ -104,8 +115,15 @@ type packTool struct {
 	// RunsShell says the words after a Runs path are a shell script
 	// (git submodule foreach 'git clean -fdx'), not a program and its
 	// arguments.
-	RunsShell bool       `yaml:"runs_shell"`
-	Rules     []packRule `yaml:"rules"`
+	RunsShell bool `yaml:"runs_shell"`
+	// Image are command paths after which the next word names a container
+	// image and the words after it are its arguments (docker run IMAGE
+	// ARGS): when the first argument is not a program the detector knows
+	// but the image's name is (bitnami/kubectl delete ns x), the image's
+	// program is judged with those arguments.
+	Image  wordList `yaml:"image"`
+	images [][][]string
+	Rules  []packRule `yaml:"rules"`
 	// Allow are commands of the tool the packs must approve: its
 	// read-only and look-alike forms (run by TestPackExamples).
 	Allow []string `yaml:"allow"`
@@ -114,6 +132,7 @@ type packTool struct {
 	pack    string
 	depth   int
 	values  map[string]bool
+	except  map[string]bool
 	read    []string
 	destroy []string
 }
@@ -197,8 +216,10 @@ var (
 	destroyVerbs = []string{
 		"delete", "delete*", "*-delete", "*-delete-*", "batch-delete*", "del", "remove", "remove*", "*-remove", "rm", "rmi", "rb",
 		"destroy", "destroy*", "terminate", "terminate*", "purge", "purge*", "drop", "drop-*", "dropall", "flush*", "prune",
-		"wipe*", "erase*", "deregister*", "uninstall", "schedule-key-deletion", "deletefile", "rmdir", "rmdirs",
-		"truncate", "zap", "nuke", "evict",
+		"wipe*", "erase*", "deregister*", "uninstall", "deletefile", "rmdir", "rmdirs",
+		"truncate", "zap", "nuke", "evict", "schedule-*deletion",
+		// API operation names (aliyun ecs DeleteInstance, ReleaseEipAddress)
+		"Delete*", "Destroy*", "Terminate*", "Purge*", "Drop*", "Release*", "Deregister*",
 	}
 	// Read verbs are verbs only: nouns that also name a read (logs,
 	// history, plan) would stop the search for the operation early.
@@ -207,6 +228,7 @@ var (
 		"explain", "diff", "validate", "preview", "search", "cat", "help", "version", "check", "stat", "whoami",
 		"can-i", "wait", "watch", "download", "lookup", "test-*", "read", "head", "tail", "find", "lint", "fmt",
 		"template", "ping", "exists", "estimate-*", "preview-*",
+		"Describe*", "List*", "Get*", "Query*", "Check*",
 	}
 )
 
@@ -221,6 +243,9 @@ func matchWord(pattern, word string) bool {
 		return strings.HasPrefix(word, pattern[:len(pattern)-1])
 	case strings.HasPrefix(pattern, "*"):
 		return strings.HasSuffix(word, pattern[1:])
+	}
+	if pre, suf, ok := strings.Cut(pattern, "*"); ok { // schedule-*deletion
+		return len(word) >= len(pre)+len(suf) && strings.HasPrefix(word, pre) && strings.HasSuffix(word, suf)
 	}
 	return word == pattern
 }
@@ -238,6 +263,9 @@ func matchAnyWord(patterns []string, word string) bool {
 var (
 	packs     []pack
 	packTools map[string][]*packTool // program name -> the packs' tools
+	// packAny are the generic tools (names: ["*"]): they judge a program
+	// no pack and no matcher knows, by the shape of its command line.
+	packAny []*packTool
 )
 
 func init() {
@@ -253,6 +281,10 @@ func init() {
 		for j := range p.Tools {
 			t := &p.Tools[j]
 			for _, n := range t.Names {
+				if n == "*" {
+					packAny = append(packAny, t)
+					continue
+				}
 				packTools[n] = append(packTools[n], t)
 			}
 			for k := range t.Rules {
@@ -320,6 +352,33 @@ func (p *pack) compile() error {
 		for _, v := range t.Values {
 			t.values[v] = true
 		}
+		t.except = map[string]bool{}
+		for _, n := range t.Except {
+			t.except[n] = true
+		}
+		if len(t.Except) > 0 && !slices.Contains(t.Names, "*") {
+			return fmt.Errorf("%s.except: only for the generic tool (names: [\"*\"])", field)
+		}
+		switch t.Lang {
+		case "", "sh":
+			t.lang = langShell
+		case "ruby":
+			t.lang = langRuby
+		case "python":
+			t.lang = langPython
+		case "perl":
+			t.lang = langPerl
+		case "node":
+			t.lang = langNode
+		case "php":
+			t.lang = langPHP
+		case "lua":
+			t.lang = langLua
+		case "awk":
+			t.lang = langAwk
+		default:
+			return fmt.Errorf("%s.lang: %q (want sh, ruby, python, perl, node, php, lua or awk)", field, t.Lang)
+		}
 		if t.ScriptRe != "" {
 			re, err := regexp.Compile("(?is)" + t.ScriptRe)
 			if err != nil {
@@ -334,8 +393,18 @@ func (p *pack) compile() error {
 			}
 			t.runs = append(t.runs, path)
 		}
+		for _, p := range t.Image {
+			var path [][]string
+			for _, w := range strings.Fields(p) {
+				path = append(path, strings.Split(w, "|"))
+			}
+			t.images = append(t.images, path)
+		}
 		t.read = append(slices.Clone(readVerbs), t.Read...)
 		t.destroy = append(slices.Clone(destroyVerbs), t.Destroy...)
+		if len(t.Verbs) > 0 {
+			t.destroy = append(slices.Clone(t.Verbs), t.Destroy...)
+		}
 		for j := range t.Rules {
 			r := &t.Rules[j]
 			rf := fmt.Sprintf("%s.rules[%d]", field, j)
@@ -439,6 +508,36 @@ func matchPacks(c *command, h *hits) {
 	}
 }
 
+// genericMatchers is what matchersFor gives a program the detector does
+// not know: the generic tools' rules.
+var genericMatchers = []matcher{matchPacksAny}
+
+// matchPacksAny runs the generic tools' rules for a program no pack or
+// matcher knows.
+func matchPacksAny(c *command, h *hits) {
+	for _, t := range packAny {
+		if !t.except[c.name] {
+			t.judge(c, h)
+		}
+	}
+}
+
+// projectProgram reports a program named by a relative path (bin/ops,
+// ./tool): the project's own, whose verbs mean what the project says.
+func projectProgram(prog string) bool {
+	return strings.Contains(prog, "/") && !strings.HasPrefix(prog, "/")
+}
+
+// genericProgram reports whether the generic tools judge the program: a
+// bare command name (not a script or a path: ./deploy.sh destroy is the
+// project's own), that the detector does not otherwise know.
+func genericProgram(name string) bool {
+	if len(packAny) == 0 || name == "" || strings.ContainsAny(name, "./\\$=") || knownProgram(name) {
+		return false
+	}
+	return true
+}
+
 // packCall is a tool's command line as the rules read it.
 type packCall struct {
 	path    []string // the command path: leading operands, lower-cased when the tool folds
@@ -516,16 +615,19 @@ func (pc packCall) hasOption(spec string) bool {
 		switch {
 		case strings.HasPrefix(name, "--") || len(name) > 2:
 			n, val, inline := strings.Cut(v, "=")
-			if n != name {
-				continue
+			if n != name && (!strings.HasSuffix(name, "*") || !strings.HasPrefix(n, name[:len(name)-1])) {
+				continue // --delete-* names a class of options
+			}
+			if !hasWant && inline && (strings.EqualFold(val, "false") || strings.EqualFold(val, "no")) {
+				continue // --delete-storages=false
 			}
 			if !hasWant {
 				return true
 			}
-			if !inline && !strings.HasPrefix(next, "-") {
-				val = next
+			if !inline && (!strings.HasPrefix(next, "-") || strings.HasPrefix(want, "-")) {
+				val = next // --size -5G when a negative value is wanted
 			}
-			if strings.EqualFold(val, want) {
+			if optionValueIs(val, want) {
 				return true
 			}
 		default: // -x, alone or in a cluster of short options
@@ -533,7 +635,7 @@ func (pc packCall) hasOption(spec string) bool {
 			case v == name && !hasWant:
 				return true
 			case v == name:
-				if strings.EqualFold(next, want) {
+				if optionValueIs(next, want) {
 					return true
 				}
 			case hasWant && strings.EqualFold(v, name+want):
@@ -544,6 +646,15 @@ func (pc packCall) hasOption(spec string) bool {
 		}
 	}
 	return false
+}
+
+// optionValueIs reports whether an option's value is want, case
+// insensitively; a "*" in want stands for any text (-m=*_db).
+func optionValueIs(val, want string) bool {
+	if !strings.Contains(want, "*") {
+		return strings.EqualFold(val, want)
+	}
+	return matchWord(strings.ToLower(want), strings.ToLower(val))
 }
 
 // shortCluster reports whether v reads as bundled short flags (-rf), not a
@@ -565,7 +676,10 @@ func (t *packTool) safe(pc packCall) bool {
 	for _, s := range t.Safe {
 		if strings.HasPrefix(s, "-") {
 			for _, i := range pc.opts {
-				n, v, _ := strings.Cut(pc.args[i].val, "=")
+				n, v, inline := strings.Cut(pc.args[i].val, "=")
+				if !inline && i+1 < len(pc.args) && pc.args[i+1].lit && (pc.args[i+1].val == "false" || pc.args[i+1].val == "none") {
+					v = pc.args[i+1].val // --DryRun false
+				}
 				if n == s && v != "none" && v != "false" {
 					return true
 				}
@@ -609,6 +723,9 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.Verb == "destroy" {
 		verb := ""
 		for _, w := range pc.path[n:] {
+			if strings.ContainsAny(w, "./") {
+				continue // a file or a path (delete.go, ns/prod), not a verb
+			}
 			if matchAnyWord(t.destroy, w) || matchAnyWord(t.read, w) {
 				verb = w
 				break
@@ -721,18 +838,31 @@ func matchText(re *regexp.Regexp, c *command) bool {
 // packNest walks the commands a pack's tool runs: the values of its Script
 // options as shell scripts, and with Exec the words after "--".
 func (w *walker) packNest(c *command) {
-	for _, t := range packTools[canonical(c.name)] {
-		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin {
+	tools := packTools[canonical(c.name)]
+	if tools == nil && genericProgram(c.name) && !projectProgram(c.prog) {
+		tools = packAny
+	}
+	for _, t := range tools {
+		if t.except[c.name] {
+			continue
+		}
+		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && len(t.images) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin {
 			continue
 		}
 		var pc packCall
-		if len(t.runs) > 0 || len(t.ScriptWhen) > 0 {
+		if len(t.runs) > 0 || len(t.images) > 0 || len(t.ScriptWhen) > 0 {
 			pc = t.parse(c) // the command path and options, only when they are read
+		}
+		if n, ok := matchPath(t.images, pc.path); ok && n > 0 && n < len(pc.pathIdx) {
+			w.runImage(c, pc.pathIdx[n])
 		}
 		if len(t.runs) > 0 {
 			if n, ok := matchPath(t.runs, pc.path); ok && n > 0 && t.RunsShell && n <= len(pc.pathIdx) {
 				if rest := c.args[pc.pathIdx[n-1]+1:]; len(rest) > 0 {
 					for len(rest) > 0 && rest[0].lit && strings.HasPrefix(rest[0].val, "-") {
+						if t.values[rest[0].val] && len(rest) > 1 {
+							rest = rest[1:] // send-keys -t PANE
+						}
 						rest = rest[1:] // foreach --recursive
 					}
 					if len(rest) > 0 {
@@ -792,12 +922,45 @@ func (w *walker) packNest(c *command) {
 				continue
 			}
 			if raw || !v.lit && t.scriptRe == nil {
-				w.runCode(c, langShell, argCode(v), c.name+" "+name, c.sp, nil, false)
+				w.runCode(c, t.lang, argCode(v), c.name+" "+name, c.sp, nil, false)
 				continue
 			}
 			t.runScript(w, c, v, c.name+" "+name)
 		}
 	}
+}
+
+// imagePrograms names the program of images whose name is not it.
+var imagePrograms = map[string]string{"aws-cli": "aws", "azure-cli": "az", "cloud-sdk": "gcloud", "google-cloud-cli": "gcloud"}
+
+// runImage judges the command a container run of the image c.args[i]
+// runs: its arguments, or the image's program with them when the first
+// argument is not a program (docker run --rm bitnami/kubectl delete ns
+// shop runs kubectl delete ns shop). A fresh container is not the host:
+// only programs whose harm reaches beyond it (the packs' tools, database
+// clients) are judged; docker run alpine rm -rf / harms nothing.
+func (w *walker) runImage(c *command, i int) {
+	img, rest := c.args[i], c.args[i+1:]
+	if !img.lit || len(rest) == 0 || !rest[0].lit {
+		return
+	}
+	words, name := rest, rest[0].val
+	if !knownProgram(name) {
+		name = img.val
+		name, _, _ = strings.Cut(name, "@")
+		name = name[strings.LastIndex(name, "/")+1:]
+		name, _, _ = strings.Cut(name, ":")
+		if p, ok := imagePrograms[name]; ok {
+			name = p
+		}
+		prog := img
+		prog.val, prog.exact = name, -1
+		words = append([]arg{prog}, rest...)
+	}
+	if packTools[canonical(name)] == nil && sqlClients[name] == nil || shells[name] || interpreterLang(name) != langShell {
+		return // a host tool, a shell or an interpreter: its harm stays in the container
+	}
+	w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
 }
 
 // runScript judges the script a literal argument holds: with ScriptRe,
@@ -807,7 +970,7 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		return
 	}
 	if t.scriptRe == nil {
-		w.runCode(c, langShell, argCode(a), via, c.sp, nil, false)
+		w.runCode(c, t.lang, argCode(a), via, c.sp, nil, false)
 		return
 	}
 	for _, m := range t.scriptRe.FindAllStringSubmatch(a.val, maxInputs) {
@@ -834,7 +997,7 @@ func (t *packTool) withText(c *command) *command {
 	cc.args = slices.Clone(c.args)
 	var words []string
 	for i, a := range c.args {
-		v := a.val
+		v := strings.ReplaceAll(a.val, homeMarker, "$HOME") // the shell expanded it: the home directory
 		if !a.lit {
 			v = a.src
 		}

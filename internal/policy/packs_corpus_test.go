@@ -12,10 +12,11 @@ import (
 // packs/*.tsv and beyond-host.tsv: commands from public sources, split
 // dev/heldout by a hash before the packs were written) in deny mode, as
 // sh, and reports per split the share of dangerous commands caught and of
-// benign ones refused. The second collection (packs2/*.tsv, gathered after
-// the packs were written, split by the same hash) is reported on its own
-// lines and totals ("packs2 dev/heldout"); the "all" lines stay computed
-// over the original files only, so they remain comparable.
+// benign ones refused. The later collections (packs2/*.tsv and
+// packs3/*.tsv, gathered after the packs were written, split by the same
+// hash) are reported on their own lines and totals ("packs2 dev/heldout",
+// "packs3 dev/heldout"); the "all" lines stay computed over the original
+// files only, so they remain comparable.
 // SANDRUN_CORPUS_MISSES=1 lists the dev split's misses and false positives
 // (the heldout split's are never printed: it is the measurement, not
 // material to tune on).
@@ -27,17 +28,23 @@ func TestPackCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, "testdata/independent/beyond-host.tsv")
-	second, err := filepath.Glob("testdata/independent/packs2/*.tsv")
-	if err != nil {
-		t.Fatal(err)
+	later := []string{"packs2", "packs3"} // collections reported apart, in order
+	laterTotal := map[string]map[string]*tally{}
+	for _, dir := range later {
+		more, err := filepath.Glob("testdata/independent/" + dir + "/*.tsv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, more...)
+		laterTotal[dir] = map[string]*tally{}
 	}
 	show := os.Getenv("SANDRUN_CORPUS_MISSES") != ""
-	total, total2 := map[string]*tally{}, map[string]*tally{}
-	for _, path := range append(files, second...) {
+	total := map[string]*tally{}
+	for _, path := range files {
 		name := strings.TrimPrefix(path, "testdata/independent/")
 		sum := total
-		if strings.HasPrefix(name, "packs2/") {
-			sum = total2
+		if dir, _, ok := strings.Cut(name, "/"); ok && laterTotal[dir] != nil {
+			sum = laterTotal[dir]
 		}
 		groups := map[string]*tally{}
 		for _, c := range readIndependent(t, name) {
@@ -68,8 +75,10 @@ func TestPackCorpus(t *testing.T) {
 	for _, split := range []string{"dev", "heldout"} {
 		t.Log(corpusLine("all", split, total))
 	}
-	for _, split := range []string{"dev", "heldout"} {
-		t.Log(corpusLine("packs2", split, total2))
+	for _, dir := range later {
+		for _, split := range []string{"dev", "heldout"} {
+			t.Log(corpusLine(dir, split, laterTotal[dir]))
+		}
 	}
 }
 
