@@ -68,6 +68,20 @@ func (h *chaosRun) check(t *testing.T) {
 			}}
 		c.run()
 	}
+	// The batch's counts are what its items' histories committed,
+	// exactly.
+	committedStates := map[jobs.State]int{}
+	for _, j := range h.jobs {
+		if b, _, ok := jobs.BatchItemOf(jobs.Spec{ID: j.spec.ID, Labels: map[string]string{jobs.LabelBatch: h.batch}}); ok && b == h.batch {
+			if i := committed(h.history[j.spec.ID]); i >= 0 {
+				committedStates[h.history[j.spec.ID][i].state]++
+			}
+		}
+	}
+	if fmt.Sprint(h.counted) != fmt.Sprint(committedStates) {
+		bad = true
+		t.Errorf("seed %d: batch %s: the server counted %v, the history committed %v", h.seed, h.batch, h.counted, committedStates)
+	}
 	if bad || os.Getenv("SANDRUN_CHAOS_REPORT") != "" {
 		h.report(starts, ends)
 	}

@@ -105,6 +105,8 @@ type chaosRun struct {
 	faults  []string       // what happened when, for a report
 	tally   map[string]int // faults by kind
 	healed  time.Time      // when the last fault ended
+	batch   string         // the batch whose items are among jobs
+	counted map[jobs.State]int
 
 	rewatch []chan struct{} // asks each watch to start again
 
@@ -186,6 +188,40 @@ func (h *chaosRun) submitAll(ctx context.Context) {
 			return err
 		})
 	}
+	// A batch too: its items are checked as jobs, and its counts (the
+	// server's, from the end markers) against what the history
+	// committed.
+	h.batch = fmt.Sprintf("chaos%db", h.seed)
+	items := make([]jobs.Spec, 8)
+	for i := range items {
+		kind := []string{"quick", "slow", "failing"}[h.rng.IntN(3)]
+		id := jobs.BatchItemID(h.batch, i)
+		body := map[string]string{"quick": "true", "slow": "sleep 1.5", "failing": "exit 3"}[kind]
+		items[i] = jobs.Spec{Command: h.command(id, body), MaxAttempts: 1 + h.rng.IntN(3), Timeout: jobs.Duration(30 * time.Second),
+			Retry: &jobs.Backoff{Initial: jobs.Duration(200 * time.Millisecond), Max: jobs.Duration(time.Second), Factor: 2}}
+		spec := items[i]
+		spec.ID = id
+		h.jobs = append(h.jobs, &chaosJob{spec: spec, kind: kind})
+	}
+	h.retry(ctx, "submit batch "+h.batch, func() error {
+		_, err := h.cl.SubmitBatch(ctx, client.BatchOptions{ID: h.batch}, items)
+		return err
+	})
+}
+
+// waitBatchCounted waits until the server counts every item of the batch
+// as ended (a marker a killed worker did not write is the reaper's to
+// write, a lease TTL after) and keeps the counts for the check.
+func (h *chaosRun) waitBatchCounted(ctx context.Context, within time.Duration) {
+	var c jobs.BatchCounts
+	var err error
+	if ok, _ := sandruntest.PollCtx(ctx, within, func() (bool, string) {
+		c, err = h.cl.Store().CountBatch(ctx, h.batch)
+		return err == nil && c.Done() >= 8, ""
+	}); !ok {
+		h.t.Errorf("seed %d: batch %s counted %v (%v) %s after every item committed, want 8 ended", h.seed, h.batch, c.Ended, err, within)
+	}
+	h.counted = c.Ended
 }
 
 // retry runs op until it succeeds: the server may be down for a moment.
@@ -441,6 +477,7 @@ func (h *chaosRun) waitAllEnded(ctx context.Context, within time.Duration) {
 		h.mu.Unlock()
 		h.t.FailNow()
 	}
+	h.waitBatchCounted(ctx, time.Minute)
 	// Late duplicate writes, if any, show up: the workers stop (a worker
 	// that could still write has written or gone), then a watch sees a
 	// write of the test's own, made after them.
