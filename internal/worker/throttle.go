@@ -40,11 +40,12 @@ type batchLimits struct {
 }
 
 type batchLimit struct {
-	max int
-	at  time.Time
+	max, total int
+	at         time.Time
 }
 
-// limit returns batch's max_parallel (0: none), from the cache when fresh.
+// batchLimit returns batch's max_parallel (0: none), from the cache when
+// fresh. A bound of at least the batch's size can never bind: it is none.
 func (w *Worker) batchLimit(ctx context.Context, spec jobs.Spec, batch string) (int, error) {
 	c := &w.limits
 	now := w.now()
@@ -52,7 +53,7 @@ func (w *Worker) batchLimit(ctx context.Context, spec jobs.Spec, batch string) (
 	l, ok := c.m[batch]
 	c.mu.Unlock()
 	if ok && now.Sub(l.at) < batchLimitTTL {
-		return l.max, nil
+		return l.bound(), nil
 	}
 	b, err := w.store.GetBatch(ctx, batch)
 	if errors.Is(err, jobs.ErrNotFound) {
@@ -68,9 +69,20 @@ func (w *Worker) batchLimit(ctx context.Context, spec jobs.Spec, batch string) (
 	if len(c.m) > 10_000 { // old batches: start over rather than grow
 		clear(c.m)
 	}
-	c.m[batch] = batchLimit{max: b.MaxParallel, at: now}
+	l = batchLimit{max: b.MaxParallel, total: b.Total, at: now}
+	c.m[batch] = l
 	c.mu.Unlock()
-	return b.MaxParallel, nil
+	return l.bound(), nil
+}
+
+// bound is the limit that can bind: 0 when there is none, or when it is
+// at least the batch's size (all its items may run at once anyway, and
+// taking slots would cost writes for nothing).
+func (l batchLimit) bound() int {
+	if l.total > 0 && l.max >= l.total {
+		return 0
+	}
+	return l.max
 }
 
 // batchSlot is a held run slot of a throttled batch.
