@@ -45,7 +45,7 @@ func (w *Worker) handle(ctx context.Context, ln lane, msg jetstream.Msg, release
 	}
 	if throttled && slot == nil {
 		w.m.BatchThrottled.WithLabelValues(queue).Inc()
-		_ = msg.NakWithDelay(throttleDelay(msg))
+		w.hold(ctx, msg, spec)
 		return
 	}
 	defer slot.release(ctx)

@@ -97,6 +97,7 @@ func (w *Worker) reapWatching(ctx context.Context) error {
 			if loaded {
 				w.rescan(ctx, idx)
 				w.repairBatchEnds(ctx, idx)
+				w.wakeHeld(ctx)
 			}
 			if h := w.deps.ReaperPass; h != nil {
 				h()

@@ -87,6 +87,8 @@ func (l batchLimit) bound() int {
 
 // batchSlot is a held run slot of a throttled batch.
 type batchSlot struct {
+	w      *Worker
+	batch  string
 	lease  *lease.Lease
 	keeper *lease.Keeper
 	once   sync.Once
@@ -117,7 +119,7 @@ func (w *Worker) takeBatchSlot(ctx context.Context, spec jobs.Spec) (*batchSlot,
 		if err != nil {
 			return nil, true, err
 		}
-		return &batchSlot{lease: l, keeper: lease.Keep(l, lease.KeeperConfig{})}, true, nil
+		return &batchSlot{w: w, batch: batch, lease: l, keeper: lease.Keep(l, lease.KeeperConfig{})}, true, nil
 	}
 	return nil, true, nil
 }
@@ -132,7 +134,56 @@ func (s *batchSlot) release(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = s.lease.Release(rctx)
+		// The freed slot wakes one held item of the batch.
+		if _, err := s.w.store.Unhold(rctx, s.batch, 1); err != nil {
+			s.w.log.Warn("throttle: move a held item back", "batch", s.batch, "err", err)
+		}
 	})
+}
+
+// hold moves a throttled item's message to its batch's hold subject and
+// acknowledges it, so that it waits on the server instead of in the
+// lane's window of delivered messages. A slot freed meanwhile would have
+// found nothing held to wake: if one is free now, one held item is moved
+// back at once. A message that cannot be held goes back to the lane after
+// a delay, as before.
+func (w *Worker) hold(ctx context.Context, msg jetstream.Msg, spec jobs.Spec) {
+	batch := spec.Labels[jobs.LabelBatch]
+	if err := w.store.Hold(ctx, batch, msg.Subject(), msg.Data()); err != nil {
+		w.log.Warn("throttle: hold an item", "job", spec.ID, "err", err)
+		_ = msg.NakWithDelay(throttleDelay(msg))
+		return
+	}
+	_ = msg.DoubleAck(ctx)
+	slot, _, err := w.takeBatchSlot(ctx, spec)
+	if err != nil || slot == nil {
+		return
+	}
+	slot.release(ctx) // frees the slot, and wakes a held item
+}
+
+// wakeHeld moves back, for each batch with held items, as many as its
+// bound: the reaper's pass, for wake-ups that were missed (a worker that
+// died holding slots, a slot freed while an item was being held). Items
+// that still find no slot are held again.
+func (w *Worker) wakeHeld(ctx context.Context) {
+	held, err := w.store.HeldBatches(ctx)
+	if err != nil {
+		w.log.Warn("throttle: list held items", "err", err)
+		return
+	}
+	for batch, n := range held {
+		if ctx.Err() != nil {
+			return
+		}
+		b, err := w.store.GetBatch(ctx, batch)
+		if err != nil {
+			continue
+		}
+		if _, err := w.store.Unhold(ctx, batch, min(int(n), max(b.MaxParallel, 1))); err != nil {
+			w.log.Warn("throttle: move held items back", "batch", batch, "err", err)
+		}
+	}
 }
 
 // lost is closed if the slot's lease is lost (nil-safe: never).
