@@ -36,6 +36,19 @@ func (w *Worker) handle(ctx context.Context, ln lane, msg jetstream.Msg, release
 	}
 	log := w.log.With("job", spec.ID, "owner", owner.String())
 
+	// A batch item: its batch's record is written at its first claim,
+	// and an item of another owner's batch is refused before it can take
+	// (or wait for) one of that batch's slots.
+	if err := w.ensureBatch(ctx, spec, owner.String()); err != nil {
+		if errors.Is(err, errForeignBatch) {
+			w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "labels." + jobs.LabelBatch, Msg: err.Error()})
+			return
+		}
+		log.Warn("claim: batch record", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+
 	// A throttled batch's item runs only in one of its batch's slots.
 	slot, throttled, err := w.takeBatchSlot(ctx, spec)
 	if err != nil {
@@ -116,16 +129,6 @@ func (w *Worker) handle(ctx context.Context, ln lane, msg jetstream.Msg, release
 	if cerr != nil {
 		log.Warn("claim: read cancel request", "err", cerr)
 		j.releaseQuiet(ctx)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
-	if err := w.ensureBatch(ctx, spec, owner.String()); err != nil {
-		j.releaseQuiet(ctx)
-		if errors.Is(err, errForeignBatch) {
-			w.rejectInvalid(ctx, queue, msg, &jobs.FieldError{Field: "labels." + jobs.LabelBatch, Msg: err.Error()})
-			return
-		}
-		log.Warn("claim: batch record", "err", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
