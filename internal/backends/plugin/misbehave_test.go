@@ -159,8 +159,11 @@ func TestLingeringPlugin(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("Run: exit %d, err %v", res.ExitCode, err)
 	}
-	if took := time.Since(begun); took > exitWait+2*time.Second {
-		t.Errorf("Run took %s", took)
+	// The plugin lingers for 300 s: a Run that returned well before that
+	// gave up on it after exitWait instead of waiting (the margin is for
+	// a loaded machine, not a speed target).
+	if took := time.Since(begun); took > exitWait+time.Minute {
+		t.Errorf("Run took %s: it waited for the lingering plugin instead of giving up after %s", took, exitWait)
 	}
 	if !strings.Contains(tb.logs.String(), "did not exit") {
 		t.Errorf("no warning in the log:\n%s", tb.logs)
