@@ -27,11 +27,13 @@ var ErrNoSchedule = errors.New("no such schedule")
 // State is what the scheduler remembers of a schedule.
 type State struct {
 	// LastSlot is the last slot handled (fired, skipped or missed): the
-	// next leader resumes after it.
+	// next leader resumes after it. The leader stores it after the burst
+	// the slot was part of, so it may lag behind the jobs published.
 	LastSlot time.Time `json:"last_slot,omitzero"`
 	// LastJob is the job of the last fired slot (for overlap policies).
 	LastJob string `json:"last_job,omitempty"`
-	// Missed counts slots older than the catch-up window at takeover.
+	// Missed counts slots older than the catch-up window at takeover,
+	// and slots given up after their dispatch kept failing.
 	Missed int64 `json:"missed,omitempty"`
 	// History holds the most recent fires and skips, newest last.
 	History []Fire `json:"history,omitempty"`

@@ -1,9 +1,12 @@
 // Package scheduler turns cron schedules into jobs. Any number of
-// schedulers run; one leads (a lease in the elections bucket) and fires.
-// Each slot's job ID is derived from the schedule name and the slot time
-// and is the dispatch message's Nats-Msg-Id, and each schedule's last
-// fired slot is stored, so a failover neither drops nor repeats a slot:
-// the new leader catches up the slots missed in between.
+// schedulers run; one leads (a lease in the elections bucket) and fires,
+// every slot due on the same second as one burst of asynchronous
+// publishes. Each slot's job ID is derived from the schedule name and the
+// slot time and is the dispatch message's Nats-Msg-Id, and each
+// schedule's last fired slot is stored (after the burst), so a failover
+// neither drops nor repeats a slot: the new leader catches up the slots
+// missed in between, and a slot fired again because its record had not
+// been stored yet is a duplicate message, which JetStream drops.
 package scheduler
 
 import (

@@ -81,6 +81,23 @@ func (s *slotter) Next(t time.Time) time.Time {
 		return s.sched.Next(t)
 	}
 	t = t.In(s.loc)
+	// Away from clock changes, the wall clock is the instant at a fixed
+	// offset: when the zone keeps t's offset from two hours before t to
+	// two hours after the slot, the slot is the spec's next reading.
+	_, end := t.Add(-2 * time.Hour).ZoneBounds()
+	_, off := t.Zone()
+	if w := s.sched.Next(wall(t)); !w.IsZero() {
+		if inst := w.Add(-time.Duration(off) * time.Second).In(s.loc); end.IsZero() || inst.Add(2*time.Hour).Before(end) {
+			return inst
+		}
+	}
+	return s.nextAcrossChanges(t)
+}
+
+// nextAcrossChanges is Next for a t near a clock change (or whose next
+// slot is beyond one).
+func (s *slotter) nextAcrossChanges(t time.Time) time.Time {
+	t = t.In(s.loc)
 	// Start two hours of wall clock early: at fall-back, the wall clock of
 	// t may be an hour behind slots still to come.
 	w := wall(t).Add(-2 * time.Hour)

@@ -71,3 +71,43 @@ func TestSlotterRejectsSubSecondEvery(t *testing.T) {
 		t.Fatal("@every 500ms accepted")
 	}
 }
+
+// Next's fast path (no clock change near t and its slot) gives the slot
+// the walk across clock changes gives: around each clock change of a
+// year, and weekly in between, in zones with and without DST.
+func TestSlotterFastPathMatchesTheWalk(t *testing.T) {
+	t.Parallel()
+	specs := []string{"30 2 * * *", "0 * * * *", "*/30 * * * *", "7 * * * * *", "0 3 1 * *", "@daily", "15 1 * * 0"}
+	for _, zone := range []string{"UTC", "Europe/Madrid", "Australia/Lord_Howe"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, loc)
+		var times []time.Time
+		for at := from; at.Year() < 2027; at = at.Add(7 * 24 * time.Hour) {
+			times = append(times, at)
+		}
+		for at := from; ; {
+			_, end := at.ZoneBounds()
+			if end.IsZero() || end.Year() > 2026 {
+				break
+			}
+			for d := -3 * time.Hour; d <= 3*time.Hour; d += 20 * time.Minute {
+				times = append(times, end.Add(d))
+			}
+			at = end
+		}
+		for _, spec := range specs {
+			s, err := newSlotter(spec, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, at := range times {
+				if fast, walk := s.Next(at), s.nextAcrossChanges(at); !fast.Equal(walk) {
+					t.Fatalf("%s in %s after %s: %s, the walk gives %s", spec, zone, at, fast, walk)
+				}
+			}
+		}
+	}
+}
