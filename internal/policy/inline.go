@@ -138,6 +138,7 @@ func (w *walker) inline(l lang, f *frame) {
 		}
 	}
 	w.indirect(l, f, masked, lits)
+	w.sdkCalls(l, f, masked, lits)
 	if l == langAwk {
 		w.awkPipes(f, masked, lits)
 	}

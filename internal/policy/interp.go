@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"slices"
 	"strings"
 )
@@ -115,6 +116,9 @@ loop:
 		return
 	}
 	if ops := c.args[min(i, len(c.args)):]; len(ops) > 0 {
+		if code, ok := djangoShell(l, ops); ok {
+			w.runCode(c, l, argCode(code), c.name+" manage.py shell -c", c.sp, nil, false)
+		}
 		w.scriptOperand(c, l, ops[0], nil)
 		return
 	}
@@ -137,4 +141,23 @@ func (w *walker) awk(c *command) {
 	if !fromFile && len(ops) > 0 {
 		w.runCode(c, langAwk, argCode(ops[0]), c.name, c.sp, nil, false)
 	}
+}
+
+// djangoShell returns the code of python manage.py shell -c CODE (or
+// --command CODE, --command=CODE): Django runs it as Python with the
+// project's models and database connection.
+func djangoShell(l lang, ops []arg) (arg, bool) {
+	if l != langPython || len(ops) < 3 || !ops[0].lit || path.Base(ops[0].val) != "manage.py" || ops[1].val != "shell" {
+		return arg{}, false
+	}
+	for k := 2; k < len(ops); k++ {
+		v := ops[k].val
+		switch {
+		case (v == "-c" || v == "--command") && k+1 < len(ops):
+			return ops[k+1], true
+		case strings.HasPrefix(v, "--command="):
+			return arg{val: strings.TrimPrefix(v, "--command="), lit: ops[k].lit, pos: ops[k].pos, end: ops[k].end, exact: -1}, true
+		}
+	}
+	return arg{}, false
 }

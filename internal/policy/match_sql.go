@@ -162,6 +162,7 @@ func (w *walker) sqlClient(c *command) {
 	for _, s := range sql {
 		w.runCode(c, langSQL, argCode(s), c.name, c.sp, nil, false)
 	}
+	w.sqlFiles(c)
 	if stdin {
 		w.stdinCode(c, langSQL, nil)
 	}
@@ -411,4 +412,39 @@ func skipDollarQuote(src string, i int) int {
 		return len(src)
 	}
 	return j + 1 + k + len(tag)
+}
+
+// templateSQL returns what a SQL statement built at run time destroys when
+// its literal words already say so: psql -c "DROP TABLE $t", xargs -I{}
+// psql -c 'DROP TABLE "{}"' (the names come from a list, the verb does not).
+func templateSQL(text string) string {
+	for _, st := range sqlStatements(text) {
+		if detail, ok := destructiveStatement(st.words); ok {
+			return detail
+		}
+	}
+	return ""
+}
+
+// sqlFiles judges the SQL files a client runs (psql -f FILE, sqlcmd -i
+// FILE, --file=FILE) that the command wrote earlier with known content:
+// printf 'DROP TABLE users;' > x.sql && psql -f x.sql.
+func (w *walker) sqlFiles(c *command) {
+	for i, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		var f arg
+		switch name, val, inline := strings.Cut(a.val, "="); {
+		case inline && (name == "--file" || name == "--filename"):
+			f = arg{val: val, lit: true, pos: a.pos, end: a.end, exact: -1}
+		case (a.val == "-f" || a.val == "--file" || a.val == "-i" && c.name == "sqlcmd") && i+1 < len(c.args):
+			f = c.args[i+1]
+		default:
+			continue
+		}
+		if wr, ok := w.writtenScript(f); ok && wr.s.known {
+			w.runCode(c, langSQL, argCode(arg{val: wr.s.text, lit: true, pos: a.pos, end: a.end, exact: -1}), c.name+" "+a.val, c.sp, nil, false)
+		}
+	}
 }

@@ -59,6 +59,7 @@ func argCode(a arg) code {
 // interpreter code, and the body of a function the script defined.
 func (w *walker) nest(c *command) {
 	w.packNest(c)
+	w.npmScripts(c)
 	switch c.name {
 	case "eval":
 		w.eval(c)
@@ -175,6 +176,8 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 			w.d.add(w.f, ruleDecodedExec, "runs a decoded payload", via, sp)
 		case l == langSQL && src.taint&taintSQLGen != 0:
 			w.d.add(w.f, ruleSQLDestructive, "runs SQL generated with DROP, TRUNCATE or DELETE", via, sp)
+		case l == langSQL && templateSQL(src.text) != "":
+			w.d.add(w.f, ruleSQLDestructive, templateSQL(src.text)+" on names built at run time", via, sp)
 		case src.file || l == langSQL:
 		default:
 			w.d.add(w.f, ruleUnresolved, "runs a script built at run time", via, sp)

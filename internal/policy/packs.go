@@ -102,6 +102,13 @@ type packTool struct {
 	// ScriptStdin tries the known text the tool reads on stdin against
 	// ScriptRe (ed's and ftp's "!CMD" lines).
 	ScriptStdin bool `yaml:"script_stdin"`
+	// ScriptFile are options naming a file the tool reads its recipes
+	// from (make -f FILE, just --justfile FILE) and ScriptDefault the
+	// names it reads without one (Makefile, justfile): when the command
+	// wrote that file earlier with known content, the content is tried
+	// against ScriptRe (printf 'x:\n\tCMD' > Makefile && make x).
+	ScriptFile    []string `yaml:"script_file"`
+	ScriptDefault []string `yaml:"script_default"`
 	// Lang is the language of the Script options' values when it is not
 	// the shell's: ruby (rake -e), python, perl, node, php, lua or awk.
 	Lang     string `yaml:"lang"`
@@ -832,7 +839,10 @@ func matchText(re *regexp.Regexp, c *command) bool {
 			return true // a word with a variable is matched as written
 		}
 	}
-	return c.stdin.known && (re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt))
+	if !c.stdin.known {
+		return c.stdin.shape != "" && re.MatchString(c.stdin.shape) // built by jq from a literal filter
+	}
+	return re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)
 }
 
 // packNest walks the commands a pack's tool runs: the values of its Script
@@ -846,7 +856,8 @@ func (w *walker) packNest(c *command) {
 		if t.except[c.name] {
 			continue
 		}
-		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && len(t.images) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin {
+		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && len(t.images) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin &&
+			len(t.ScriptFile) == 0 && len(t.ScriptDefault) == 0 {
 			continue
 		}
 		var pc packCall
@@ -888,6 +899,7 @@ func (w *walker) packNest(c *command) {
 		if in := c.stdin.code(); when && t.ScriptStdin && c.stdin.present && in.known {
 			t.runScript(w, c, arg{val: in.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, "| "+c.name)
 		}
+		t.scriptFiles(w, c)
 		for i, a := range c.args {
 			if a.lit && a.val == "--" {
 				if t.Exec && i+1 < len(c.args) {
@@ -1010,6 +1022,8 @@ func (t *packTool) withText(c *command) *command {
 		if f, ok := t.fileOperand(c.args, i); ok {
 			if file, ok := c.files[fileKey(f)]; ok && file.s.known {
 				cc.args = append(cc.args, arg{val: file.s.text, lit: true, exact: -1})
+			} else if ok && file.s.shape != "" {
+				cc.args = append(cc.args, arg{val: file.s.shape, lit: true, exact: -1}) // built by jq from a literal filter
 			}
 		}
 	}
@@ -1053,4 +1067,35 @@ func decodeUTF16Base64(s string) (string, bool) {
 		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
 	}
 	return string(utf16.Decode(u)), true
+}
+
+// scriptFiles judges the recipe file a tool reads (ScriptFile, else
+// ScriptDefault) when the command wrote it earlier with known content.
+func (t *packTool) scriptFiles(w *walker, c *command) {
+	if t.scriptRe == nil || len(t.ScriptFile) == 0 && len(t.ScriptDefault) == 0 {
+		return
+	}
+	var files []arg
+	for i, a := range c.args {
+		name, val, inline := strings.Cut(a.val, "=")
+		switch {
+		case !a.lit || !slices.Contains(t.ScriptFile, name):
+		case inline:
+			files = append(files, arg{val: val, lit: true, pos: a.pos, end: a.end, exact: -1})
+		case i+1 < len(c.args):
+			files = append(files, c.args[i+1])
+		}
+	}
+	if len(files) == 0 {
+		for _, name := range t.ScriptDefault {
+			files = append(files, arg{val: name, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1})
+		}
+	}
+	for _, f := range files {
+		wr, ok := w.writtenScript(f)
+		if !ok || !wr.s.known {
+			continue
+		}
+		t.runScript(w, c, arg{val: wr.s.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, c.name+" "+f.val)
+	}
 }

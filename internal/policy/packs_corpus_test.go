@@ -12,10 +12,10 @@ import (
 // packs/*.tsv and beyond-host.tsv: commands from public sources, split
 // dev/heldout by a hash before the packs were written) in deny mode, as
 // sh, and reports per split the share of dangerous commands caught and of
-// benign ones refused. The later collections (packs2/*.tsv and
-// packs3/*.tsv, gathered after the packs were written, split by the same
-// hash) are reported on their own lines and totals ("packs2 dev/heldout",
-// "packs3 dev/heldout"); the "all" lines stay computed over the original
+// benign ones refused. The later collections (packs2/*.tsv, packs3/*.tsv
+// and packs4/*.tsv, gathered after the packs were written, split by the
+// same hash) are reported on their own lines and totals ("packs2
+// dev/heldout", ...); the "all" lines stay computed over the original
 // files only, so they remain comparable.
 // SANDRUN_CORPUS_MISSES=1 lists the dev split's misses and false positives
 // (the heldout split's are never printed: it is the measurement, not
@@ -28,7 +28,7 @@ func TestPackCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, "testdata/independent/beyond-host.tsv")
-	later := []string{"packs2", "packs3"} // collections reported apart, in order
+	later := []string{"packs2", "packs3", "packs4"} // collections reported apart, in order
 	laterTotal := map[string]map[string]*tally{}
 	for _, dir := range later {
 		more, err := filepath.Glob("testdata/independent/" + dir + "/*.tsv")

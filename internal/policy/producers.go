@@ -58,6 +58,16 @@ func produce(c *command) stream {
 		}
 	case "mktemp":
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
+	case "jq", "gojq", "jaq":
+		out := generated()
+		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen)
+		out.shape = jqFilter(c.args)
+		return out
+	case "which":
+		// `which helm` list: the path of the program named, run by its name
+		if len(c.args) == 1 && c.args[0].lit && c.args[0].val != "" && !strings.ContainsAny(c.args[0].val, "-/ \t\n") {
+			return stream{present: true, known: true, text: c.args[0].val + "\n", start: -1, base: -1, anchor: c.sp.start}
+		}
 	}
 	if downloaders[c.name] {
 		out := generated()
@@ -234,4 +244,30 @@ func mktempPath(c *command) string {
 		dir = path.Dir(ops[0].val)
 	}
 	return joinPath(dir, "tmp.mktemp")
+}
+
+// jqFilter returns the literal filter of a jq command line (its first
+// operand), the template of what it writes: the constant strings of
+// jq -n '{query: "mutation { volumeDelete(...) }"}' reach its output.
+func jqFilter(args []arg) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.lit:
+			return ""
+		case a.val == "--arg" || a.val == "--argjson" || a.val == "--slurpfile" || a.val == "--rawfile":
+			i += 2
+		case a.val == "--indent" || a.val == "-L" || a.val == "-f" || a.val == "--from-file":
+			if a.val == "-f" || a.val == "--from-file" {
+				return ""
+			}
+			i++
+		case a.val == "--args" || a.val == "--jsonargs" || a.val == "--":
+			return ""
+		case strings.HasPrefix(a.val, "-") && a.val != "-":
+		default:
+			return a.val
+		}
+	}
+	return ""
 }

@@ -98,7 +98,9 @@ var rules = []rule{
 			"remote branch deletion (push --delete, push origin :branch), reset --hard, clean -f (without -n)"},
 	{id: ruleSQLDestructive,
 		desc: "DROP TABLE|DATABASE|SCHEMA, TRUNCATE, or DELETE FROM without WHERE sent to psql, mysql, mariadb, sqlite3, duckdb " +
-			"or clickhouse-client (-c, -e, -cmd, --query, positional SQL, heredoc, here-string or echo pipe), and dropdb"},
+			"or clickhouse-client (-c, -e, -cmd, --query, positional SQL, heredoc, here-string or echo pipe, a -f FILE the command wrote), " +
+			"statements whose names are built at run time (DROP TABLE $t, xargs -I{} psql -c 'DROP TABLE {}'), SQL passed to a " +
+			"database driver in interpreter code (cursor.execute('TRUNCATE ...')), and dropdb"},
 	{id: ruleDockerHost,
 		desc: "a container that can reach its host: docker/podman/nerdctl run|create|exec with --privileged, a bind mount of /, " +
 			"a system or home directory or the Docker socket (-v, --volume, --mount), --pid=host, --ipc=host, --userns=host, " +
@@ -120,7 +122,11 @@ var rules = []rule{
 	{id: ruleInlineCode,
 		desc: "inline interpreter code (python -c, perl -e, ruby -e, node -e, php -r, lua -e, awk programs, code fed on stdin, " +
 			"and strings they exec or eval) that runs a shell command matching another rule, or deletes or overwrites system paths itself " +
-			"(shutil.rmtree('/'), fs.rmSync('/', {recursive: true}), FileUtils.rm_rf('/')); host-only exactly when what it runs is. " +
+			"(shutil.rmtree('/'), fs.rmSync('/', {recursive: true}), FileUtils.rm_rf('/')), or, in code that loads a cloud, cluster, forge or " +
+			"data-store client library (boto3, google-cloud, the Azure SDK, the Kubernetes clients, database drivers, Django models), calls a " +
+			"method in the destroying-verb class (delete_bucket, objects.all().delete(), DeleteTableCommand, deleteNamespace, flushall, " +
+			"drop_database, terminate_instances, schedule_key_deletion) or sets a lifecycle rule expiring everything within a day; " +
+			"host-only exactly when what it runs is. " +
 			"A shell call whose command is built at run time is unresolved-command"},
 	{id: ruleUnparsable, fixed: true,
 		desc: "the command (or a nested sh -c, eval or heredoc script) does not parse as shell; " +

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -35,6 +36,11 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	case runsNothing:
 		return generated()
 	case runsUnresolved:
+		if w.inDecl > 0 && positionalProgram.MatchString(name.src) {
+			// run() { "$@"; }: the program is the caller's first argument,
+			// judged at each call (callFunc); a function never called runs nothing
+			return generated()
+		}
 		w.unresolved(name, sp, via)
 		return generated()
 	}
@@ -171,7 +177,9 @@ func (w *walker) funcDecl(fn *syntax.FuncDecl, sp span) {
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.args, w.env.argsKnown = nil, false
 	w.cond++
+	w.inDecl++
 	w.stmt(fn.Body, stream{})
+	w.inDecl--
 	w.cond--
 	w.env.args, w.env.argsKnown = args, argsKnown
 }
@@ -211,3 +219,7 @@ func (w *walker) literal(word *syntax.Word) (string, bool) {
 	}
 	return alts[0][0].val, true
 }
+
+// positionalProgram is a program word that is a function's arguments:
+// "$@", $1, "${1}", "$*".
+var positionalProgram = regexp.MustCompile(`^"?\$(?:[@*1-9]|\{[@*1-9]\})"?$`)

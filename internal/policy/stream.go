@@ -15,6 +15,7 @@ type stream struct {
 	known   bool   // text is the exact content
 	text    string // the content, when known
 	alt     string // a second reading of the content (echo with and without -e), or ""
+	shape   string // for unknown content built from a literal template (a jq filter), the template: text rules may read it
 	taint   taint  // where unknown content comes from (download, decoder, run time)
 	file    bool   // the content of files the detector does not read (cat FILE, < FILE)
 	paths   []arg  // roots whose whole trees are listed on the stream (find ROOT, ls ROOT)
@@ -45,6 +46,7 @@ func (s stream) merge(o stream) stream {
 	}
 	out := stream{present: true, taint: s.taint | o.taint, file: s.file || o.file, start: s.start, base: -1, anchor: s.anchor, via: s.via, f: s.f}
 	out.paths = append(append([]arg(nil), s.paths...), o.paths...)
+	out.shape = strings.TrimSpace(s.shape + "\n" + o.shape)
 	if s.known && o.known {
 		out.known, out.text = true, s.text+o.text
 	} else if !out.file || out.taint != 0 {

@@ -24,6 +24,9 @@ type walker struct {
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
 	captured int
+	// inDecl > 0: walking a function's body at its definition, with its
+	// arguments unknown (calls walk it again with theirs).
+	inDecl int
 }
 
 // Bounds on nesting within one script. Deeper statements are not walked
