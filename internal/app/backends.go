@@ -48,13 +48,14 @@ var kinds = []struct {
 		}}},
 	{"docker", kind{keys: []string{"host", "image", "user", "network", "memory_bytes", "nano_cpus", "pids_limit", "cap_add",
 		"read_only_root", "allow_host_access", "allowed_volume_drivers", "session_idle", "pull", "allowed_images", "volumes",
-		"shm_size", "tmp_size", "disk_bytes"},
+		"shm_size", "tmp_size", "disk_bytes", "warm_pool"},
 		build: func(env Env, bc BackendConfig) (backends.Backend, error) {
 			return docker.New(docker.Config{Host: bc.Host, Image: bc.Image, User: bc.User, Network: bc.Network,
 				MemoryBytes: bc.MemoryBytes, NanoCPUs: bc.NanoCPUs, PidsLimit: bc.PidsLimit, CapAdd: bc.CapAdd,
 				ReadOnlyRoot: bc.ReadOnlyRoot, AllowHostAccess: bc.AllowHostAccess, AllowedVolumeDrivers: bc.AllowedVolumeDrivers,
 				SessionIdle: bc.SessionIdle, Pull: bc.Pull, Metrics: env.Metrics, Profile: env.Profile,
-				AllowedImages: bc.AllowedImages, Volumes: bc.Volumes, ShmSize: bc.ShmSize, TmpSize: bc.TmpSize, DiskBytes: bc.DiskBytes})
+				AllowedImages: bc.AllowedImages, Volumes: bc.Volumes, ShmSize: bc.ShmSize, TmpSize: bc.TmpSize, DiskBytes: bc.DiskBytes,
+				WarmPool: bc.WarmPool})
 		}}},
 	{"ssh", kind{keys: []string{"host", "port", "user", "identity_files", "certificate_files", "passphrase_env", "passphrase_file",
 		"agent", "agent_socket", "known_hosts", "host_key_policy", "hash_known_hosts", "proxy_jump", "ssh_config", "run_root",

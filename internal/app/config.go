@@ -138,13 +138,16 @@ type ProfileSettings struct {
 	AllowedVolumeDrivers []string `yaml:"allowed_volume_drivers"`
 	// docker: images a job may name (patterns), mounts of every
 	// container, /dev/shm and /tmp sizes, the writable layer's limit.
-	AllowedImages []string      `yaml:"allowed_images"`
-	Volumes       []string      `yaml:"volumes"`
-	ShmSize       int64         `yaml:"shm_size"`
-	TmpSize       int64         `yaml:"tmp_size"`
-	DiskBytes     int64         `yaml:"disk_bytes"`
-	SessionIdle   time.Duration `yaml:"session_idle"`
-	Pull          string        `yaml:"pull"`
+	AllowedImages []string `yaml:"allowed_images"`
+	Volumes       []string `yaml:"volumes"`
+	ShmSize       int64    `yaml:"shm_size"`
+	TmpSize       int64    `yaml:"tmp_size"`
+	DiskBytes     int64    `yaml:"disk_bytes"`
+	// WarmPool (docker): containers kept created ahead of demand for the
+	// profile's plain one-shot jobs (0: none).
+	WarmPool    int           `yaml:"warm_pool"`
+	SessionIdle time.Duration `yaml:"session_idle"`
+	Pull        string        `yaml:"pull"`
 	// ssh (host and user above name the remote host and login): see
 	// docs/configuration.md.
 	Port              int           `yaml:"port"`

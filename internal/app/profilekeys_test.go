@@ -59,12 +59,12 @@ func TestProfileSettingsBlocks(t *testing.T) {
 		return cfg, bad, err
 	}
 	t.Run("block", func(t *testing.T) {
-		cfg, _, err := load(t, "  p:\n    kind: docker\n    docker:\n      image: alpine:3\n      network: none\n      memory_bytes: 1024\n")
+		cfg, _, err := load(t, "  p:\n    kind: docker\n    docker:\n      image: alpine:3\n      network: none\n      memory_bytes: 1024\n      warm_pool: 2\n")
 		if err != nil {
 			t.Fatal(err)
 		}
 		bc := cfg.Backends["p"]
-		if bc.Image != "alpine:3" || bc.Network != "none" || bc.MemoryBytes != 1024 || len(cfg.Deprecations) != 0 || bc.Docker != nil {
+		if bc.Image != "alpine:3" || bc.Network != "none" || bc.MemoryBytes != 1024 || bc.WarmPool != 2 || len(cfg.Deprecations) != 0 || bc.Docker != nil {
 			t.Fatalf("settled %+v, deprecations %q", bc, cfg.Deprecations)
 		}
 	})

@@ -46,11 +46,24 @@ func (w *Worker) reapOrphans(ctx context.Context) {
 // lease. When unsure (a read failed), it says live: a wrong removal kills
 // a running job, a late one only wastes a container for a while.
 func (w *Worker) attemptLive(ctx context.Context, id string, attempt int, worker string) bool {
+	if worker == w.cfg.Name && id == "" {
+		return true // this worker's own session or pool
+	}
 	if worker == w.cfg.Name {
 		w.mu.Lock()
 		_, mine := w.running[id]
 		w.mu.Unlock()
 		return mine
+	}
+	if id == "" {
+		// A workload of the worker, not of one attempt (a session, a
+		// warm pool): live while the worker holds its registration, a
+		// lease of the lease TTL in the workers bucket.
+		_, err := w.store.Workers.Get(ctx, worker)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return false
+		}
+		return true
 	}
 	run, _, err := w.store.GetRun(ctx, id)
 	if errors.Is(err, jobs.ErrNotFound) {

@@ -38,3 +38,32 @@ func TestNewestRevisionIsWhatTheReaperWatches(t *testing.T) {
 		t.Fatalf("newest %d (%v), want the lease's %d (record %d); the cancel request is not the reaper's", got, err, lrev, rev)
 	}
 }
+
+// TestWorkerWorkloadsLiveWhileTheWorkerIs: a workload of a worker rather
+// than of one attempt (a session, a warm pool: job ID "") is live while
+// that worker holds its registration, and not after; this worker's own
+// are always live.
+func TestWorkerWorkloadsLiveWhileTheWorkerIs(t *testing.T) {
+	t.Parallel()
+	st := jobstest.Store(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := &Worker{store: st, cfg: Config{Name: "me"}}
+	if _, err := st.Workers.Put(ctx, "alive", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		worker string
+		want   bool
+	}{{"me", true}, {"alive", true}, {"gone", false}} {
+		if got := w.attemptLive(ctx, "", 0, c.worker); got != c.want {
+			t.Errorf("a workload of worker %q: live %t, want %t", c.worker, got, c.want)
+		}
+	}
+	if err := st.Workers.Purge(ctx, "alive"); err != nil {
+		t.Fatal(err)
+	}
+	if w.attemptLive(ctx, "", 0, "alive") {
+		t.Error("a workload of a worker whose registration went is still live")
+	}
+}

@@ -23,6 +23,13 @@
 // container's real configuration (inspected), and refused if it asks for
 // other options.
 //
+// A profile with a warm pool (WarmPool) keeps containers of its plain
+// jobs' configuration created ahead of demand: a plain one-shot job
+// claims one — renamed for its job and attempt, the labels being fixed
+// at create — and starts it; a wrapper reads the job's directory,
+// environment and command from the container's stdin and execs it as a
+// fresh container would (pool.go, poolrun.go, docs/backends/docker.md).
+//
 // Images follow a pull policy (if-not-present, always, never); concurrent
 // pulls of one image are one pull. Container and pull figures go to the
 // worker's metrics.
@@ -94,6 +101,14 @@ type Config struct {
 	ShmSize   int64
 	TmpSize   int64
 	DiskBytes int64
+	// WarmPool is how many containers of the profile are kept created
+	// ahead of demand, per deployment and worker, for plain one-shot jobs
+	// (no session, workspace or container options, the profile's image):
+	// such a job starts one instead of creating its own, and the pool
+	// refills in the background (see pool.go). Default 0: none. Pull
+	// always cannot have one (a pooled container's image predates its
+	// job).
+	WarmPool int
 	// Metrics, if set, receive container and pull figures labelled with
 	// Profile.
 	Metrics *metrics.Metrics
@@ -120,6 +135,7 @@ type Docker struct {
 	judged   judgements          // HostAccess's verdicts on session jobs, for Run
 	cleanups sync.WaitGroup      // leftover kills after session jobs
 	pulls    puller
+	pools    *pools // warm pools (pool.go)
 }
 
 // New checks cfg and connects (lazily: the first call dials).
@@ -155,6 +171,8 @@ func New(cfg Config) (*Docker, error) {
 		return nil, fmt.Errorf("tmp_size: must not be negative, got %d", cfg.TmpSize)
 	case cfg.DiskBytes < 0:
 		return nil, fmt.Errorf("disk_bytes: must not be negative, got %d", cfg.DiskBytes)
+	case cfg.WarmPool < 0 || cfg.WarmPool > MaxWarmPool:
+		return nil, fmt.Errorf("warm_pool: must be 0 (no pool) to %d, got %d", MaxWarmPool, cfg.WarmPool)
 	}
 	for i, v := range cfg.Volumes {
 		m, err := parseMount(v)
@@ -177,6 +195,10 @@ func New(cfg Config) (*Docker, error) {
 	default:
 		return nil, fmt.Errorf("pull: %q is not if-not-present, always or never", cfg.Pull)
 	}
+	if cfg.WarmPool > 0 && cfg.Pull == PullAlways {
+		return nil, fmt.Errorf("warm_pool: %d with pull %q: a pooled container is created before its job, so its image is not pulled for the job; use %s or %s, or no pool",
+			cfg.WarmPool, PullAlways, PullIfNotPresent, PullNever)
+	}
 	opts := []client.Opt{client.FromEnv}
 	if cfg.Host != "" {
 		opts = append(opts, client.WithHost(cfg.Host))
@@ -185,12 +207,16 @@ func New(cfg Config) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	return &Docker{cfg: cfg, api: c, close: c.Close}, nil
+	return &Docker{cfg: cfg, api: c, close: c.Close, pools: newPools(cfg.WarmPool)}, nil
 }
 
-// Close removes this backend's session containers and releases the
-// engine connection.
+// Close removes this backend's session containers and idle pooled
+// containers, waits for the removal of those its jobs used, and releases
+// the engine connection.
 func (d *Docker) Close() error {
+	for _, id := range d.pools.close() {
+		d.remove(context.Background(), id)
+	}
 	d.cleanups.Wait()
 	d.closeSessions(context.Background())
 	return d.close()

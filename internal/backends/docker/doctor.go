@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/moby/moby/client"
 
@@ -34,9 +33,15 @@ func (d *Docker) Orphans(ctx context.Context, deployment string, live func(jobID
 	}
 	var out []string
 	for _, c := range list.Items {
-		attempt, _ := strconv.Atoi(c.Labels[LabelAttempt])
-		if c.Labels[LabelSession] == "" && !live(c.Labels[LabelJob], attempt, c.Labels[LabelWorker]) {
-			out = append(out, fmt.Sprintf("%.12s job %s attempt %d worker %s (%s)", c.ID, c.Labels[LabelJob], attempt, c.Labels[LabelWorker], c.State))
+		job, attempt, worker, idle := attemptOf(c)
+		switch {
+		case c.Labels[LabelSession] != "":
+		case idle:
+			if !d.keepIdle(c, live) {
+				out = append(out, fmt.Sprintf("%.12s pooled, idle, worker %s (%s)", c.ID, worker, c.State))
+			}
+		case !live(job, attempt, worker):
+			out = append(out, fmt.Sprintf("%.12s job %s attempt %d worker %s (%s)", c.ID, job, attempt, worker, c.State))
 		}
 	}
 	return out, nil

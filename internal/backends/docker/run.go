@@ -18,6 +18,13 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
+// oomChecks and oomCheckEvery bound how long a container that exited by
+// SIGKILL is watched for the engine's OOM flag.
+const (
+	oomChecks     = 5
+	oomCheckEvery = 40 * time.Millisecond
+)
+
 // outputDrain bounds how long Run waits for the output stream after the
 // container has exited.
 const outputDrain = 5 * time.Second
@@ -32,20 +39,28 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	if err != nil {
 		return res, fmt.Errorf("docker: %w: %w", err, backends.ErrPermanent)
 	}
-	if err := d.ensureImage(context.WithoutCancel(ctx), cfg.Image); err != nil {
-		return res, fmt.Errorf("docker: %w", err)
-	}
-	if err := d.ensureWorkspace(context.WithoutCancel(ctx), spec, cfg.Image); err != nil {
-		return res, fmt.Errorf("docker: %w", err)
-	}
 	// The container's lifecycle calls outlive ctx: a cancel must still be
 	// able to kill and remove what was created.
 	bg := context.WithoutCancel(ctx)
-	if reasons, err := hostAccess(bg, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers); err != nil {
+	if c, ok := d.claim(ctx, spec, cfg, host); ok {
+		// A pooled container's image is on the engine, and its job has no
+		// workspace.
+		if err := d.refuseHostAccess(bg, host); err != nil {
+			d.discard(bg, c)
+			return res, err
+		}
+		if res, ran, err := d.runPooled(ctx, spec, c, out); ran {
+			return res, err
+		}
+	}
+	if err := d.ensureImage(bg, cfg.Image); err != nil {
 		return res, fmt.Errorf("docker: %w", err)
-	} else if len(reasons) > 0 && !d.cfg.AllowHostAccess {
-		// The worker refuses such jobs before Run; this is the backstop.
-		return res, fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
+	}
+	if err := d.ensureWorkspace(bg, spec, cfg.Image); err != nil {
+		return res, fmt.Errorf("docker: %w", err)
+	}
+	if err := d.refuseHostAccess(bg, host); err != nil {
+		return res, err
 	}
 	if spec.Session != "" {
 		return d.runSession(ctx, spec, host, out)
@@ -104,14 +119,47 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	case <-time.After(outputDrain):
 	}
 	res.ExitCode = int(status.StatusCode)
-	if info, err := d.api.ContainerInspect(bg, id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil {
-		if info.Container.State.OOMKilled {
-			d.count(func(m *metrics.Metrics) prometheus.Counter { return m.OOMKills.WithLabelValues(d.cfg.Profile) })
-			res.Signal = "SIGKILL"
-			return res, fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit): %w", ErrOOM, res.ExitCode, d.cfg.MemoryBytes, backends.ErrPermanent)
-		}
+	if err := d.oomKilled(bg, id, &res); err != nil {
+		return res, err
 	}
 	return outcome(ctx, res, stopped, copyErr)
+}
+
+// refuseHostAccess is Run's backstop for a job whose container reaches
+// the host on a profile that does not allow it (the worker refuses such
+// jobs before Run).
+func (d *Docker) refuseHostAccess(ctx context.Context, host *container.HostConfig) error {
+	reasons, err := hostAccess(ctx, host, d.volumeDriverOptions, d.cfg.AllowedVolumeDrivers)
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	if len(reasons) > 0 && !d.cfg.AllowHostAccess {
+		return fmt.Errorf("docker: host access refused (%s): %w", strings.Join(reasons, "; "), backends.ErrPermanent)
+	}
+	return nil
+}
+
+// oomKilled reports, as Run's error, that the exited container id was
+// killed for its memory limit, and sets res's signal. The engine learns
+// of the kill and of the exit from two events, in either order: an exit
+// by SIGKILL (137) without the flag is looked at again, for a moment.
+func (d *Docker) oomKilled(ctx context.Context, id string, res *backends.Result) error {
+	for tries := 0; ; tries++ {
+		info, err := d.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil || info.Container.State == nil {
+			return nil
+		}
+		if info.Container.State.OOMKilled {
+			break
+		}
+		if res.ExitCode != 128+int(syscall.SIGKILL) || tries == oomChecks-1 {
+			return nil
+		}
+		time.Sleep(oomCheckEvery)
+	}
+	d.count(func(m *metrics.Metrics) prometheus.Counter { return m.OOMKills.WithLabelValues(d.cfg.Profile) })
+	res.Signal = "SIGKILL"
+	return fmt.Errorf("docker: %w (exit %d: killed for exceeding its %d-byte memory limit): %w", ErrOOM, res.ExitCode, d.cfg.MemoryBytes, backends.ErrPermanent)
 }
 
 // outcome ends both run paths: a workload stopped by ctx reports the
