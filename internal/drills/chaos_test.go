@@ -219,9 +219,23 @@ func (h *chaosRun) waitBatchCounted(ctx context.Context, within time.Duration) {
 		c, err = h.cl.Store().CountBatch(ctx, h.batch)
 		return err == nil && c.Done() >= 8, ""
 	}); !ok {
-		h.t.Errorf("seed %d: batch %s counted %v (%v) %s after every item committed, want 8 ended", h.seed, h.batch, c.Ended, err, within)
+		h.t.Errorf("seed %d: batch %s counted %v (%v) %s after every item committed, want 8 ended; markers: %v", h.seed, h.batch, c.Ended, err, within, h.markers(ctx))
 	}
 	h.counted = c.Ended
+}
+
+// markers lists the batch's end markers, for a report.
+func (h *chaosRun) markers(ctx context.Context) []string {
+	lister, err := h.cl.Store().State.ListKeysFiltered(ctx, jobs.BatchEndsFilter(h.batch, ""))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for k := range lister.Keys() {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // retry runs op until it succeeds: the server may be down for a moment.

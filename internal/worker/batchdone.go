@@ -36,6 +36,12 @@ const batchTick = time.Second
 type batchState struct {
 	rec    jobs.Batch
 	recRev uint64
+	// The reconciliation backstop: done as last counted, since when it
+	// has not moved, and when the batch may be reconciled next.
+	done      int
+	stuck     time.Time
+	reconcile time.Time
+	backoff   time.Duration
 }
 
 // announceBatches runs until ctx is done, restarting its watch (and
@@ -112,6 +118,7 @@ func (w *Worker) maybeAnnounce(ctx context.Context, id string, b *batchState) bo
 		return false
 	}
 	if done < rec.Total {
+		w.maybeReconcile(ctx, id, b, done)
 		return false
 	}
 	c, err := w.store.CountBatch(ctx, id)
@@ -160,4 +167,87 @@ func (w *Worker) maybeAnnounce(ctx context.Context, id string, b *batchState) bo
 		w.log.Info("batch completed", "batch", id, "items", rec.Total, "counts", ev.Message)
 	}
 	return true
+}
+
+// A batch item's end marker that was never written is the reaper's to
+// write once the item's lease is gone (repairBatchEnds), from its watch of
+// the commits. A commit that watch never delivered (it restarted across a
+// server's restart, say) would leave the batch short of one end for good:
+// as a backstop, a batch whose every item has a record and whose count of
+// ends has not moved for a while is reconciled — its records without a
+// marker are read, and those that ended get theirs. The wait doubles each
+// time nothing was missing, up to reconcileMax, so a batch waiting on a
+// long last item costs a listing of its keys now and then, not each tick.
+const reconcileMax = 30 * time.Minute
+
+// reconcileAfter is how long a batch's count of ends must stand still
+// before it is reconciled: two lease TTLs and two reaper passes, by which
+// time the reaper has repaired what its watch saw.
+func (w *Worker) reconcileAfter() time.Duration { return 2*w.cfg.LeaseTTL + 2*w.cfg.ReaperScan }
+
+// maybeReconcile runs the backstop for batch id, counted done.
+func (w *Worker) maybeReconcile(ctx context.Context, id string, b *batchState, done int) {
+	now := w.now()
+	if done != b.done || b.stuck.IsZero() {
+		b.done, b.stuck, b.backoff = done, now, 0
+		b.reconcile = now.Add(w.reconcileAfter())
+		return
+	}
+	if now.Before(b.reconcile) {
+		return
+	}
+	recorded, err := w.store.CountKeys(ctx, jobs.RunKey(id+".*"))
+	if err != nil || recorded < b.rec.Total {
+		b.reconcile = now.Add(w.reconcileAfter()) // items not claimed yet: nothing to reconcile
+		return
+	}
+	repaired, err := w.reconcileBatch(ctx, id)
+	if err != nil {
+		w.log.Warn("batch completions: reconcile", "batch", id, "err", err)
+	}
+	if repaired > 0 {
+		b.backoff = 0
+	} else {
+		b.backoff = min(max(2*b.backoff, w.reconcileAfter()), reconcileMax)
+	}
+	b.reconcile = now.Add(max(b.backoff, w.reconcileAfter()))
+}
+
+// reconcileBatch writes the missing end markers of batch id's ended items
+// and returns how many it wrote.
+func (w *Worker) reconcileBatch(ctx context.Context, id string) (int, error) {
+	marked := map[string]bool{}
+	ml, err := w.store.State.ListKeysFiltered(ctx, jobs.BatchEndsFilter(id, ""))
+	if err != nil {
+		return 0, err
+	}
+	for k := range ml.Keys() {
+		if _, _, suffix, ok := jobs.ParseBatchEndKey(k); ok {
+			marked[suffix] = true
+		}
+	}
+	rl, err := w.store.State.ListKeysFiltered(ctx, jobs.RunKey(id+".*"))
+	if err != nil {
+		return 0, err
+	}
+	var unmarked []string
+	for k := range rl.Keys() {
+		if suffix, ok := strings.CutPrefix(k, jobs.RunKey(id+".")); ok && !marked[suffix] {
+			unmarked = append(unmarked, id+"."+suffix)
+		}
+	}
+	repaired := 0
+	for _, jid := range unmarked {
+		run, _, err := w.store.GetRun(ctx, jid)
+		if err != nil || run.Result == nil || !run.State.Terminal() {
+			continue // running, waiting for a retry, or gone
+		}
+		if ok, err := w.store.MarkBatchEnd(ctx, run); err != nil || !ok {
+			continue
+		}
+		repaired++
+		w.m.ReaperRecovered.WithLabelValues("batch_end").Inc()
+		w.log.Warn("batch completions: wrote a missing end marker the reaper had not seen go missing", "job", jid, "state", run.State)
+	}
+	return repaired, nil
 }

@@ -2,11 +2,13 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/sandrun/sandrun/internal/jobs"
 	"github.com/sandrun/sandrun/internal/jobs/jobstest"
+	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // TestNewestRevisionIsWhatTheReaperWatches: the reaper's stall check
@@ -65,5 +67,63 @@ func TestWorkerWorkloadsLiveWhileTheWorkerIs(t *testing.T) {
 	}
 	if w.attemptLive(ctx, "", 0, "alive") {
 		t.Error("a workload of a worker whose registration went is still live")
+	}
+}
+
+// TestReconcileWritesMissingEndMarkers: the backstop for an end marker the
+// reaper never saw go missing — a batch whose items all have records and
+// whose count of ends stands still is reconciled once it has stood still
+// for reconcileAfter: the ended items without a marker get theirs, the
+// others are left alone.
+func TestReconcileWritesMissingEndMarkers(t *testing.T) {
+	t.Parallel()
+	st := jobstest.Store(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	w := &Worker{store: st, cfg: Config{LeaseTTL: 3 * time.Second, ReaperScan: 2 * time.Second},
+		m: metrics.New(), log: slog.New(slog.DiscardHandler), now: func() time.Time { return now }}
+	const batch, total = "rec", 4
+	if err := st.PutBatch(ctx, jobs.Batch{ID: batch, Total: total}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range total {
+		spec := jobs.Spec{ID: jobs.BatchItemID(batch, i), Command: "true", Labels: map[string]string{jobs.LabelBatch: batch}}.WithDefaults()
+		run := jobs.Run{Spec: spec, State: jobs.StateRunning, Attempt: 1}
+		if i < 3 { // items 0-2 ended; only 0 and 1 have their marker
+			run.State = jobs.StateSucceeded
+			run.Result = &jobs.Result{JobID: spec.ID, State: jobs.StateSucceeded, Attempt: 1}
+		}
+		if _, err := st.CreateRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			if _, err := st.MarkBatchEnd(ctx, run); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := st.GetBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := &batchState{rec: b}
+	count := func() int {
+		c, err := st.CountBatch(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Done()
+	}
+	w.maybeReconcile(ctx, batch, bs, count()) // the count is seen standing still from now
+	now = now.Add(w.reconcileAfter() - time.Second)
+	w.maybeReconcile(ctx, batch, bs, count())
+	if got := count(); got != 2 {
+		t.Fatalf("reconciled before the count stood still for %s: %d ended", w.reconcileAfter(), got)
+	}
+	now = now.Add(2 * time.Second)
+	w.maybeReconcile(ctx, batch, bs, count())
+	if got := count(); got != 3 {
+		t.Fatalf("after reconciling: %d ended, want 3 (item 3 is still running)", got)
 	}
 }
