@@ -85,7 +85,8 @@ func (l batchLimit) bound() int {
 	return l.max
 }
 
-// batchSlot is a held run slot of a throttled batch.
+// batchSlot is a held run slot of a throttled batch (or a workspace's
+// lock, which has no w and no batch).
 type batchSlot struct {
 	w      *Worker
 	batch  string
@@ -134,7 +135,11 @@ func (s *batchSlot) release(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = s.lease.Release(rctx)
-		// The freed slot wakes one held item of the batch.
+		// A batch's freed slot wakes one of its held items. (A
+		// workspace's lock is a slot of this kind too, with no batch.)
+		if s.w == nil || s.batch == "" {
+			return
+		}
 		if _, err := s.w.store.Unhold(rctx, s.batch, 1); err != nil {
 			s.w.log.Warn("throttle: move a held item back", "batch", s.batch, "err", err)
 		}
