@@ -199,8 +199,11 @@ func (h *chaosRun) submitAll(ctx context.Context) {
 		body := map[string]string{"quick": "true", "slow": "sleep 1.5", "failing": "exit 3"}[kind]
 		items[i] = jobs.Spec{Command: h.command(id, body), MaxAttempts: 1 + h.rng.IntN(3), Timeout: jobs.Duration(30 * time.Second),
 			Retry: &jobs.Backoff{Initial: jobs.Duration(200 * time.Millisecond), Max: jobs.Duration(time.Second), Factor: 2}}
+		// The item as SubmitBatch sends it, so that a copy of its
+		// message (a fault) is the same message.
 		spec := items[i]
 		spec.ID = id
+		spec.Labels = map[string]string{jobs.LabelBatch: h.batch, jobs.LabelBatchIndex: fmt.Sprint(i), jobs.LabelBatchTotal: fmt.Sprint(len(items))}
 		h.jobs = append(h.jobs, &chaosJob{spec: spec, kind: kind})
 	}
 	h.retry(ctx, "submit batch "+h.batch, func() error {
@@ -212,7 +215,11 @@ func (h *chaosRun) submitAll(ctx context.Context) {
 // waitBatchCounted waits until the server counts every item of the batch
 // as ended (a marker a killed worker did not write is the reaper's to
 // write, a lease TTL after) and keeps the counts for the check.
-func (h *chaosRun) waitBatchCounted(ctx context.Context, within time.Duration) {
+func (h *chaosRun) waitBatchCounted(within time.Duration) {
+	// Its own time, not what is left of the run's: a slow seed (a
+	// cluster's) may have spent that waiting for its results.
+	ctx, cancel := context.WithTimeout(h.t.Context(), within+30*time.Second)
+	defer cancel()
 	var c jobs.BatchCounts
 	var err error
 	if ok, _ := sandruntest.PollCtx(ctx, within, func() (bool, string) {
@@ -491,7 +498,7 @@ func (h *chaosRun) waitAllEnded(ctx context.Context, within time.Duration) {
 		h.mu.Unlock()
 		h.t.FailNow()
 	}
-	h.waitBatchCounted(ctx, time.Minute)
+	h.waitBatchCounted(time.Minute)
 	// Late duplicate writes, if any, show up: the workers stop (a worker
 	// that could still write has written or gone), then a watch sees a
 	// write of the test's own, made after them.
