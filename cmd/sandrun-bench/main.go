@@ -6,7 +6,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -20,8 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sandrun/sandrun/client"
 	"github.com/sandrun/sandrun/internal/app"
@@ -210,40 +207,7 @@ func throughput(slots, n int) (float64, error) {
 		return 0, err
 	}
 	defer s.stop()
-	ctx := context.Background()
-	w, err := s.cl.Store().State.Watch(ctx, jobs.RunKey("*"), jetstream.UpdatesOnly())
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = w.Stop() }()
-	start := time.Now()
-	var next atomic.Int64
-	errs := make(chan error, 16)
-	for range 16 {
-		go func() {
-			for next.Add(1) <= int64(n) {
-				if _, err := s.cl.Submit(ctx, jobs.Spec{Command: "true"}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	got := 0
-	timeout := time.After(10 * time.Minute)
-	for got < n {
-		select {
-		case e := <-w.Updates():
-			if e != nil && e.Operation() == jetstream.KeyValuePut && bytes.Contains(e.Value(), []byte(`"result":`)) {
-				got++
-			}
-		case err := <-errs:
-			return 0, err
-		case <-timeout:
-			return 0, fmt.Errorf("only %d of %d results after 10 minutes", got, n)
-		}
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return plainThroughput(context.Background(), s.cl, n)
 }
 
 // latency submits jobs one at a time to idle workers and measures from
