@@ -205,17 +205,24 @@ func (s *Store) CountBatch(ctx context.Context, batch string) (BatchCounts, erro
 // goes; the keys counted here are removed by purges, which leave none.
 func (s *Store) CountKeys(ctx context.Context, filter string) (int, error) {
 	stream := "KV_" + s.State.Bucket()
-	c, err := s.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject: "$KV." + s.State.Bucket() + "." + filter,
-		AckPolicy:     jetstream.AckNonePolicy,
-		// The bucket keeps one message per key (History 1), so every
-		// message counts a key; DeliverAll is the server's cheap count
-		// (the subject index's totals), where last-per-subject would
-		// look up every key's last message.
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		InactiveThreshold: 10 * time.Second,
-		MemoryStorage:     true,
-		Replicas:          1,
+	var c jetstream.Consumer
+	// Each try has its own deadline (retry's): a request a cluster drops
+	// while a node restarts is asked again, not waited on until ctx ends.
+	err := retry(ctx, DefaultWriteWithin, Transient, nil, "count "+filter, func(ctx context.Context, _ int) error {
+		var err error
+		c, err = s.JS.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+			FilterSubject: "$KV." + s.State.Bucket() + "." + filter,
+			AckPolicy:     jetstream.AckNonePolicy,
+			// The bucket keeps one message per key (History 1), so
+			// every message counts a key; DeliverAll is the server's
+			// cheap count (the subject index's totals), where
+			// last-per-subject would look up every key's last message.
+			DeliverPolicy:     jetstream.DeliverAllPolicy,
+			InactiveThreshold: 10 * time.Second,
+			MemoryStorage:     true,
+			Replicas:          1,
+		})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", filter, err)
