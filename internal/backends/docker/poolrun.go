@@ -342,10 +342,6 @@ func (d *Docker) runPooled(ctx context.Context, spec backends.Spec, c pooledCont
 		}
 		return res, true, fmt.Errorf("docker: pooled container %.12s: no word from its wrapper %s after it exited: %w", c.id, outputDrain, backends.ErrUnavailable)
 	}
-	res.ExitCode = int(status.StatusCode)
-	if err := d.oomKilled(bg, c.id, &res); err != nil {
-		return res, true, err
-	}
-	res, err = outcome(ctx, res, stopped, copyErr)
+	res, err = d.ended(ctx, bg, c.id, res, status, stopped, copyErr)
 	return res, true, err
 }

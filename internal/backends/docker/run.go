@@ -18,11 +18,13 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
-// oomChecks and oomCheckEvery bound how long a container that exited by
-// SIGKILL is watched for the engine's OOM flag.
+// oomPatience bounds how long a container that exited by SIGKILL on its
+// own is watched for the engine's OOM flag, looked at every oomCheckEvery.
+// The engine learns of the kill and of the exit from two events that a
+// loaded host can deliver a second or more apart.
 const (
-	oomChecks     = 5
-	oomCheckEvery = 40 * time.Millisecond
+	oomPatience   = 3 * time.Second
+	oomCheckEvery = 50 * time.Millisecond
 )
 
 // outputDrain bounds how long Run waits for the output stream after the
@@ -118,8 +120,14 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	case copyErr = <-copied:
 	case <-time.After(outputDrain):
 	}
+	return d.ended(ctx, bg, id, res, status, stopped, copyErr)
+}
+
+// ended ends both run paths once container id has exited with status: an
+// OOM kill is reported as such, otherwise see outcome. bg outlives ctx.
+func (d *Docker) ended(ctx, bg context.Context, id string, res backends.Result, status container.WaitResponse, stopped bool, copyErr error) (backends.Result, error) {
 	res.ExitCode = int(status.StatusCode)
-	if err := d.oomKilled(bg, id, &res); err != nil {
+	if err := d.oomKilled(bg, id, &res, stopped); err != nil {
 		return res, err
 	}
 	return outcome(ctx, res, stopped, copyErr)
@@ -142,9 +150,12 @@ func (d *Docker) refuseHostAccess(ctx context.Context, host *container.HostConfi
 // oomKilled reports, as Run's error, that the exited container id was
 // killed for its memory limit, and sets res's signal. The engine learns
 // of the kill and of the exit from two events, in either order: an exit
-// by SIGKILL (137) without the flag is looked at again, for a moment.
-func (d *Docker) oomKilled(ctx context.Context, id string, res *backends.Result) error {
-	for tries := 0; ; tries++ {
+// by SIGKILL (137) without the flag is looked at again for up to
+// oomPatience, unless the worker stopped the container itself (its own
+// SIGKILL explains the exit, and a cancel should not wait).
+func (d *Docker) oomKilled(ctx context.Context, id string, res *backends.Result, stopped bool) error {
+	deadline := time.Now().Add(oomPatience)
+	for {
 		info, err := d.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		if err != nil || info.Container.State == nil {
 			return nil
@@ -152,10 +163,14 @@ func (d *Docker) oomKilled(ctx context.Context, id string, res *backends.Result)
 		if info.Container.State.OOMKilled {
 			break
 		}
-		if res.ExitCode != 128+int(syscall.SIGKILL) || tries == oomChecks-1 {
+		if stopped || res.ExitCode != 128+int(syscall.SIGKILL) || time.Now().After(deadline) {
 			return nil
 		}
-		time.Sleep(oomCheckEvery)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(oomCheckEvery):
+		}
 	}
 	d.count(func(m *metrics.Metrics) prometheus.Counter { return m.OOMKills.WithLabelValues(d.cfg.Profile) })
 	res.Signal = "SIGKILL"
