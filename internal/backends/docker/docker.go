@@ -24,9 +24,9 @@
 // other options.
 //
 // A profile with a warm pool (WarmPool) keeps containers of its plain
-// jobs' configuration created ahead of demand: a plain one-shot job
-// claims one — renamed for its job and attempt, the labels being fixed
-// at create — and starts it; a wrapper reads the job's directory,
+// jobs' configuration created and started ahead of demand: a plain
+// one-shot job claims one — renamed for its job and attempt, the labels
+// being fixed at create — and its waiting wrapper reads the job's directory,
 // environment and command from the container's stdin and execs it as a
 // fresh container would (pool.go, poolrun.go, docs/backends/docker.md).
 //

@@ -16,22 +16,27 @@ import (
 	"github.com/sandrun/sandrun/internal/metrics"
 )
 
-// A warm pool keeps Config.WarmPool containers of the profile created —
-// with the configuration a fresh container of a plain job gets, hardening
-// and labels included — so that a job claims one and only starts it. A
-// container's command and environment are fixed at create, so a pooled
-// container runs a wrapper (poolrun.go) that reads the job's directory,
-// environment and command from its stdin and execs the command as a
-// fresh container would run it. Each pooled container serves one job and
-// is removed after it; the pool refills in the background.
+// A warm pool keeps Config.WarmPool containers of the profile created and
+// started — with the configuration a fresh container of a plain job gets,
+// hardening and labels included — so that a job claims one and only
+// hands it its command. A container's command and environment are fixed
+// at create, so a pooled container runs a wrapper (poolrun.go), a shell
+// blocked reading its stdin, that reads the job's directory, environment
+// and command and execs the command as a fresh container would run it.
+// The engine's start is most of a one-shot job's cost (about three
+// quarters on the machine measured in docs/BENCHMARKS.md): created but not
+// started, a pooled container saved a tenth. An idle one costs its
+// blocked shell (no CPU; its memory counts against the container's own
+// limit). Each pooled container serves one job and is removed after it;
+// the pool refills in the background.
 //
 // Lifecycle of a pool (one per deployment and worker, the labels a
 // container needs at create):
 //
 //  1. The first eligible job of a deployment and worker (or WarmPool)
 //     starts a fill; the job itself runs in a fresh container.
-//  2. A fill creates containers until the pool holds WarmPool idle ones,
-//     one at a time, and ends. A claim that leaves the pool short starts
+//  2. A fill creates and starts containers until the pool holds WarmPool
+//     idle ones, one at a time, and ends. A claim that leaves the pool short starts
 //     another once its job's container has exited or run for
 //     refillDelay (a create competes with a start and an exit for the
 //     engine). A failed create ends the fill; the next claim after
@@ -270,9 +275,10 @@ func (d *Docker) fill(ctx context.Context, key poolKey) {
 // the entrypoint would run the wrapper, so jobs run in fresh containers.
 var errPoolEntrypoint = errors.New("the image has an entrypoint, which would run the pool's wrapper: jobs run in fresh containers")
 
-// createPooled creates one container for key's pool: the configuration a
-// plain job's fresh container gets, with the wrapper as its command, its
-// stdin open for the job's payload, and no job or attempt label.
+// createPooled creates and starts one container for key's pool: the
+// configuration a plain job's fresh container gets, with the wrapper as
+// its command, its stdin open for the job's payload, and no job or
+// attempt label.
 func (d *Docker) createPooled(ctx context.Context, key poolKey) (pooledContainer, error) {
 	cfg, host, err := d.containerConfig(backends.Spec{Deployment: key.deployment, Worker: key.worker})
 	if err != nil {
@@ -304,6 +310,12 @@ func (d *Docker) createPooled(ctx context.Context, key poolKey) (pooledContainer
 	if err != nil {
 		return pooledContainer{}, fmt.Errorf("warm pool: create: %w", err)
 	}
+	start = time.Now()
+	if _, err := d.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		d.remove(ctx, created.ID)
+		return pooledContainer{}, fmt.Errorf("warm pool: start: %w", err)
+	}
+	d.observe(func(m *metrics.Metrics) prometheus.Observer { return m.ContainerStart.WithLabelValues(d.cfg.Profile) }, start)
 	return pooledContainer{id: created.ID, level: level}, nil
 }
 

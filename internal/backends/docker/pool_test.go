@@ -25,19 +25,25 @@ import (
 )
 
 // recordingEngine is the engine, noting the names pooled containers take
-// and each container as it was right after its start.
+// and each container as it was right after its start or, for a pooled
+// one (started ahead), its claim.
 type recordingEngine struct {
 	engine
 	mu      sync.Mutex
 	renamed []string
 	started []container.InspectResponse
+	claimed []container.InspectResponse
 }
 
 func (r *recordingEngine) ContainerRename(ctx context.Context, id string, o client.ContainerRenameOptions) (client.ContainerRenameResult, error) {
 	res, err := r.engine.ContainerRename(ctx, id, o)
 	if err == nil {
+		info, ierr := r.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		r.mu.Lock()
 		r.renamed = append(r.renamed, o.NewName)
+		if ierr == nil {
+			r.claimed = append(r.claimed, info.Container)
+		}
 		r.mu.Unlock()
 	}
 	return res, err
@@ -67,6 +73,17 @@ func (r *recordingEngine) lastStarted(t *testing.T) container.InspectResponse {
 		t.Fatal("no container started")
 	}
 	return r.started[len(r.started)-1]
+}
+
+// lastClaimed is the last pooled container a job claimed, as it was then.
+func (r *recordingEngine) lastClaimed(t *testing.T) container.InspectResponse {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.claimed) == 0 {
+		t.Fatal("no pooled container claimed")
+	}
+	return r.claimed[len(r.claimed)-1]
 }
 
 // newPoolBackend is a backend of the test image with cfg's settings,
@@ -166,7 +183,10 @@ func TestPoolIndistinguishable(t *testing.T) {
 	gotFresh := run(fresh, spec)
 	freshInfo := freshRec.lastStarted(t)
 	gotPooled := run(pooled, spec)
-	pooledInfo := poolRec.lastStarted(t)
+	pooledInfo := poolRec.lastClaimed(t)
+	if pooledInfo.State == nil || !pooledInfo.State.Running {
+		t.Fatalf("the claimed container was not running (started ahead): %+v", pooledInfo.State)
+	}
 	if claims := poolRec.claims(); len(claims) != 1 || claims[0] != claimName(spec, pooledInfo.ID) {
 		t.Fatalf("the pooled backend's claims: %q; want one, named for the job and attempt", claims)
 	}
@@ -244,6 +264,55 @@ func TestPoolNeverReused(t *testing.T) {
 		if _, err := rec.ContainerInspect(t.Context(), name, client.ContainerInspectOptions{}); !isNotFound(err) {
 			t.Errorf("container %s after its job: %v; want it removed", name, err)
 		}
+	}
+}
+
+// TestPoolIdleContainerStopped: a pooled container waits started; one
+// that stopped while idle (an engine restart, a kill) is not claimed into
+// a wait for output that never comes: the job runs in a fresh container.
+func TestPoolIdleContainerStopped(t *testing.T) {
+	t.Parallel()
+	d, rec := newPoolBackend(t, Config{Pull: PullNever, WarmPool: 1})
+	spec := backends.Spec{JobID: "stopped-1", Attempt: 1, Deployment: "d-stopped", Worker: "w-stopped", Command: "echo ran; exit 3"}
+	warm(t, d, spec)
+	d.pools.mu.Lock()
+	idle := d.pools.m[poolKey{spec.Deployment, spec.Worker}].idle
+	d.pools.mu.Unlock()
+	if len(idle) != 1 {
+		t.Fatalf("idle containers %d, want 1", len(idle))
+	}
+	info, err := rec.ContainerInspect(t.Context(), idle[0].id, client.ContainerInspectOptions{})
+	if err != nil || info.Container.State == nil || !info.Container.State.Running {
+		t.Fatalf("idle pooled container: %+v %v; want it running (started ahead)", info.Container.State, err)
+	}
+	if _, err := rec.ContainerKill(t.Context(), idle[0].id, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	w := rec.ContainerWait(wctx, idle[0].id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case err := <-w.Error:
+		t.Fatal(err)
+	}
+	out, res, err := runOut(t, d, spec)
+	if err != nil || res.ExitCode != 3 || out != "ran\n" {
+		t.Fatalf("job after its pooled container stopped: out %q exit %d err %v; want the job's own outcome from a fresh container", out, res.ExitCode, err)
+	}
+	if claims := rec.claims(); len(claims) != 1 {
+		t.Fatalf("claims %q: want the stopped container claimed once, then passed over", claims)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	fresh := 0
+	for _, c := range rec.started {
+		if c.Config.Labels[LabelJob] == spec.JobID && c.Config.Labels[LabelPool] == "" {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("fresh containers started for the job: %d, want 1", fresh)
 	}
 }
 

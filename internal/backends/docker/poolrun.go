@@ -17,10 +17,8 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandrun/sandrun/internal/backends"
-	"github.com/sandrun/sandrun/internal/metrics"
 )
 
 // wrapperScript is a pooled container's command: it reads its stdin to
@@ -252,12 +250,13 @@ func (a *ackWriter) ran() bool {
 	return a.acked
 }
 
-// runPooled runs spec in the claimed pooled container c: renamed for the
-// job, attached (stdin too), started, fed the payload, waited for,
-// stopped like a fresh one on ctx, and removed in the background. ran is
-// false when the job did not start there (the container was gone, or the
-// wrapper could not enter the job's directory): Run then makes a fresh
-// container, and the outcome is that one's.
+// runPooled runs spec in the claimed pooled container c, whose wrapper
+// waits on its stdin: renamed for the job, attached (stdin too), fed the
+// payload, waited for, stopped like a fresh one on ctx, and removed in
+// the background. ran is false when the job did not start there (the
+// container had stopped, or the wrapper could not enter the job's
+// directory): Run then makes a fresh container, and the outcome is that
+// one's.
 func (d *Docker) runPooled(ctx context.Context, spec backends.Spec, c pooledContainer, out backends.Output) (res backends.Result, ran bool, err error) {
 	res = backends.Result{ExitCode: -1}
 	bg := context.WithoutCancel(ctx)
@@ -270,21 +269,28 @@ func (d *Docker) runPooled(ctx context.Context, spec backends.Spec, c pooledCont
 		renameErr error
 		att       client.ContainerAttachResult
 		attErr    error
+		running   bool
 	)
 	wg.Go(func() {
 		_, renameErr = d.api.ContainerRename(bg, c.id, client.ContainerRenameOptions{NewName: claimName(spec, c.id)})
+	})
+	wg.Go(func() {
+		// An idle container can have stopped (an engine restart, a
+		// kill): attaching to it would wait for a start that never comes.
+		info, err := d.api.ContainerInspect(bg, c.id, client.ContainerInspectOptions{})
+		running = err == nil && info.Container.State != nil && info.Container.State.Running
 	})
 	wg.Go(func() {
 		att, attErr = d.api.ContainerAttach(bg, c.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	})
 	waitCtx, stopWait := context.WithCancel(bg)
 	defer stopWait()
-	wait := d.api.ContainerWait(waitCtx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	wait := d.api.ContainerWait(waitCtx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	wg.Wait()
 	if attErr == nil {
 		defer att.Close()
 	}
-	if renameErr != nil || attErr != nil {
+	if renameErr != nil || attErr != nil || !running {
 		return res, false, nil
 	}
 	stdout := &ackWriter{w: nonNil(out.Stdout)}
@@ -293,19 +299,13 @@ func (d *Docker) runPooled(ctx context.Context, spec backends.Spec, c pooledCont
 		_, err := stdcopy.StdCopy(stdout, nonNil(out.Stderr), att.Reader)
 		copied <- err
 	}()
-	// The engine holds the payload (and the end of stdin) for the
-	// container: the wrapper finds it as soon as it runs.
+	// The wrapper reads the payload up to the end of its stdin.
 	if _, err := io.WriteString(att.Conn, payload(spec, c.level)); err != nil {
 		return res, false, nil
 	}
 	if err := att.CloseWrite(); err != nil {
 		return res, false, nil
 	}
-	startStart := time.Now()
-	if _, err := d.api.ContainerStart(bg, c.id, client.ContainerStartOptions{}); err != nil {
-		return res, false, nil
-	}
-	d.observe(func(m *metrics.Metrics) prometheus.Observer { return m.ContainerStart.WithLabelValues(d.cfg.Profile) }, startStart)
 	res.StartedAt = time.Now()
 	// The refill waits for the job's exit, or a second of its run: a
 	// create competes with a container's start and exit for the engine.
