@@ -118,16 +118,16 @@ var credentialDirFiles = map[string][]string{
 
 // homeCaches are direct children of a home directory that only hold what
 // tools download or rebuild: deleting them loses nothing.
-var homeCaches = []string{".cache", "cache", ".npm", ".yarn", ".pnpm-store", ".Trash", "tmp", ".tmp", ".gradle", ".m2", ".nuget", ".bundle", ".cargo", ".rustup", ".nvm", ".pyenv", ".local/share/Trash"}
-
-// homeDirs are the well-known personal directories of a home directory.
-var homeDirs = []string{"Documents", "Desktop", "Downloads", "Pictures", "Music", "Videos", "Movies", "Library", "Public"}
+var homeCaches = []string{".cache", "cache", ".npm", ".yarn", ".pnpm-store", ".Trash", "tmp", ".tmp", ".gradle", ".m2", ".nuget", ".bundle", ".cargo", ".rustup", ".nvm", ".pyenv", ".local/share/Trash",
+	"node_modules", ".venv", "venv", ".virtualenvs", "__pycache__", ".pytest_cache", ".mypy_cache", ".terraform.d/plugin-cache"}
 
 // isHomeChild reports whether p is a direct child of a home directory that
 // holds the user's own data or configuration: a well-known personal
-// directory (~/Documents), a hidden one that is not a cache (~/.config,
-// ~/.local), or a pattern over them (~/.[!.]*). A project directory
-// (/home/user/project) is not one: deleting it is the job's business.
+// directory (~/Documents), a hidden one (~/.config, ~/.local), a
+// directory of work (~/projects, ~/src, ~/app), or a pattern over them
+// (~/.[!.]*). Only what tools download or rebuild (homeCaches) is not
+// one. A directory below a child (~/projects/app/build) is the job's
+// business.
 func isHomeChild(p string, _ bool) bool {
 	c, ok := cleanAbs(p)
 	if !ok {
@@ -137,10 +137,7 @@ func isHomeChild(p string, _ bool) bool {
 	for _, all := range []string{"/*", "/.*", "/**"} {
 		rel = strings.TrimSuffix(rel, all) // ~/Desktop/* empties ~/Desktop
 	}
-	if !ok || rel == "" || strings.Contains(rel, "/") || slices.Contains(homeCaches, rel) {
-		return false
-	}
-	return slices.Contains(homeDirs, rel) || strings.HasPrefix(rel, ".") || strings.ContainsAny(rel, "*?[")
+	return ok && rel != "" && !strings.Contains(rel, "/") && !slices.Contains(homeCaches, rel)
 }
 
 // sensitiveDeleteHits classifies deleting or moving away t by the

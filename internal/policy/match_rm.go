@@ -41,8 +41,12 @@ func matchRm(c *command, h *hits) {
 		for _, t := range c.targets(o) {
 			n := len(*h)
 			deleteHits(c.name, t, recursive, h)
-			if len(*h) == n && recursive && c.remote && remoteServiceDir(t.path) {
+			switch {
+			case len(*h) > n || !recursive:
+			case c.remote && remoteServiceDir(t.path):
 				h.add(ruleRmRoot, c.name+" -r on "+t.show+" on another host")
+			case serviceDataDir(t.path):
+				h.add(ruleRmRoot, c.name+" -r on "+t.show+", a service's data")
 			}
 		}
 	}
@@ -96,6 +100,33 @@ func remoteServiceDir(p string) bool {
 		return false
 	}
 	return isSystemDir(dir, false)
+}
+
+// serviceDataDirs are the directories whose direct children hold a
+// machine's services and their data (FHS: site data, variable state,
+// add-on packages, web roots, backups), on this host as on another.
+var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "/var/opt", "/var/mail", "/opt", "/data"}
+
+// serviceStateRebuilt are children of serviceDataDirs that package
+// managers rebuild: deleting them loses nothing.
+var serviceStateRebuilt = []string{"/var/lib/apt", "/var/lib/apt/lists", "/var/lib/cache"}
+
+// serviceDataDir reports whether deleting p recursively deletes one of
+// serviceDataDirs, a direct child of one (/srv/data, /var/www/html,
+// /var/lib/postgresql, /opt/app) or all entries of either: a service or
+// its data. Deeper trees (/opt/app/build) are not.
+func serviceDataDir(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok || !strings.HasPrefix(c, "/") {
+		return false
+	}
+	for strings.HasSuffix(c, "/*") {
+		c = strings.TrimSuffix(c, "/*")
+	}
+	if slices.Contains(serviceStateRebuilt, c) {
+		return false
+	}
+	return slices.Contains(serviceDataDirs, c) || slices.Contains(serviceDataDirs, path.Dir(c)) && c != "/var/www" && !strings.ContainsAny(path.Base(c), "*?[")
 }
 
 // matchRimraf judges rimraf (npx rimraf DIR), which always deletes whole
@@ -215,7 +246,7 @@ func matchRsync(c *command, h *hits) {
 	for _, o := range opts {
 		deletes = deletes || strings.HasPrefix(o.name, "delete") || o.name == "del"
 	}
-	if !deletes || len(ops) < 2 {
+	if !deletes || rsyncDryRun(opts) || len(ops) < 2 {
 		return
 	}
 	if dest := ops[len(ops)-1]; c.unresolvedRoot(dest) {
@@ -226,6 +257,14 @@ func matchRsync(c *command, h *hits) {
 			h.add(ruleRmRoot, "rsync --delete onto "+t.show)
 		}
 	}
+}
+
+// rsyncDryRun reports whether rsync's options ask for a dry run (-n,
+// --dry-run or an unambiguous prefix of it): it changes nothing.
+func rsyncDryRun(opts []option) bool {
+	return slices.ContainsFunc(opts, func(o option) bool {
+		return !o.long && o.name == "n" || o.long && len(o.name) >= 3 && strings.HasPrefix("dry-run", o.name)
+	})
 }
 
 // matchMv judges mv: moving a protected root away deletes it; moving system

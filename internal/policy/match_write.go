@@ -63,6 +63,9 @@ func matchCopy(c *command, h *hits) {
 	if len(dests) == 0 && len(ops) > 1 {
 		dests, ops = ops[len(ops)-1:], ops[:len(ops)-1]
 	}
+	if c.name == "rsync" && rsyncDryRun(opts) {
+		return
+	}
 	mirrors := c.name == "rsync" && slices.ContainsFunc(opts, func(o option) bool { return strings.HasPrefix(o.name, "del") })
 	for _, d := range dests {
 		for _, dt := range c.targets(d) {

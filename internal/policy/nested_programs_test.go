@@ -335,7 +335,11 @@ func TestGeneralisedFamilies(t *testing.T) {
 		{"salt '*' cmd.run 'df -h'", ""},
 		{"pdsh -w web[01-04] uptime", ""},
 		{"gcloud compute ssh vm-1 --command 'sudo systemctl restart nginx'", "privilege"},
-		{"rm -rf /var/www", ""},
+		{"rm -rf /var/www", "rm-root"}, // here too: a service's data (host-only: skipped in a sandbox)
+		{"rm -rf /srv/data/* /var/lib/postgresql", "rm-root"},
+		{"rm -rf /var/www/app/releases/2023-01-01", ""},
+		{"rm -rf /var/lib/apt/lists/*", ""},
+		{"rm -rf /opt/app/build", ""},
 		{"ssh -o ProxyCommand='ssh -W %h:%p bastion' web1 uptime", ""},
 		// npm exec -c / --call run a shell command.
 		{"npm exec -c 'rm -rf ~'", "rm-root"},

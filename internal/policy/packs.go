@@ -903,7 +903,9 @@ func (w *walker) packNest(c *command) {
 		for i, a := range c.args {
 			if a.lit && a.val == "--" {
 				if t.Exec && i+1 < len(c.args) {
-					w.run(c.args[i+1:], stream{}, c.sp, joinVia(c.via, c.name), false)
+					// kubectl exec -i POD -- psql <<SQL: what the tool
+					// reads on stdin is the remote command's stdin.
+					w.run(c.args[i+1:], c.stdin, c.sp, joinVia(c.via, c.name), false)
 				}
 				break
 			}
@@ -1017,6 +1019,9 @@ func (t *packTool) withText(c *command) *command {
 		if a.lit && i+1 < len(c.args) && slices.ContainsFunc(t.Encoded, func(o string) bool { return strings.EqualFold(o, a.val) }) {
 			if text, ok := decodeUTF16Base64(c.args[i+1].val); ok {
 				cc.args = append(cc.args, arg{val: text, lit: true, exact: -1})
+				if n := psUnfold(text); n != text {
+					cc.args = append(cc.args, arg{val: n, lit: true, exact: -1})
+				}
 			}
 		}
 		if f, ok := t.fileOperand(c.args, i); ok {
@@ -1028,9 +1033,82 @@ func (t *packTool) withText(c *command) *command {
 		}
 	}
 	if t.Joined {
-		cc.args = append(cc.args, arg{val: c.name + " " + strings.Join(words, " "), lit: true, exact: -1})
+		line := c.name + " " + strings.Join(words, " ")
+		cc.args = append(cc.args, arg{val: line, lit: true, exact: -1})
+		if len(t.Encoded) > 0 {
+			if n := psUnfold(line); n != line {
+				cc.args = append(cc.args, arg{val: n, lit: true, exact: -1})
+			}
+		}
 	}
 	return &cc
+}
+
+var (
+	// psConcat is two adjacent PowerShell string literals joined by +.
+	psConcat = regexp.MustCompile(`"([^"` + "`" + `$]*)"\s*\+\s*"([^"` + "`" + `$]*)"|'([^']*)'\s*\+\s*'([^']*)'|"([^"` + "`" + `$]*)"\s*\+\s*'([^']*)'|'([^']*)'\s*\+\s*"([^"` + "`" + `$]*)"`)
+	// psBase64 is a literal decoded at run time: FromBase64String("...").
+	psBase64 = regexp.MustCompile(`(?i)FromBase64String\(\s*["']([A-Za-z0-9+/=\s]+)["']\s*\)`)
+)
+
+// psUnfold returns a PowerShell or cmd line as it runs once its literal
+// disguises are undone, for matching: backtick escapes (`n is a newline;
+// a backtick before any other letter is dropped: I`nv`oke), string
+// literals joined with + ("Stop-" + "Computer"), and base64 literals
+// decoded at run time ([Convert]::FromBase64String("...")), their text
+// appended (UTF-16LE, as -EncodedCommand carries, or UTF-8).
+func psUnfold(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '`' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n', 'r':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte(' ')
+		case '0', 'a', 'b', 'e', 'f', 'v':
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	out := b.String()
+	for range 64 {
+		n := psConcat.ReplaceAllString(out, `"$1$2$3$4$5$6$7$8"`)
+		if n == out {
+			break
+		}
+		out = n
+	}
+	for _, m := range psBase64.FindAllStringSubmatch(out, 8) {
+		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), ""))
+		if err != nil {
+			continue
+		}
+		if text, ok := decodeUTF16Base64(m[1]); ok && utf16Text(raw) {
+			out += "\n" + text
+		} else {
+			out += "\n" + string(raw)
+		}
+	}
+	return out
+}
+
+// utf16Text reports whether b looks like UTF-16LE text of the ASCII range
+// (every second byte zero).
+func utf16Text(b []byte) bool {
+	if len(b) < 2 || len(b)%2 != 0 {
+		return false
+	}
+	for i := 1; i < len(b); i += 2 {
+		if b[i] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // fileOperand returns the file args[i] names as the value of one of the

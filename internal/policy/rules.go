@@ -65,7 +65,8 @@ var rules = []rule{
 	{id: ruleRmRoot, hostOnly: true,
 		desc: "recursive delete (rm -r, find -delete, find -exec rm, xargs rm, rsync --delete, mv away) of /, /*, a system directory " +
 			"(/bin /boot /dev /etc /lib* /mnt /opt /proc /root /sbin /srv /sys /usr /var and their main subdirectories) or a home directory " +
-			"(~, ~user, $HOME, /home, /home/*, /Users/*); also any rm -r --no-preserve-root"},
+			"(~, ~user, $HOME, /home, /home/*, /Users/*); a service's data (rm -r of /srv/*, /var/www, /var/lib/*, /var/backups, /opt/*, /data) " +
+			"here or on another host; also any rm -r --no-preserve-root"},
 	{id: ruleMkfs, hostOnly: true,
 		desc: "creating or erasing file systems and partition tables: mkfs, mkfs.*, mke2fs, mkswap, wipefs -a, fdisk, sfdisk, cfdisk, " +
 			"parted, gdisk, sgdisk, blkdiscard, cryptsetup luksFormat|erase (listing modes such as fdisk -l are not flagged)"},
