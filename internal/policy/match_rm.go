@@ -84,12 +84,9 @@ func remoteVia(via string) bool {
 // or its data lives in. Temporary directories and home directories' own
 // trees are not.
 func remoteServiceDir(p string) bool {
-	c, ok := cleanAbs(p)
-	if !ok || !strings.HasPrefix(c, "/") {
+	c, ok := deletedTree(p)
+	if !ok {
 		return false
-	}
-	for strings.HasSuffix(c, "/*") {
-		c = strings.TrimSuffix(c, "/*")
 	}
 	if c == "/tmp" || strings.HasPrefix(c, "/tmp/") || c == "/var/tmp" || strings.HasPrefix(c, "/var/tmp/") || strings.HasPrefix(c, "/dev/shm") {
 		return false
@@ -116,17 +113,24 @@ var serviceStateRebuilt = []string{"/var/lib/apt", "/var/lib/apt/lists", "/var/l
 // /var/lib/postgresql, /opt/app) or all entries of either: a service or
 // its data. Deeper trees (/opt/app/build) are not.
 func serviceDataDir(p string) bool {
+	c, ok := deletedTree(p)
+	if !ok || slices.Contains(serviceStateRebuilt, c) {
+		return false
+	}
+	return slices.Contains(serviceDataDirs, c) || slices.Contains(serviceDataDirs, path.Dir(c)) && c != "/var/www" && !strings.ContainsAny(path.Base(c), "*?[")
+}
+
+// deletedTree is the absolute directory a recursive delete of p empties
+// or removes (/srv/app for /srv/app/*), cleaned.
+func deletedTree(p string) (string, bool) {
 	c, ok := cleanAbs(p)
 	if !ok || !strings.HasPrefix(c, "/") {
-		return false
+		return "", false
 	}
 	for strings.HasSuffix(c, "/*") {
 		c = strings.TrimSuffix(c, "/*")
 	}
-	if slices.Contains(serviceStateRebuilt, c) {
-		return false
-	}
-	return slices.Contains(serviceDataDirs, c) || slices.Contains(serviceDataDirs, path.Dir(c)) && c != "/var/www" && !strings.ContainsAny(path.Base(c), "*?[")
+	return c, true
 }
 
 // matchRimraf judges rimraf (npx rimraf DIR), which always deletes whole

@@ -67,23 +67,23 @@ func (r *recordingEngine) claims() []string {
 
 func (r *recordingEngine) lastStarted(t *testing.T) container.InspectResponse {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.started) == 0 {
-		t.Fatal("no container started")
-	}
-	return r.started[len(r.started)-1]
+	return r.last(t, &r.started, "started")
 }
 
 // lastClaimed is the last pooled container a job claimed, as it was then.
 func (r *recordingEngine) lastClaimed(t *testing.T) container.InspectResponse {
 	t.Helper()
+	return r.last(t, &r.claimed, "claimed")
+}
+
+func (r *recordingEngine) last(t *testing.T, list *[]container.InspectResponse, what string) container.InspectResponse {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.claimed) == 0 {
-		t.Fatal("no pooled container claimed")
+	if len(*list) == 0 {
+		t.Fatalf("no container %s", what)
 	}
-	return r.claimed[len(r.claimed)-1]
+	return (*list)[len(*list)-1]
 }
 
 // newPoolBackend is a backend of the test image with cfg's settings,
