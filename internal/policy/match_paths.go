@@ -34,6 +34,11 @@ var homeCredentialFiles = []string{
 	".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".my.cnf", ".vault-token", ".boto", ".s3cfg",
 	".docker/config.json", ".kube/config", ".aws/credentials", ".config/rclone/rclone.conf", ".terraformrc",
 	".config/gh/hosts.yml", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".m2/settings-security.xml",
+	// private keys of encryption and signing tools, and CLIs' tokens
+	".config/sops/age/keys.txt", ".config/age/keys.txt", "Library/Application Support/sops/age/keys.txt", ".kaggle/kaggle.json",
+	".databrickscfg", ".config/hcloud/cli.toml", ".config/flyctl/config.yml", ".fly/config.yml", ".config/helm/repositories.yaml",
+	".config/heroku/credentials", ".snowsql/config", ".config/op/config", ".bluemix/config.json", ".config/linode-cli", ".ngrok2/ngrok.yml",
+	".config/ngrok/ngrok.yml", ".config/stripe/config.toml", ".wrangler/config/default.toml", ".config/.wrangler/config/default.toml",
 }
 
 // browserProfiles are the home-relative directories of browsers' profiles.

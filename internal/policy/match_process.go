@@ -104,6 +104,16 @@ func matchPkill(c *command, h *hits) {
 			return
 		}
 	}
+	// pkill -u www-data, killall -u postgres: every process of a user
+	// (its services with them).
+	if len(ops) == 0 {
+		for _, o := range opts {
+			if o.name == "u" || o.name == "U" || o.name == "euid" || o.name == "uid" || o.name == "user" {
+				h.add(ruleKillAll, c.name+" -"+o.name+" "+quoteDetail(o.value.val)+": every process of the user")
+				return
+			}
+		}
+	}
 }
 
 func matchKillall5(_ *command, h *hits) { h.add(ruleKillAll, "killall5") }

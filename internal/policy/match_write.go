@@ -34,7 +34,24 @@ func writeHits(t target, kind writeKind, label string, h *hits) {
 		h.add(ruleWriteSystem, label+t.show)
 	case kind == writeTruncate && isCredentialPath(p):
 		h.add(ruleCredentialDestroy, label+t.show)
+	case kind == writeTruncate && ok && strings.HasPrefix(c, "/var/log/"):
+		h.add(ruleHistoryWipe, label+t.show+", a system log")
+	case kind == writeTruncate && ok && serviceStateFile(c):
+		h.add(ruleWriteSystem, label+t.show+", a service's data")
 	}
+}
+
+// serviceStateFile reports whether the clean path c is a file of a
+// service's state (/var/lib/mysql/ibdata1, /var/backups/db.tar):
+// truncating it destroys the data.
+func serviceStateFile(c string) bool {
+	for _, d := range []string{"/var/lib/", "/var/backups/"} {
+		rest, ok := strings.CutPrefix(c, d)
+		if ok && rest != "" && !slices.ContainsFunc(serviceStateRebuilt, func(r string) bool { return c == r || strings.HasPrefix(c, r+"/") }) {
+			return d == "/var/backups/" || strings.Contains(rest, "/")
+		}
+	}
+	return false
 }
 
 // into is the file a copy or move of src into directory d creates.
@@ -215,9 +232,9 @@ loop:
 
 // matchTouch judges touch and truncate by their files.
 func matchTouch(c *command, h *hits) {
-	ops, _ := operands(c.args, optSpec{short: "sdrtoA", long: []string{"size", "reference", "date", "time", "io-blocks"}})
+	ops, opts := operands(c.args, optSpec{short: "sdrtoA", long: []string{"size", "reference", "date", "time", "io-blocks"}})
 	kind := writeModify
-	if c.name == "truncate" {
+	if c.name == "truncate" && truncateShrinks(opts) {
 		kind = writeTruncate
 	}
 	for _, o := range ops {
@@ -225,6 +242,30 @@ func matchTouch(c *command, h *hits) {
 			writeHits(t, kind, c.name+" ", h)
 		}
 	}
+}
+
+// truncateShrinks reports whether truncate's size can empty or shrink a
+// file: -s 0, a size it cannot read, a reference file, or a size that
+// shrinks (-N, <N, /N, %N). Growing (+N) or setting a size (1G) does not
+// destroy what the file holds below that size.
+func truncateShrinks(opts []option) bool {
+	for _, o := range opts {
+		switch o.name {
+		case "r", "reference":
+			return true
+		case "s", "size":
+			v := strings.TrimSpace(o.value.val)
+			if !o.value.lit || v == "" || strings.ContainsAny(v[:1], "-</%") {
+				return true
+			}
+			v = strings.TrimPrefix(v, "+")
+			if n := strings.TrimLeft(v, "0"); n == "" || n[0] < '0' || n[0] > '9' {
+				return !strings.HasPrefix(o.value.val, "+")
+			}
+			return false
+		}
+	}
+	return true
 }
 
 // matchTar judges tar extracting into a directory given with -C.

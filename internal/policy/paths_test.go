@@ -133,6 +133,22 @@ func TestDetectOptionSpelling(t *testing.T) {
 		{`docker run --mount 'type=volume,dst=/d,volume-opt=device=/tmp/data,volume-opt=o=bind' alpine`, ""},
 		{`docker volume create --opt device=/tmp/data --opt o=bind v`, ""},
 		{`docker volume create data`, ""},
+		// truncating system logs and services' state files.
+		{"truncate -s 0 /var/log/syslog", ruleHistoryWipe},
+		{": > /var/log/nginx/error.log", ruleHistoryWipe},
+		{"truncate -s 0 /var/lib/postgresql/15/main/base/1/1259", ruleWriteSystem},
+		{"cat /dev/null > /var/backups/shop.sql", ruleWriteSystem},
+		{"truncate -s 0 /var/lib/apt/lists/lock", ""},
+		{"truncate -s 0 /tmp/app.log", ""},
+		{"truncate -s 1G /var/lib/images/disk.img", ""},
+		{"truncate -s +1M /var/log/app.log", ""},
+		{"truncate -s 0K ~/.bash_history", ruleHistoryWipe},
+		{"truncate --size=-100 /var/log/auth.log", ruleHistoryWipe},
+		{"truncate -r /dev/null /var/lib/mysql/shop/orders.ibd", ruleWriteSystem},
+		// pkill/killall of a user's every process.
+		{"pkill -9 -u postgres", ruleKillAll},
+		{"killall -u www-data", ruleKillAll},
+		{"pkill -u www-data php-fpm", ""},
 		// kill reads pids as signed decimals.
 		{"kill -9 -01", ruleKillAll},
 		{"kill -9 -001", ruleKillAll},

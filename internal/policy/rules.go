@@ -118,8 +118,8 @@ var rules = []rule{
 		desc: "removing system packages: apt/apt-get/aptitude remove|purge|autoremove, dpkg -r|-P, yum/dnf/zypper remove|erase, rpm -e, " +
 			"apk del, pacman -R*, brew uninstall, snap remove, flatpak uninstall (pip/npm uninstall are not flagged)"},
 	{id: ruleHistoryWipe, hostOnly: true,
-		desc: "erasing shell history: history -c, truncating or deleting ~/.bash_history and other history files, " +
-			"unset HISTFILE, HISTFILE=/dev/null, HISTSIZE=0, set +o history"},
+		desc: "erasing shell history or system logs: history -c, truncating or deleting ~/.bash_history and other history files, " +
+			"truncating a file under /var/log, unset HISTFILE, HISTFILE=/dev/null, HISTSIZE=0, set +o history"},
 	{id: ruleInlineCode,
 		desc: "inline interpreter code (python -c, perl -e, ruby -e, node -e, php -r, lua -e, awk programs, code fed on stdin, " +
 			"and strings they exec or eval) that runs a shell command matching another rule, or deletes or overwrites system paths itself " +
