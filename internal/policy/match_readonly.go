@@ -41,6 +41,15 @@ var readOnly = map[string]func(c *command) bool{
 	"btrfs": btrfsReadOnly,
 	"zpool": firstWordIn("list", "status", "iostat", "get", "history", "events"),
 	"zfs":   firstWordIn("list", "get", "diff"),
+	// service managers, firewalls, backups and container tools in their
+	// reporting modes
+	"ufw":       firstWordIn("status", "show", "version"),
+	"launchctl": firstWordIn("print", "list", "print-disabled", "print-cache", "blame", "procinfo", "hostinfo", "dumpstate", "managername", "manageruid", "version", "help"),
+	"tmutil":    firstWordIn("listbackups", "latestbackup", "destinationinfo", "status", "listlocalsnapshots", "listlocalsnapshotdates", "machinedirectory", "isexcluded", "compare", "calculatedrift", "uniquesize", "version"),
+	"kubectl":   kubectlReadOnly,
+	"docker":    firstWordIn("ps", "images", "logs", "inspect", "info", "version", "stats", "top", "port", "diff", "events", "history"),
+	"podman":    firstWordIn("ps", "images", "logs", "inspect", "info", "version", "stats", "top", "port", "diff", "events", "history"),
+	"crictl":    firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
 	// the partition tools in their listing modes (fdisk -l, parted -l, wipefs --no-act)
 	"fdisk": diskListing, "sfdisk": diskListing, "sgdisk": diskListing, "gdisk": diskListing,
 	"parted": diskListing, "wipefs": diskListing,
@@ -127,6 +136,16 @@ func firstWord(c *command) string {
 		return ""
 	}
 	return ops[0].val
+}
+
+// kubectlReadOnly: kubectl get, describe, logs and the other commands
+// that only report, past its global options.
+func kubectlReadOnly(c *command) bool {
+	ops, _ := operands(c.args, optSpec{short: "nlos", long: []string{"namespace", "context", "kubeconfig", "cluster", "user", "selector", "output", "server", "token", "as", "request-timeout"}})
+	if len(ops) == 0 || !ops[0].lit {
+		return false
+	}
+	return slices.Contains([]string{"get", "describe", "logs", "top", "version", "api-resources", "api-versions", "cluster-info", "explain", "events"}, ops[0].val)
 }
 
 // findReadOnly: find without actions that delete, run or write files.
