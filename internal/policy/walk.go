@@ -200,7 +200,7 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 	defer func() { w.cond-- }()
 	start := int(s.Position.Offset())
 	for i, st := range stages {
-		consumed := i+1 < len(stages) && readsCredential(stages[i+1])
+		consumed := i+1 < len(stages) && (readsCredential(stages[i+1]) || onlyCounts(stages[i+1]))
 		if consumed {
 			w.captured++
 		}
@@ -225,6 +225,34 @@ func readsCredential(s *syntax.Stmt) bool {
 	for _, word := range ce.Args[min(1, len(ce.Args)):] {
 		v := word.Lit()
 		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token") {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyCounts reports a pipeline stage that prints nothing of what it reads
+// but a count or a status (wc; grep -c, -q): what the stage before it
+// prints does not reach the job's output.
+func onlyCounts(s *syntax.Stmt) bool {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) == 0 || len(s.Redirs) > 0 {
+		return false
+	}
+	switch ce.Args[0].Lit() {
+	case "wc":
+		return true
+	case "grep", "egrep", "fgrep":
+	default:
+		return false
+	}
+	for _, word := range ce.Args[1:] {
+		v := word.Lit()
+		switch {
+		case v == "--count" || v == "--quiet" || v == "--silent":
+			return true
+		case len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v[1:], "cq") &&
+			!strings.ContainsAny(v[1:], "efABCm"): // options whose value could hold c or q
 			return true
 		}
 	}
