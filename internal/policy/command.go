@@ -123,8 +123,8 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 		var more bool
 		orig := words[1:]
 		if words, more = strip(words[1:]); !more || len(words) == 0 {
-			if privileged[name] { // sudo -s, sudo -l, doas with no command: still privileged
-				return command{name: name, prog: w.val}, w, runsProgram
+			if privileged[name] { // sudo -s, sudo -l, doas with no command: judged by matchPrivilege
+				return command{name: name, prog: w.val, args: orig}, w, runsProgram
 			}
 			if !more && len(orig) > 0 {
 				// runs a script string (runuser -c, flock -c) or only looks a

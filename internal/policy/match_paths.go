@@ -19,6 +19,7 @@ const (
 	ruleCredentialRead    = "paths:credential-read" //nolint:gosec // a rule name, not a credential
 	ruleShellSocket       = "egress:shell-socket"
 	ruleEnvSend           = "egress:env-send"
+	ruleDataSend          = "egress:data-send"
 	ruleSecretPrint       = "secrets:secret-print"
 )
 
@@ -205,7 +206,15 @@ func matchEnvSend(c *command, h *hits) {
 		h.add(ruleEnvSend, c.name+" sends the environment it reads on stdin")
 		return
 	}
+	if c.stdin.taint&taintData != 0 {
+		h.add(ruleDataSend, c.name+" sends a database dump or a shell history it reads on stdin")
+		return
+	}
 	for _, a := range c.args {
+		if a.taint&taintData != 0 {
+			h.add(ruleDataSend, c.name+" sends a database dump or a shell history in "+quoteDetail(a.src))
+			return
+		}
 		if a.taint&taintSecret != 0 {
 			h.add(ruleEnvSend, c.name+" sends the environment in "+quoteDetail(a.src))
 			return

@@ -38,7 +38,28 @@ func matchChmod(c *command, h *hits) {
 // matchPrivilege judges the privilege programs run on their own (sudo -s,
 // su, doas with no command); wrapped commands are flagged by judge.
 func matchPrivilege(c *command, h *hits) {
+	if c.name == "sudo" && sudoOnlyReports(c.args) {
+		return
+	}
 	h.add(rulePrivilege, c.name)
+}
+
+// sudoOnlyReports reports sudo run to list what the user may do (-l, -ll,
+// -U USER -l), or to refresh (-v) or drop (-k, -K) its cached
+// credentials: no command runs with privileges.
+func sudoOnlyReports(args []arg) bool {
+	rest, opts := skipOptions(args, optSpec{short: "Ugh", long: []string{"other-user", "host", "group"}})
+	if len(opts) == 0 || len(rest) > 0 {
+		return false
+	}
+	for _, o := range opts {
+		switch o.name {
+		case "l", "list", "v", "validate", "k", "K", "reset-timestamp", "remove-timestamp", "U", "other-user", "n", "non-interactive":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // isAccountFile reports whether p is a file that holds the accounts, their

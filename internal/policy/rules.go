@@ -174,6 +174,9 @@ var sensitivePathRules = []rule{
 	{id: ruleEnvSend, pack: "egress", critical: true,
 		desc: "the environment's values sent over the network: env, printenv, set or /proc/*/environ (or what is made of them: " +
 			"base64, xxd) piped into, or substituted into the arguments of, curl, wget, nc, ssh, dig and the like"},
+	{id: ruleDataSend, pack: "egress", critical: true,
+		desc: "a database's dump (pg_dump, pg_dumpall, mysqldump, mongodump --archive, redis-cli --rdb, sqlite3 .dump) or a shell " +
+			"history, or what is made of them (gzip, base64), piped into or substituted into the arguments of a network program"},
 }
 
 // Rules lists every rule the detector knows, in a stable order. The caller

@@ -44,6 +44,10 @@ const (
 	// taintSQLGen is output of a command whose own words build destructive
 	// SQL (select 'DROP TABLE ' || name ...): statements generated to be run.
 	taintSQLGen
+	// taintData is a database's dump (pg_dump, mysqldump, mongodump
+	// --archive) or a shell history read out, and what is made of it
+	// (gzip, base64, openssl enc).
+	taintData
 )
 
 // arg is one word of a command after expansion and quote removal.
