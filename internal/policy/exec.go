@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // maxInputs bounds how many inputs of xargs, find -exec and parallel the
@@ -54,10 +55,12 @@ func stdinWords(in stream, lines bool) (words []arg, tree bool) {
 		}
 		return []arg{{taint: in.taint | taintUnknown, pos: in.anchor, end: in.anchor, exact: -1}}, false
 	}
-	items := strings.Fields(in.text)
+	// A NUL ends an item whatever the mode (xargs -0, parallel -0; no
+	// argument can hold one).
+	items := strings.FieldsFunc(in.text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) })
 	if lines {
 		items = items[:0]
-		for l := range strings.Lines(in.text) {
+		for l := range strings.Lines(strings.ReplaceAll(in.text, "\x00", "\n")) {
 			if l = strings.TrimSpace(l); l != "" {
 				items = append(items, l)
 			}
