@@ -312,18 +312,7 @@ func (d *Docker) runPooled(ctx context.Context, spec backends.Spec, c pooledCont
 	refill := time.AfterFunc(refillDelay, c.startFill)
 	defer refill.Stop()
 
-	var (
-		status  container.WaitResponse
-		stopped bool
-		werr    error
-	)
-	select {
-	case status = <-wait.Result:
-	case werr = <-wait.Error:
-	case <-ctx.Done():
-		stopped = true
-		status, werr = d.stop(bg, c.id, spec.Grace(), wait)
-	}
+	status, stopped, werr := d.await(ctx, bg, c.id, spec.Grace(), wait)
 	res.FinishedAt = time.Now()
 	c.startFill()
 	if werr != nil {

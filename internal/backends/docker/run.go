@@ -99,18 +99,7 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	// come from different components and can disagree by a millisecond.
 	res.StartedAt = time.Now()
 
-	var (
-		status  container.WaitResponse
-		stopped bool
-		werr    error
-	)
-	select {
-	case status = <-wait.Result:
-	case werr = <-wait.Error:
-	case <-ctx.Done():
-		stopped = true
-		status, werr = d.stop(bg, id, spec.Grace(), wait)
-	}
+	status, stopped, werr := d.await(ctx, bg, id, spec.Grace(), wait)
 	res.FinishedAt = time.Now()
 	if werr != nil {
 		return res, fmt.Errorf("docker: wait: %w", werr)
@@ -131,6 +120,20 @@ func (d *Docker) ended(ctx, bg context.Context, id string, res backends.Result, 
 		return res, err
 	}
 	return outcome(ctx, res, stopped, copyErr)
+}
+
+// await waits for container id's exit, or stops it (see stop) once ctx
+// ends; bg outlives ctx. stopped says ctx ended first.
+func (d *Docker) await(ctx, bg context.Context, id string, grace time.Duration, wait client.ContainerWaitResult) (status container.WaitResponse, stopped bool, err error) {
+	select {
+	case status = <-wait.Result:
+		return status, false, nil
+	case err = <-wait.Error:
+		return status, false, err
+	case <-ctx.Done():
+		status, err = d.stop(bg, id, grace, wait)
+		return status, true, err
+	}
 }
 
 // refuseHostAccess is Run's backstop for a job whose container reaches
