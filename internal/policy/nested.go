@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"regexp"
 	"strings"
 )
@@ -235,10 +236,36 @@ func (w *walker) scriptShell(c *command) Shell {
 
 // eval runs its arguments, joined, as a script in the same shell.
 func (w *walker) eval(c *command) {
-	if len(c.args) == 0 || len(c.args) == 1 && envInit.MatchString(c.args[0].src) {
+	if len(c.args) == 0 || w.envInitEval(c) {
 		return
 	}
 	w.runCode(c, langShell, joinCode(c.args), "eval", c.sp, nil, true)
+}
+
+// envInitEval reports eval "$(TOOL ...)" of envInit where TOOL is the
+// system's: the script defined no function or alias, copied or wrote no
+// file of that name, and set no PATH that could make it something else.
+func (w *walker) envInitEval(c *command) bool {
+	if len(c.args) != 1 || w.env.aliased {
+		return false
+	}
+	m := envInit.FindStringSubmatch(c.args[0].src)
+	if m == nil {
+		return false
+	}
+	tool := path.Base(strings.Fields(m[1])[0])
+	_, fn := w.env.funcs[tool]
+	_, copied := w.env.progs[bareKey(tool)]
+	_, pathSet := w.env.vars["PATH"]
+	if fn || copied || pathSet {
+		return false
+	}
+	for k := range w.env.files {
+		if path.Base(k) == tool {
+			return false
+		}
+	}
+	return true
 }
 
 // envInit is eval's one argument when it is the output of a tool that
@@ -263,6 +290,9 @@ func (w *walker) optionScript(c *command, spec optSpec, names ...string) {
 
 // alias NAME=VALUE: the value is code the shell may run.
 func (w *walker) alias(c *command) {
+	if len(c.args) > 0 {
+		w.env.aliased = true
+	}
 	for _, a := range c.args {
 		name, val, ok := strings.Cut(a.val, "=")
 		if !ok || !a.lit && !strings.HasPrefix(a.val, name+"=") {

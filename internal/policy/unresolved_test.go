@@ -150,6 +150,12 @@ func TestEverydayCommands(t *testing.T) {
 		{`eval "$(ssh-agent -s; rm -rf ~)"`, ruleRmRoot},
 		{`eval "$(ssh-agent -s) $X"`, ruleUnresolved},
 		{`eval "$(ssh-agentx -s)"`, ruleUnresolved},
+		// ... unless the name may be something else the script made
+		{`ssh-agent() { echo 'rm -rf ~'; }; eval "$(ssh-agent -s)"`, ruleUnresolved},
+		{"alias ssh-agent='echo rm -rf ~'\neval \"$(ssh-agent -s)\"", ruleUnresolved},
+		{`PATH=/tmp/x:$PATH; eval "$(ssh-agent -s)"`, ruleUnresolved},
+		{`printf 'echo rm -rf ~' > ~/bin/ssh-agent; eval "$(ssh-agent -s)"`, ruleUnresolved},
+		{`cp /tmp/evil /usr/local/bin/ssh-agent; eval "$(ssh-agent -s)"`, ruleUnresolved},
 		{`sudo launchctl print system/com.example.agent`, ""},
 		{`sudo tmutil listbackups`, ""},
 		{`sudo kubectl --kubeconfig /etc/rancher/k3s/k3s.yaml -n kube-system get pods`, ""},

@@ -75,6 +75,7 @@ type env struct {
 	links     links              // symbolic links the command created: file system state, shared by every clone
 	progs     progs              // programs the command copied under another name: shared like links
 	over      string             // a limit an assignment reached (value.over), until the walker reports it
+	aliased   bool               // the script defined an alias: a name may run something else
 }
 
 // newEnv is the environment a job starts in: the worker's own working
