@@ -264,11 +264,19 @@ func matchRsync(c *command, h *hits) {
 }
 
 // rsyncDryRun reports whether rsync's options ask for a dry run (-n,
-// --dry-run or an unambiguous prefix of it): it changes nothing.
+// --dry-run or an unambiguous prefix of it) that a later --no-dry-run
+// (--no-n) does not take back: it changes nothing.
 func rsyncDryRun(opts []option) bool {
-	return slices.ContainsFunc(opts, func(o option) bool {
-		return !o.long && o.name == "n" || o.long && len(o.name) >= 3 && strings.HasPrefix("dry-run", o.name)
-	})
+	dry := false
+	for _, o := range opts {
+		switch {
+		case !o.long && o.name == "n" || o.long && len(o.name) >= 3 && strings.HasPrefix("dry-run", o.name):
+			dry = true
+		case o.long && (o.name == "no-n" || len(o.name) >= 6 && strings.HasPrefix("no-dry-run", o.name)):
+			dry = false
+		}
+	}
+	return dry
 }
 
 // matchMv judges mv: moving a protected root away deletes it; moving system

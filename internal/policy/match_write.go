@@ -269,24 +269,14 @@ func matchTouch(c *command, h *hits) {
 }
 
 // truncateShrinks reports whether truncate's size can empty or shrink a
-// file: -s 0, a size it cannot read, a reference file, or a size that
-// shrinks (-N, <N, /N, %N). Growing (+N) or setting a size (1G) does not
-// destroy what the file holds below that size.
+// file: any size but one that only grows it (GNU truncate: +N extends,
+// >N sets at least N, %N rounds up). An absolute size (1G, 0) shrinks a
+// larger file; -N, <N and /N shrink; so does a reference file.
 func truncateShrinks(opts []option) bool {
 	for _, o := range opts {
-		switch o.name {
-		case "r", "reference":
-			return true
-		case "s", "size":
+		if o.name == "s" || o.name == "size" {
 			v := strings.TrimSpace(o.value.val)
-			if !o.value.lit || v == "" || strings.ContainsAny(v[:1], "-</%") {
-				return true
-			}
-			v = strings.TrimPrefix(v, "+")
-			if n := strings.TrimLeft(v, "0"); n == "" || n[0] < '0' || n[0] > '9' {
-				return !strings.HasPrefix(o.value.val, "+")
-			}
-			return false
+			return !o.value.lit || v == "" || !strings.ContainsAny(v[:1], "+>%")
 		}
 	}
 	return true

@@ -140,7 +140,10 @@ func TestDetectOptionSpelling(t *testing.T) {
 		{"cat /dev/null > /var/backups/shop.sql", ruleWriteSystem},
 		{"truncate -s 0 /var/lib/apt/lists/lock", ""},
 		{"truncate -s 0 /tmp/app.log", ""},
-		{"truncate -s 1G /var/lib/images/disk.img", ""},
+		{"truncate -s 1G /var/lib/images/disk.img", ruleWriteSystem}, // shrinks a larger image
+		{"truncate -s 1 /var/lib/mysql/ibdata1", ruleWriteSystem},
+		{"truncate -s +1G /var/lib/images/disk.img", ""},
+		{"truncate -s '>2G' /var/lib/images/disk.img", ""},
 		{"truncate -s +1M /var/log/app.log", ""},
 		{"truncate -s 0K ~/.bash_history", ruleHistoryWipe},
 		{"truncate --size=-100 /var/log/auth.log", ruleHistoryWipe},

@@ -241,6 +241,12 @@ func onlyCounts(s *syntax.Stmt) bool {
 	}
 	switch ce.Args[0].Lit() {
 	case "wc":
+		// --files0-from=- reads names on stdin and prints them back
+		for _, word := range ce.Args[1:] {
+			if v := word.Lit(); v == "" || strings.HasPrefix(v, "--files0") {
+				return false
+			}
+		}
 		return true
 	case "grep", "egrep", "fgrep":
 	default:
