@@ -157,26 +157,50 @@ func schedLag(n int, dur time.Duration) error {
 	if err := putAll(ctx, scheduler.NewCatalog(s.store), list); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var lags []time.Duration
-	stop, err := runScheduler(ctx, s.store, metrics.New(), func(slot, at time.Time) {
-		mu.Lock()
-		lags = append(lags, at.Sub(slot))
-		mu.Unlock()
-	})
+	var log lagLog
+	stop, err := runScheduler(ctx, s.store, metrics.New(), log.fire)
 	if err != nil {
 		return err
 	}
 	time.Sleep(dur)
 	stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lags) == 0 {
+	return log.report(fmt.Sprintf("%d `@every 1s` schedules (%d due on each second)", n, n), "fire lag (slot → job published)", dur)
+}
+
+// lagLog collects fire lags from the scheduler's OnFire hook: every
+// slot's, or only those of the window set by count.
+type lagLog struct {
+	mu       sync.Mutex
+	from, to time.Time
+	lags     []time.Duration
+}
+
+func (l *lagLog) fire(slot, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.from.IsZero() || !slot.Before(l.from) && slot.Before(l.to) {
+		l.lags = append(l.lags, at.Sub(slot))
+	}
+}
+
+// count makes the slots in [from, from+dur) the only ones counted from
+// now on, and drops what was counted before.
+func (l *lagLog) count(from time.Time, dur time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.from, l.to, l.lags = from, from.Add(dur), nil
+}
+
+// report prints the fires counted over dur and their lag quantiles.
+func (l *lagLog) report(what, lag string, dur time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lags) == 0 {
 		return fmt.Errorf("no fires in %s", dur)
 	}
-	p50, p99, worst := quantiles(lags)
-	fmt.Printf("%d `@every 1s` schedules (%d due on each second) for %s: %d fires (%.0f/s); fire lag (slot → job published) p50 %.1f ms, p99 %.1f ms, max %.1f ms.\n",
-		n, n, dur, len(lags), float64(len(lags))/dur.Seconds(), p50, p99, worst)
+	p50, p99, worst := quantiles(l.lags)
+	fmt.Printf("%s for %s: %d fires (%.0f/s); %s p50 %.1f ms, p99 %.1f ms, max %.1f ms.\n",
+		what, dur, len(l.lags), float64(len(l.lags))/dur.Seconds(), lag, p50, p99, worst)
 	return nil
 }
 
@@ -205,17 +229,10 @@ func schedSpread(n int, dur time.Duration) error {
 	if err := putAll(ctx, scheduler.NewCatalog(s.store), list); err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var lags []time.Duration
-	var from time.Time // slots in [from, from+dur) are counted: not those while loading
+	// Slots in [from, from+dur) are counted: not those while loading.
+	log := lagLog{from: time.Now().Add(24 * time.Hour)}
 	m := metrics.New()
-	stop, err := runScheduler(ctx, s.store, m, func(slot, at time.Time) {
-		mu.Lock()
-		if !from.IsZero() && !slot.Before(from) && slot.Before(from.Add(dur)) {
-			lags = append(lags, at.Sub(slot))
-		}
-		mu.Unlock()
-	})
+	stop, err := runScheduler(ctx, s.store, m, log.fire)
 	if err != nil {
 		return err
 	}
@@ -224,18 +241,9 @@ func schedSpread(n int, dur time.Duration) error {
 	}
 	// Every schedule reads (and, new, writes) its state once loaded.
 	time.Sleep(2 * time.Second)
-	mu.Lock()
-	from = time.Now().Truncate(time.Second).Add(time.Second)
-	mu.Unlock()
+	from := time.Now().Truncate(time.Second).Add(time.Second)
+	log.count(from, dur)
 	time.Sleep(time.Until(from.Add(dur)) + time.Second)
 	stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lags) == 0 {
-		return fmt.Errorf("no fires in %s", dur)
-	}
-	p50, p99, worst := quantiles(lags)
-	fmt.Printf("%d schedules spread over a minute (%d due on each second) for %s: %d fires (%.0f/s); fire lag p50 %.1f ms, p99 %.1f ms, max %.1f ms.\n",
-		n, n/60, dur, len(lags), float64(len(lags))/dur.Seconds(), p50, p99, worst)
-	return nil
+	return log.report(fmt.Sprintf("%d schedules spread over a minute (%d due on each second)", n, n/60), "fire lag", dur)
 }

@@ -1058,6 +1058,9 @@ var (
 // decoded at run time ([Convert]::FromBase64String("...")), their text
 // appended (UTF-16LE, as -EncodedCommand carries, or UTF-8).
 func psUnfold(s string) string {
+	if !strings.ContainsAny(s, "`+") && !strings.Contains(s, "64") { // FromBase64String in any case
+		return s // nothing to unfold: the common case, no copy
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] != '`' || i+1 == len(s) {
