@@ -234,3 +234,86 @@ func btrfsReadOnly(c *command) bool {
 	}
 	return len(ops) > 2 && ops[1] == "scrub" && ops[2] == "status"
 }
+
+// boundedAdmin are the administrative steps that need privileges but
+// destroy nothing and change only what they name: a service started,
+// restarted or reloaded, a snapshot taken, a scrub or a backup started,
+// packages fetched or installed from the configured sources, a firewall
+// switched on. Under sudo they are not privilege; everything else that
+// modifies still is (a step the detector cannot bound may do anything
+// with root's rights). Their destructive forms are not in the lists: a
+// service stopped, a snapshot destroyed, a package removed.
+var boundedAdmin = map[string]func(c *command) bool{
+	"systemctl": func(c *command) bool {
+		ops, _ := operands(c.args, systemctlSpec)
+		return len(ops) > 1 && ops[0].lit && slices.Contains([]string{"start", "restart", "reload", "try-restart",
+			"reload-or-restart", "try-reload-or-restart", "reset-failed"}, ops[0].val) ||
+			len(ops) == 1 && ops[0].lit && ops[0].val == "daemon-reload"
+	},
+	"service": func(c *command) bool {
+		ops, _ := operands(c.args, optSpec{})
+		return len(ops) == 2 && ops[1].lit && slices.Contains([]string{"start", "restart", "reload", "force-reload", "try-restart", "status"}, ops[1].val)
+	},
+	"rc-service": func(c *command) bool {
+		ops, _ := operands(c.args, optSpec{})
+		return len(ops) == 2 && ops[1].lit && slices.Contains([]string{"start", "restart", "reload", "status"}, ops[1].val)
+	},
+	"zfs":   firstWordIn("snapshot", "snap"),
+	"zpool": firstWordIn("scrub"),
+	"btrfs": func(c *command) bool {
+		ops := literalWords(c)
+		return len(ops) >= 2 && (ops[0] == "subvolume" || ops[0] == "subvol" || ops[0] == "sub") && ops[1] == "snapshot" ||
+			len(ops) >= 2 && ops[0] == "scrub" && (ops[1] == "start" || ops[1] == "resume")
+	},
+	"tmutil":  firstWordIn("startbackup", "enable", "enablelocal", "localsnapshot", "snapshot"),
+	"ufw":     firstWordIn("enable"),
+	"apt":     packageInstall,
+	"apt-get": packageInstall,
+	"dnf":     packageInstall,
+	"yum":     packageInstall,
+	"apk":     packageInstall,
+}
+
+// packageInstall: a package manager that refreshes its indexes or installs
+// packages, with no option or operand that removes one (apt-get install
+// foo- removes foo; --purge, --auto-remove and dnf's --allowerasing take
+// others away; upgrade never removes, full-upgrade and dist-upgrade may).
+func packageInstall(c *command) bool {
+	ops, opts := operands(c.args, optSpec{short: "octaDR", long: []string{"option", "config-file", "target-release", "root", "installroot", "repo", "releasever"}})
+	if len(ops) == 0 || !ops[0].lit || hasOpt(opts, "purge", "auto-remove", "autoremove", "allowerasing", "remove", "o", "option", "c", "config-file", "root", "installroot") {
+		return false
+	}
+	switch ops[0].val {
+	case "update", "makecache", "check-update":
+		return len(ops) == 1
+	case "install", "add", "upgrade", "reinstall":
+		// a package named by its file (./tool.deb) runs its maintainer
+		// scripts from wherever the file came from
+		return !slices.ContainsFunc(ops[1:], func(a arg) bool {
+			return strings.HasSuffix(a.val, "-") || strings.HasSuffix(a.val, "_") || strings.ContainsAny(a.val, "/:") ||
+				strings.HasSuffix(a.val, ".deb") || strings.HasSuffix(a.val, ".rpm") || strings.HasSuffix(a.val, ".apk")
+		})
+	}
+	return false
+}
+
+// literalWords are c's literal arguments that are not options, in order.
+func literalWords(c *command) []string {
+	var ops []string
+	for _, a := range c.args {
+		if a.lit && !strings.HasPrefix(a.val, "-") {
+			ops = append(ops, a.val)
+		}
+	}
+	return ops
+}
+
+// privilegedBounded reports whether c, run with privileges, is a step of
+// boundedAdmin with literal arguments.
+func privilegedBounded(c *command) bool {
+	f, ok := boundedAdmin[c.name]
+	if !ok || !f(c) {
+		return false
+	}
+	return !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit })
+}

@@ -108,7 +108,8 @@ var rules = []rule{
 			"--cap-add ALL|SYS_ADMIN|SYS_MODULE|SYS_PTRACE|SYS_RAWIO|DAC_READ_SEARCH, --device on a block device, " +
 			"an unconfined security profile, or docker volume create -o device= on such a path or a block device (host networking is not flagged)"},
 	{id: rulePrivilege, hostOnly: true,
-		desc: "gaining privileges: sudo, sudoedit, su, doas, pkexec, run0 (the command they run is judged as well)"},
+		desc: "gaining privileges: sudo, sudoedit, su, doas, pkexec, run0 (the command they run is judged as well; a read-only " +
+			"command, or a bounded administrative step such as systemctl restart, zfs snapshot or apt-get install of named packages, is not)"},
 	{id: ruleFirewallFlush, hostOnly: true,
 		desc: "turning the firewall off: iptables/ip6tables -F|--flush, nft flush ruleset|table, nft delete table, ufw disable|reset, pfctl -d"},
 	{id: ruleServiceStop, hostOnly: true,
