@@ -1049,6 +1049,14 @@ var (
 	psConcat = regexp.MustCompile(`"([^"` + "`" + `$]*)"\s*\+\s*"([^"` + "`" + `$]*)"|'([^']*)'\s*\+\s*'([^']*)'|"([^"` + "`" + `$]*)"\s*\+\s*'([^']*)'|'([^']*)'\s*\+\s*"([^"` + "`" + `$]*)"`)
 	// psBase64 is a literal decoded at run time: FromBase64String("...").
 	psBase64 = regexp.MustCompile(`(?i)FromBase64String\(\s*["']([A-Za-z0-9+/=\s]+)["']\s*\)`)
+	// psCallName is the call operator given a command's name as a string
+	// or through Get-Command: & "Remove-Item" ..., & (gcm Remove-Item) ...
+	psCallName = regexp.MustCompile(`(?i)&\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:Get-Command|gcm)\s+["']?([A-Za-z][\w.-]*)["']?\s*\))`)
+	// psAssign is a variable given a literal once: $p = 'C:\data'.
+	psAssign = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=\s*(?:"([^"` + "`" + `$\n]*)"|'([^'\n]*)')`)
+	// psParam is an abbreviated -Recurse or -Force: PowerShell takes any
+	// unambiguous prefix of a parameter's name.
+	psParam = regexp.MustCompile(`(?i)(\s)-(rec|recu|recur|recurs|fo|for|forc)\b`)
 )
 
 // psUnfold returns a PowerShell or cmd line as it runs once its literal
@@ -1058,7 +1066,7 @@ var (
 // decoded at run time ([Convert]::FromBase64String("...")), their text
 // appended (UTF-16LE, as -EncodedCommand carries, or UTF-8).
 func psUnfold(s string) string {
-	if !strings.ContainsAny(s, "`+") && !strings.Contains(s, "64") { // FromBase64String in any case
+	if !strings.ContainsAny(s, "`+&{=") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
 	}
 	var b strings.Builder
@@ -1086,6 +1094,7 @@ func psUnfold(s string) string {
 		}
 		out = n
 	}
+	out = psNames(out)
 	for _, m := range psBase64.FindAllStringSubmatch(out, 8) {
 		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), ""))
 		if err != nil {
@@ -1098,6 +1107,41 @@ func psUnfold(s string) string {
 		}
 	}
 	return out
+}
+
+// psNames undoes the indirections of names in a PowerShell line: a
+// command called by its name as a string (& "Remove-Item"), a variable
+// given a literal once and used after ($p = 'C:\data'; Remove-Item $p),
+// a script block's first command written against its brace ({Remove-Item),
+// and -Recurse and -Force abbreviated (-Recu, -Fo).
+func psNames(s string) string {
+	s = psCallName.ReplaceAllString(s, "& $1$2$3")
+	s = strings.ReplaceAll(s, "{", "{ ")
+	s = psParam.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(strings.ToLower(m[2:]), "r") {
+			return m[:1] + "-Recurse"
+		}
+		return m[:1] + "-Force"
+	})
+	vals := map[string]string{}
+	for _, m := range psAssign.FindAllStringSubmatch(s, 16) {
+		name := strings.ToLower(m[1])
+		if _, twice := vals[name]; twice {
+			vals[name] = "" // given twice: which value a use sees is not known here
+			continue
+		}
+		vals[name] = m[2] + m[3]
+	}
+	for name, v := range vals {
+		if v == "" {
+			continue
+		}
+		use := regexp.MustCompile(`(?i)\$` + regexp.QuoteMeta(name) + `\b([^\w:=]|$)`)
+		s = use.ReplaceAllStringFunc(s, func(m string) string {
+			return v + m[1+len(name):]
+		})
+	}
+	return s
 }
 
 // utf16Text reports whether b looks like UTF-16LE text of the ASCII range

@@ -80,3 +80,32 @@ func TestPackMechanisms(t *testing.T) {
 		{"dotnet clean", ""},
 	})
 }
+
+// TestPowerShellNames: a PowerShell line is judged with its names
+// resolved: the call operator given a string or Get-Command, a variable
+// given a literal once, a script block's command against its brace, and
+// abbreviated parameters; a drive's first-level directory is data.
+func TestPowerShellNames(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`pwsh -c '& "Remove-Item" -Path C:\Users\bob -Recurse -Force'`, "windows:tree-delete"},
+		{`pwsh -c "& 'Remove-Item' -Path C:\Users\bob -Recurse -Force"`, "windows:tree-delete"},
+		{`pwsh -c '& (Get-Command Remove-Item) -Path C:\Users\bob -Recurse -Force'`, "windows:tree-delete"},
+		{`pwsh -c '& "Get-ChildItem" -Path C:\Users\bob'`, ""},
+		{`pwsh -NoProfile -Command '& {Remove-Item -Recurse -Force C:\data}'`, "windows:tree-delete"},
+		{`pwsh -c '$p="C:\data"; Remove-Item $p -Recurse -Force'`, "windows:tree-delete"},
+		{`pwsh -c '$p="C:\data"; $p = "C:\src\shop\dist"; Remove-Item $p -Recurse -Force'`, ""},
+		{`pwsh -c '$p=".\dist"; Remove-Item $p -Recurse -Force'`, ""},
+		{`pwsh -c 'Remove-Item -Recu -Forc C:\Users\bob'`, "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item -Recurse -Force D:\Backups'`, "windows:tree-delete"},
+		{`pwsh -c 'Start-Process cmd -ArgumentList "/c rd /s /q C:\data"'`, "windows:tree-delete"},
+		{`pwsh -c 'Set-Location C:\shop; Remove-Item -Recurse -Force dist'`, ""},
+		{`pwsh -c 'Remove-Item -Recurse -Force C:\src\shop\dist'`, ""},
+		{`pwsh -c 'gci C:\Users\bob -Filter *.docx -Recurse | ForEach-Object { $_.Delete() }'`, "windows:tree-delete"},
+		{`pwsh -c 'gci .\build -Recurse | % { $_.Delete() }'`, ""},
+		{`cmd /c "sc delete Spooler"`, "windows:service-stop"},
+		{`pwsh -c 'Remove-Service -Name ShopWorker'`, "windows:service-stop"},
+		{`cmd /c "sc query Spooler"`, ""},
+	})
+}
