@@ -207,12 +207,12 @@ func matchEnvSend(c *command, h *hits) {
 		return
 	}
 	if c.stdin.taint&taintData != 0 {
-		h.add(ruleDataSend, c.name+" sends a database dump or a shell history it reads on stdin")
+		h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory it reads on stdin")
 		return
 	}
 	for _, a := range c.args {
 		if a.taint&taintData != 0 {
-			h.add(ruleDataSend, c.name+" sends a database dump or a shell history in "+quoteDetail(a.src))
+			h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory in "+quoteDetail(a.src))
 			return
 		}
 		if a.taint&taintSecret != 0 {
@@ -222,6 +222,9 @@ func matchEnvSend(c *command, h *hits) {
 		for _, p := range readPaths(a)[1:] { // @FILE, file://FILE: a file the script wrote the environment to
 			if f, ok := c.files[fileKey(p.val)]; ok && f.s.taint&taintSecret != 0 {
 				h.add(ruleEnvSend, c.name+" sends the environment written to "+quoteDetail(p.val))
+				return
+			} else if ok && f.s.taint&taintData != 0 {
+				h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory written to "+quoteDetail(p.val))
 				return
 			}
 		}
@@ -306,6 +309,84 @@ func matchFindCredentials(c *command, h *hits) {
 			return
 		}
 	}
+	// Key and certificate files are also a project's test fixtures: they
+	// are credentials when looked up through a tree that holds the user's
+	// or the system's (find ~ -name '*.pem' -exec curl -F f=@{} ...).
+	roots, _ := findParts(c.args)
+	for _, n := range names {
+		if !slices.Contains(keyFileNames, n) {
+			continue
+		}
+		for _, r := range roots {
+			for _, p := range c.paths(r) {
+				if credentialTree(p) || p == "/etc" {
+					h.add(ruleCredentialRead, "find "+quoteDetail(r.src)+" -name "+quoteDetail(n)+" acts on each key file it finds")
+					return
+				}
+			}
+		}
+	}
+}
+
+// matchTreeCopy judges scp and rsync copying a home directory (or every
+// one) to another machine: its keys, tokens and histories leave the host
+// (scp -r ~ x@host:, rsync -a /home/ host:/b). A copy between local
+// directories, or of a project, is not judged here.
+func matchTreeCopy(c *command, h *hits) {
+	spec := optSpec{short: "cFiJlPoSDeBfT", long: []string{"rsh", "rsync-path", "filter", "exclude", "include", "exclude-from", "include-from",
+		"files-from", "temp-dir", "compare-dest", "copy-dest", "link-dest", "partial-dir", "log-file", "password-file", "chmod", "chown",
+		"timeout", "port", "bwlimit", "backup-dir", "suffix", "max-size", "min-size", "max-delete", "out-format"}}
+	ops, _ := operands(c.args, spec)
+	if len(ops) < 2 || !remoteOperand(ops[len(ops)-1]) {
+		return
+	}
+	for _, o := range ops[:len(ops)-1] {
+		if remoteOperand(o) {
+			continue
+		}
+		for _, p := range c.paths(o) {
+			if credentialTree(p) {
+				h.add(ruleDataSend, c.name+" copies "+quoteDetail(o.src)+", a tree that holds credentials, to another machine")
+				return
+			}
+		}
+	}
+}
+
+// remoteOperand reports an scp or rsync operand on another machine:
+// HOST:PATH, USER@HOST:PATH, scp:// or rsync:// (a colon after a slash is
+// part of a local path).
+func remoteOperand(a arg) bool {
+	v := a.val
+	if strings.HasPrefix(v, "scp://") || strings.HasPrefix(v, "rsync://") {
+		return true
+	}
+	i := strings.IndexByte(v, ':')
+	return i > 0 && !strings.Contains(v[:i], "/")
+}
+
+// keyFileNames are find -name patterns of private key and key store files.
+var keyFileNames = []string{"*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.gpg", "*.asc", ".env", "*.env", ".env*"}
+
+// credentialTree reports whether directory p holds the credentials of a
+// user or of the system: the root, a home directory or all of them
+// (/home, /Users, /home/NAME, /Users/*), /root, /etc, or a home's
+// configuration directory (~/.config).
+func credentialTree(p string) bool {
+	if holdsCredentials(p) {
+		return true
+	}
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	for _, root := range []string{"/home/", "/Users/"} {
+		if rest, ok := strings.CutPrefix(c, root); ok && rest != "" && !strings.Contains(rest, "/") {
+			return true // a user's home, or /home/* (every one)
+		}
+	}
+	rel, ok := homeRelative(c)
+	return ok && (rel == ".config" || rel == ".local" || rel == ".local/share")
 }
 
 // readPaths returns the paths one argument makes a reader read: itself, or

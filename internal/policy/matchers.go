@@ -74,6 +74,9 @@ func addPackMatchers() {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvSend)
 	}
 	matcherTable["find"] = append(slices.Clip(matcherTable["find"]), matchFindCredentials)
+	for _, name := range []string{"scp", "rsync"} {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchTreeCopy)
+	}
 	for _, name := range []string{"echo", "printf"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchSecretPrint)
 	}

@@ -127,6 +127,15 @@ func dumpsData(c *command) bool {
 		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "--prefix" }) &&
 			slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "get" })
 	}
+	if archivesToStdout(c) {
+		for _, a := range c.args {
+			for _, p := range c.paths(a) {
+				if credentialTree(p) {
+					return true // a home directory, packed: its keys and tokens with it
+				}
+			}
+		}
+	}
 	if !slices.Contains(credentialReaders, c.name) {
 		return false
 	}
@@ -136,6 +145,43 @@ func dumpsData(c *command) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// archivesToStdout reports an archiver writing the archive to its output:
+// tar -c with no -f or -f -, zip ... -, 7z -so.
+func archivesToStdout(c *command) bool {
+	switch c.name {
+	case "tar", "gtar", "bsdtar":
+		create, file := false, ""
+		for i, a := range c.args {
+			v := a.val
+			switch {
+			case v == "--create" || v == "-c":
+				create = true
+			case strings.HasPrefix(v, "--file="):
+				file = strings.TrimPrefix(v, "--file=")
+			case v == "--file" && i+1 < len(c.args):
+				file = c.args[i+1].val
+			case i == 0 && !strings.HasPrefix(v, "-") || strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--"):
+				letters := strings.TrimPrefix(v, "-") // czf, -czf
+				create = create || strings.Contains(letters, "c")
+				if j := strings.IndexByte(letters, 'f'); j >= 0 {
+					if j+1 < len(letters) {
+						file = letters[j+1:] // -f-, -fFILE
+					} else if i+1 < len(c.args) {
+						file = c.args[i+1].val
+					}
+				}
+			}
+		}
+		return create && (file == "" || file == "-")
+	case "zip":
+		ops, _ := operands(c.args, optSpec{short: "bnitx", long: []string{"temp-path", "suffixes", "exclude", "include"}})
+		return len(ops) > 0 && ops[0].lit && ops[0].val == "-"
+	case "7z", "7za", "7zz":
+		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "-so" })
 	}
 	return false
 }

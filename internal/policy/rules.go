@@ -176,8 +176,10 @@ var sensitivePathRules = []rule{
 		desc: "the environment's values sent over the network: env, printenv, set or /proc/*/environ (or what is made of them: " +
 			"base64, xxd) piped into, or substituted into the arguments of, curl, wget, nc, ssh, dig and the like"},
 	{id: ruleDataSend, pack: "egress", critical: true,
-		desc: "a database's dump (pg_dump, pg_dumpall, mysqldump, mongodump --archive, redis-cli --rdb, sqlite3 .dump) or a shell " +
-			"history, or what is made of them (gzip, base64), piped into or substituted into the arguments of a network program"},
+		desc: "a database's dump (pg_dump, pg_dumpall, mysqldump, mongodump --archive, redis-cli --rdb, sqlite3 .dump), a shell " +
+			"history or a home directory packed onto stdout (tar czf - ~), or what is made of them (gzip, base64), piped into, " +
+			"substituted into the arguments of, or written to a file then sent by a network program; scp -r or rsync of a home " +
+			"directory to another machine"},
 }
 
 // Rules lists every rule the detector knows, in a stable order. The caller
