@@ -81,9 +81,13 @@ type detector struct {
 	seen      func([]arg)
 	meter     meter           // the work done against the budget
 	limits    map[string]bool // bounds reported (too-complex), by detail
+	// decls are the functions whose body's findings at the definition
+	// are set aside until the script is walked (see settleDecls).
+	decls []*declFindings
 }
 
 func (d *detector) result() []finding {
+	d.settleDecls()
 	slices.SortStableFunc(d.findings, func(a, b finding) int { return cmp.Compare(a.pos, b.pos) })
 	return slices.CompactFunc(d.findings, func(a, b finding) bool {
 		return a.rule == b.rule && a.pos == b.pos && a.text == b.text

@@ -173,12 +173,27 @@ func (w *walker) funcDecl(fn *syntax.FuncDecl, sp span) {
 	if w.env.funcs == nil {
 		w.env.funcs = make(map[string]funcDef)
 	}
-	w.env.funcs[fn.Name.Value] = funcDef{decl: fn, f: w.f, tree: w.tree}
+	pending := &declFindings{name: fn.Name.Value, f: w.f}
+	w.env.funcs[fn.Name.Value] = funcDef{decl: fn, f: w.f, tree: w.tree, pending: pending}
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.args, w.env.argsKnown = nil, false
 	w.cond++
 	w.inDecl++
+	before := len(w.d.findings)
 	w.stmt(fn.Body, stream{})
+	if w.inDecl == 1 {
+		// bounds reached stay: each is reported once (detector.limit)
+		kept := w.d.findings[:before]
+		for _, f := range w.d.findings[before:] {
+			if r, _ := lookupRule(f.rule); r.fixed {
+				kept = append(kept, f)
+			} else {
+				pending.findings = append(pending.findings, f)
+			}
+		}
+		w.d.findings = kept
+		w.d.decls = append(w.d.decls, pending)
+	}
 	w.inDecl--
 	w.cond--
 	w.env.args, w.env.argsKnown = args, argsKnown
@@ -186,9 +201,61 @@ func (w *walker) funcDecl(fn *syntax.FuncDecl, sp span) {
 
 // funcDef is a function defined in some frame of the command.
 type funcDef struct {
-	decl *syntax.FuncDecl
-	f    *frame
-	tree Shell // the dialect its body was read in
+	decl    *syntax.FuncDecl
+	f       *frame
+	tree    Shell         // the dialect its body was read in
+	pending *declFindings // what its body showed at the definition
+}
+
+// declFindings are the findings of a function's body walked at its
+// definition, with its arguments unknown ("$1" cannot be resolved there),
+// and the calls the walk saw, each judged again with its arguments.
+type declFindings struct {
+	name     string
+	f        *frame
+	findings []finding
+	calls    map[int]bool // the positions of the calls walked
+}
+
+// implicitFuncs are function names a shell calls without the script
+// naming them: a definition of one runs when the shell decides.
+var implicitFuncs = []string{"command_not_found_handle", "command_not_found_handler", "preexec", "precmd", "chpwd", "periodic", "zshexit"}
+
+// settleDecls keeps the findings of a function's definition only when
+// the function may run other than through the calls the walk judged: its
+// name appears in the script anywhere but its definition and those calls
+// (export -f f; bash -c f, trap f EXIT, PROMPT_COMMAND=f, eval strings),
+// or the shell calls it itself. A function only called directly was
+// judged at each call with its arguments (cleanup ./tmp is not
+// rm -rf "$1"); one never named again never runs.
+func (d *detector) settleDecls() {
+	for _, p := range d.decls {
+		if slices.Contains(implicitFuncs, p.name) || strings.HasPrefix(p.name, "TRAP") || wordCount(p.f.src, p.name) != 1+len(p.calls) {
+			d.findings = append(d.findings, p.findings...)
+		}
+	}
+	d.decls = nil
+}
+
+// wordCount counts the occurrences of name in src that are not part of a
+// longer word.
+func wordCount(src, name string) int {
+	isName := func(b byte) bool {
+		return b == '_' || b == '-' || b == '.' || b == ':' || b == '/' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+	}
+	n := 0
+	for i := 0; ; {
+		j := strings.Index(src[i:], name)
+		if j < 0 {
+			return n
+		}
+		j += i
+		end := j + len(name)
+		if (j == 0 || !isName(src[j-1])) && (end == len(src) || !isName(src[end])) {
+			n++
+		}
+		i = j + 1
+	}
 }
 
 // callFunc walks the body of a function the script defined, with the
@@ -204,6 +271,12 @@ func (w *walker) callFunc(c *command) {
 		return
 	}
 	w.d.calls++
+	if def.pending != nil && def.f == w.f {
+		if def.pending.calls == nil {
+			def.pending.calls = make(map[int]bool)
+		}
+		def.pending.calls[c.sp.start] = true
+	}
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.setArgs(positional(c.name, c.args))
 	fw := &walker{d: w.d, f: def.f, tree: def.tree, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), key)}

@@ -185,7 +185,15 @@ func (w *walker) forClause(c *syntax.ForClause) {
 		if len(v.vals) > maxValues {
 			w.limit(fmt.Sprintf("a for loop over more than %d values", maxValues), span{int(c.Pos().Offset()), int(c.End().Offset())})
 		}
-		w.env.set(loop.Name.Value, v.bounded(), true)
+		// The body runs with the variable set to an item; after the loop
+		// it holds what the body left, or what it held before when the
+		// list was empty.
+		name := loop.Name.Value
+		prev := w.env.get(name)
+		w.env.set(name, v.bounded(), false)
+		w.stmts(c.Do, stream{})
+		w.env.set(name, union(prev, w.env.get(name)), false)
+		return
 	default:
 		w.subst(loop)
 	}

@@ -1,0 +1,35 @@
+package policy
+
+import "testing"
+
+// TestFunctionsJudgedAtCalls: a function's body is judged at each call
+// with the call's arguments; what its definition shows with the arguments
+// unknown counts only when the function may run some other way (its name
+// appears elsewhere: export -f, trap, an eval string) or the shell calls it
+// itself. A loop's body sees its variable set to the items only.
+func TestFunctionsJudgedAtCalls(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cleanup() { rm -rf "$1"/*; }; cleanup ./tmp-artifacts`, ""},
+		{`f() { rm -rf "$1"; }; f build; f dist`, ""},
+		{`f() { rm -rf "$1"; }; for d in build dist; do f "$d"; done`, ""},
+		{`f() { rm -rf "$1"; }`, ""},
+		{`f() { rm -rf "$1"; }; f ~`, ruleRmRoot},
+		{`f() { rm -rf "$1"; }; f build; f /`, ruleRmRoot},
+		{`f() { rm -rf "$1"; }; for d in build ~; do f "$d"; done`, ruleRmRoot},
+		{`f() { rm -rf "$1"; }; f "$X"`, ruleRmRoot},
+		{`f() { rm -rf "$1"; }; export -f f; ls | xargs -I{} bash -c "f {}"`, ruleRmRoot},
+		{`f() { rm -rf ~; }; trap f EXIT`, ruleRmRoot},
+		{`f() { rm -rf "$1"; }; eval "f ~"`, ruleRmRoot},
+		{`f() { rm -rf "$1"; }; PROMPT_COMMAND=f`, ruleRmRoot},
+		{`command_not_found_handle() { rm -rf ~; }; nosuchcmd`, ruleRmRoot},
+		{`f() { g() { rm -rf "$1"; }; g "$1"; }; f build`, ""},
+		{`f() { g() { rm -rf "$1"; }; g "$1"; }; f /`, ruleRmRoot},
+		{`f() { rm -rf /; }; f`, ruleRmRoot},
+		// after a loop the variable holds an item, or its earlier value
+		{`for d in build; do :; done; rm -rf "$d"`, ""},
+		{`d=~; for d in $(cat list); do :; done; rm -rf "$d"`, ruleRmRoot},
+		{`for d in build ~; do rm -rf "$d"; done`, ruleRmRoot},
+	})
+}
