@@ -78,6 +78,9 @@ type packTool struct {
 	Read    []string `yaml:"read"`
 	Destroy []string `yaml:"destroy"`
 	Verbs   []string `yaml:"verbs"`
+	// After are destroy verbs only after a resource word (tctl users rm
+	// alice), not as the first word (ollama rm llama3: a local model).
+	After []string `yaml:"after_verbs"`
 	// Except, for the generic tool (names: ["*"]), are the programs it
 	// leaves alone: their operands are text or files, not subcommands
 	// (grep delete notes.txt).
@@ -729,16 +732,16 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	shown := pc.path[:n]
 	if r.Verb == "destroy" {
 		verb := ""
-		for _, w := range pc.path[n:] {
+		for i, w := range pc.path[n:] {
 			if strings.ContainsAny(w, "./") {
 				continue // a file or a path (delete.go, ns/prod), not a verb
 			}
-			if matchAnyWord(t.destroy, w) || matchAnyWord(t.read, w) {
+			if matchAnyWord(t.destroy, w) || matchAnyWord(t.read, w) || i > 0 && matchAnyWord(t.After, w) {
 				verb = w
 				break
 			}
 		}
-		if verb == "" || !matchAnyWord(t.destroy, verb) || matchAnyWord(t.Read, verb) {
+		if verb == "" || !matchAnyWord(t.destroy, verb) && !matchAnyWord(t.After, verb) || matchAnyWord(t.Read, verb) {
 			return "", false
 		}
 		shown = pc.path[:slices.Index(pc.path, verb)+1]
