@@ -114,6 +114,8 @@ func (w *walker) nest(c *command) {
 		w.sedExec(c)
 	case "rg":
 		w.rgPre(c)
+	case "java":
+		w.javaJar(c)
 	case "git":
 		w.git(c)
 	default:
@@ -352,6 +354,40 @@ loop:
 
 // positional returns the parameters $0, $1, ... of a script: zero is $0
 // unless args supplies it (sh -c SCRIPT ARG0 ARG1...).
+// javaJar judges java -jar FILE ARGS as the command-line tool the jar is,
+// named by the file (jenkins-cli.jar delete-job x is jenkins-cli
+// delete-job x, bfg-1.14.0.jar --delete-files is bfg --delete-files): the
+// generic tool, or the pack that knows the name, reads its words.
+func (w *walker) javaJar(c *command) {
+	for i := 0; i+1 < len(c.args); i++ {
+		a := c.args[i]
+		if !a.lit || !strings.HasPrefix(a.val, "-") {
+			return // the main class: java [options] CLASS ARGS
+		}
+		if a.val != "-jar" && a.val != "--jar" {
+			if a.val == "-cp" || a.val == "-classpath" || a.val == "--class-path" || a.val == "-p" || a.val == "--module-path" {
+				i++
+			}
+			continue
+		}
+		jar := c.args[i+1]
+		if !jar.lit {
+			return
+		}
+		name := strings.TrimSuffix(path.Base(jar.val), ".jar")
+		if j := strings.IndexFunc(name, func(r rune) bool { return '0' <= r && r <= '9' }); j > 1 && name[j-1] == '-' {
+			name = name[:j-1] // bfg-1.14.0: the tool's name without its version
+		}
+		if name == "" || strings.ContainsAny(name, "$`") {
+			return
+		}
+		prog := jar
+		prog.val, prog.exact = name, -1
+		w.run(append([]arg{prog}, c.args[i+2:]...), c.stdin, c.sp, joinVia(c.via, "java -jar"), false)
+		return
+	}
+}
+
 func positional(zero string, args []arg) []arg {
 	return append([]arg{{val: zero, lit: true, exact: -1}}, args...)
 }

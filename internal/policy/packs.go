@@ -582,7 +582,9 @@ func (t *packTool) parse(c *command) packCall {
 				w = strings.ToLower(w)
 			}
 			if !pathWord(w) {
-				pathOpen = false
+				// a URL or file right after an option is taken as its value
+				// (jenkins-cli -s https://ci.example.com/ delete-job x)
+				pathOpen = i > 0 && c.args[i-1].lit && len(c.args[i-1].val) > 1 && c.args[i-1].val[0] == '-' && !strings.Contains(c.args[i-1].val, "=")
 				continue
 			}
 			pc.path = append(pc.path, w)

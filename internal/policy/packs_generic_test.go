@@ -40,6 +40,14 @@ func TestGenericPack(t *testing.T) {
 		{"step ca certificate api.example.com api.crt api.key", ""},
 		{"pdnsutil list-zone example.net", ""},
 		{"mytool cache clear-all", ""},
+		// A URL or file right after an option is its value; java -jar
+		// runs the tool the jar is.
+		{"jenkins-cli -s https://ci.example.com/ -auth @token delete-job shop-deploy", "generic:resource-delete"},
+		{"java -jar jenkins-cli.jar -s https://ci.example.com/ -auth @token delete-builds shop 1-400", "generic:resource-delete"},
+		{"java -jar jenkins-cli.jar -s https://ci.example.com/ list-jobs", ""},
+		{"java -jar bfg-1.14.0.jar --delete-files id_rsa", "generic:data-delete-option"},
+		{"java -Xmx2g -jar target/app.jar --server.port=8080", ""},
+		{"java -jar rm.jar -rf ~", "rm-root"},
 		// Reads, previews, local settings and caches.
 		{"tkn pipelinerun list", ""},
 		{"kn service delete api --help", ""},
