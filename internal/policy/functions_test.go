@@ -33,3 +33,25 @@ func TestFunctionsJudgedAtCalls(t *testing.T) {
 		{`for d in build ~; do rm -rf "$d"; done`, ruleRmRoot},
 	})
 }
+
+// TestGrepWholeLines: grep whose patterns match whole lines of literal
+// words prints only those words, so what reads its output is judged with
+// them; any other grep's output stays unknown.
+func TestGrepWholeLines(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cd ~/src/shop && ls -A | grep -E '^(dist|build|\.turbo)$' | xargs rm -rf`, ""},
+		{`ls | grep -x -e dist -e build | xargs rm -rf`, ""},
+		{`ls | grep -Fx node_modules | xargs rm -rf`, ""},
+		{`cd ~ && ls -A | grep -E '^(dist|\.ssh)$' | xargs rm -rf`, "paths:"},
+		{`cd ~ && ls | grep -x Documents | xargs rm -rf`, "paths:home-destroy"},
+		{`ls -A ~ | grep -E '^(dist|\.ssh)$' | xargs rm -rf`, ruleRmRoot},
+		{`ls | grep -E '^(dist|.*)$' | xargs rm -rf`, ruleRmRoot},
+		{`ls | grep -E '^(dist|build)' | xargs rm -rf`, ruleRmRoot},
+		{`ls | grep -v -E '^(dist)$' | xargs rm -rf`, ruleRmRoot},
+		{`ls | grep -ix dist | xargs rm -rf`, ruleRmRoot},
+		{`ls | grep dist | xargs rm -rf`, ruleRmRoot},
+		{`echo / | grep -x -e / | xargs rm -rf`, ruleRmRoot},
+	})
+}

@@ -67,6 +67,14 @@ func produce(c *command) stream {
 		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData)
 		out.shape = jqFilter(c.args)
 		return out
+	case "grep", "egrep":
+		// ls -A | grep -E '^(dist|build)$' | xargs rm -rf: each line it
+		// prints is one of the words its whole-line pattern names; the
+		// stream of all of them is what a reader may get, or less
+		// (a listing of another directory keeps its root: unknown, as before)
+		if lines, ok := grepLines(c); ok && !slices.ContainsFunc(c.stdin.paths, func(a arg) bool { return !a.lit || a.val != "*" && a.val != "." }) {
+			return stream{present: true, known: true, text: strings.Join(lines, "\n") + "\n", start: -1, base: -1, anchor: c.sp.start}
+		}
 	case "which":
 		// `which helm` list: the path of the program named, run by its name
 		if len(c.args) == 1 && c.args[0].lit && c.args[0].val != "" && !strings.ContainsAny(c.args[0].val, "-/ \t\n") {
@@ -147,6 +155,126 @@ func dumpsData(c *command) bool {
 		}
 	}
 	return false
+}
+
+// grepLines returns the lines grep can print when its patterns match whole
+// lines made of literal words only (-x, or ^...$; in an extended pattern a
+// group of alternatives: ^(dist|build|\.turbo)$): the set of lines it
+// prints is a part of them, whatever its input. Any option that changes
+// what a line is, or prints something else (-v, -i, -w, -c, -n, -o, -l,
+// -H, -f, -z, ...), makes it unknown.
+func grepLines(c *command) ([]string, bool) {
+	ext, fixed, whole := c.name == "egrep", false, false
+	var pats []string
+	var ops []arg
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		if !a.lit {
+			return nil, false
+		}
+		switch {
+		case a.val == "-e" || a.val == "--regexp":
+			if i+1 >= len(c.args) || !c.args[i+1].lit {
+				return nil, false
+			}
+			pats = append(pats, c.args[i+1].val)
+			i++
+		case strings.HasPrefix(a.val, "--regexp="):
+			pats = append(pats, strings.TrimPrefix(a.val, "--regexp="))
+		case a.val == "--extended-regexp":
+			ext = true
+		case a.val == "--fixed-strings":
+			fixed = true
+		case a.val == "--line-regexp":
+			whole = true
+		case a.val == "--" || !strings.HasPrefix(a.val, "-") || a.val == "-":
+			ops = append(ops, c.args[i:]...)
+			i = len(c.args)
+		case strings.HasPrefix(a.val, "--"):
+			return nil, false
+		default:
+			for _, f := range a.val[1:] {
+				switch f {
+				case 'E':
+					ext = true
+				case 'F':
+					fixed = true
+				case 'x':
+					whole = true
+				case 's':
+				default:
+					return nil, false
+				}
+			}
+		}
+	}
+	if len(ops) > 0 && ops[0].val == "--" {
+		ops = ops[1:]
+	}
+	if len(pats) == 0 {
+		if len(ops) == 0 {
+			return nil, false
+		}
+		pats, ops = []string{ops[0].val}, ops[1:]
+	}
+	if len(ops) > 0 {
+		return nil, false // files: their names prefix the lines when there are several
+	}
+	var lines []string
+	for _, p := range pats {
+		for _, p := range strings.Split(p, "\n") {
+			alts, ok := wholeLineWords(p, ext, fixed, whole)
+			if !ok {
+				return nil, false
+			}
+			lines = append(lines, alts...)
+		}
+	}
+	return lines, len(lines) > 0
+}
+
+// wholeLineWords returns the lines pattern p matches when it matches whole
+// lines of literal text (see grepLines).
+func wholeLineWords(p string, ext, fixed, whole bool) ([]string, bool) {
+	if fixed {
+		return []string{p}, whole && p != ""
+	}
+	if !whole {
+		var ok bool
+		if p, ok = strings.CutPrefix(p, "^"); !ok {
+			return nil, false
+		}
+		if p, ok = strings.CutSuffix(p, "$"); !ok || strings.HasSuffix(p, "\\") {
+			return nil, false
+		}
+	}
+	if ext && strings.HasPrefix(p, "(") && strings.HasSuffix(p, ")") {
+		p = p[1 : len(p)-1]
+	}
+	alts := []string{p}
+	if ext {
+		alts = strings.Split(p, "|")
+	}
+	for i, a := range alts {
+		var b strings.Builder
+		for j := 0; j < len(a); j++ {
+			ch := a[j]
+			switch {
+			case ch == '\\' && j+1 < len(a) && strings.IndexByte(".-_/", a[j+1]) >= 0:
+				j++
+				b.WriteByte(a[j])
+			case 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '_' || ch == '-' || ch == '/' || ch == '@' || ch == ',' || ch == ':':
+				b.WriteByte(ch)
+			default:
+				return nil, false // a character that matches more than itself
+			}
+		}
+		if b.Len() == 0 {
+			return nil, false
+		}
+		alts[i] = b.String()
+	}
+	return alts, true
 }
 
 // archivesToStdout reports an archiver writing the archive to its output:
