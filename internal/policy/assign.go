@@ -18,6 +18,9 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	switch {
 	case a.Array != nil || a.Index != nil:
 		v = unknownValue
+	case a.Value != nil && w.cwdOutput(a.Value):
+		w.value(a.Value) // judged as any word is
+		v = w.env.cwd     // ROOT=$(git rev-parse --show-toplevel): as $PWD
 	case a.Value != nil:
 		v = value{}
 		for _, alt := range w.value(a.Value) {
@@ -35,6 +38,21 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	}
 	w.env.set(name, v, cond || w.cond > 0)
 	w.historyVar(name, v, sp)
+}
+
+// cwdOutput reports a word that is only a command substitution whose
+// output is the working directory, not known here: $(pwd), "$(git
+// rev-parse --show-toplevel)".
+func (w *walker) cwdOutput(word *syntax.Word) bool {
+	if !w.env.cwd.env || len(word.Parts) != 1 {
+		return false
+	}
+	part := word.Parts[0]
+	if dq, ok := part.(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
+		part = dq.Parts[0]
+	}
+	cs, ok := part.(*syntax.CmdSubst)
+	return ok && w.output(cs.Stmts).cwd
 }
 
 // concat returns every value a followed by b may give.

@@ -55,3 +55,22 @@ func TestGrepWholeLines(t *testing.T) {
 		{`echo / | grep -x -e / | xargs rm -rf`, ruleRmRoot},
 	})
 }
+
+// TestWorkingDirectoryOutputs: $(pwd) and $(git rev-parse --show-toplevel)
+// are the job's working directory, judged as "$PWD" when it is not known:
+// its subdirectories may go, its parent and its empty reading (/*) not.
+func TestWorkingDirectoryOutputs(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`ROOT=$(git rev-parse --show-toplevel); rm -rf "$ROOT/dist/"* && npm run build`, ""},
+		{`X=$(pwd); rm -rf "$X/dist/"*`, ""},
+		{`rm -rf "$(pwd)"/dist/*`, ""},
+		{`rm -rf "$(git rev-parse --show-toplevel)"/../`, ruleRmRoot},
+		{`X=$(pwd); rm -rf "$X"/..`, ruleRmRoot},
+		{`X="$(pwd)/.."; rm -rf "$X"`, ruleRmRoot},
+		{`ROOT=$(git rev-parse --show-toplevel); rm -rf "$ROOT"/*`, ruleRmRoot},
+		{`cd /; X=$(pwd); rm -rf "$X"/*`, ruleRmRoot},
+		{`X=$(git rev-parse --show-toplevel --git-dir); rm -rf "$X/dist/"*`, ruleRmRoot},
+	})
+}

@@ -60,6 +60,20 @@ func produce(c *command) stream {
 		if !c.cwd.unknown && len(c.cwd.vals) == 1 {
 			return stream{present: true, known: true, text: c.cwd.vals[0] + "\n", start: -1, base: -1, anchor: c.sp.start}
 		}
+		if c.cwd.unknown && c.cwd.env && len(c.cwd.vals) == 0 {
+			out := generated()
+			out.cwd = true // the job's working directory, as $PWD
+			return out
+		}
+	case "git":
+		// git rev-parse --show-toplevel: the repository the job works in,
+		// taken as its working directory when that is not known ($PWD)
+		if len(c.args) == 2 && c.args[0].lit && c.args[0].val == "rev-parse" && c.args[1].lit && c.args[1].val == "--show-toplevel" &&
+			c.cwd.unknown && c.cwd.env && len(c.cwd.vals) == 0 {
+			out := generated()
+			out.cwd = true
+			return out
+		}
 	case "mktemp":
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
 	case "jq", "gojq", "jaq":

@@ -19,6 +19,7 @@ type stream struct {
 	taint   taint  // where unknown content comes from (download, decoder, run time)
 	file    bool   // the content of files the detector does not read (cat FILE, < FILE)
 	paths   []arg  // roots whose whole trees are listed on the stream (find ROOT, ls ROOT)
+	cwd     bool   // unknown content that is the working directory's path (pwd, git rev-parse --show-toplevel)
 	via     string // how it reaches the command: "pipe", "heredoc", "here-string"
 	start   int    // offset in the frame's source where the producing pipeline starts, or -1
 	base    int    // offset where text appears verbatim in the frame's source, or -1

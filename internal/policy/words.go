@@ -284,6 +284,8 @@ func (x *expander) parts(parts []syntax.WordPart, quoted bool) {
 			if out.known {
 				x.branch(known(strings.TrimRight(out.text, "\n")), !quoted, 0)
 				x.each(func(a *partial) { a.taint |= out.taint & taintDecoded }) // known, but decoded
+			} else if out.cwd && x.w.env.cwd.env {
+				x.branchVar("PWD", x.w.env.cwd, !quoted, taintEnv) // as "$PWD"
 			} else {
 				x.branch(unknownValue, !quoted, out.taint|taintUnknown)
 			}
