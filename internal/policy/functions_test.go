@@ -74,3 +74,18 @@ func TestWorkingDirectoryOutputs(t *testing.T) {
 		{`X=$(git rev-parse --show-toplevel --git-dir); rm -rf "$X/dist/"*`, ruleRmRoot},
 	})
 }
+
+// TestKillUserProcesses: kill of what pgrep -u USER lists, with no name
+// to match, is every process of the user.
+func TestKillUserProcesses(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`kill -9 $(pgrep -u "$USER")`, ruleKillAll},
+		{"kill -9 `pgrep -U 1000`", ruleKillAll},
+		{`kill $(ps -u "$USER" -o pid=)`, ruleKillAll},
+		{`kill -9 $(pgrep -u "$USER" node)`, ""},
+		{`kill $(pgrep -f "node server.js")`, ""},
+		{`kill -0 $(pgrep -u "$USER")`, ""},
+	})
+}

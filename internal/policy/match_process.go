@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +21,9 @@ loop:
 		v := args[i].val
 		switch {
 		case !args[i].lit:
-			sig = args[i]
+			if i == 0 {
+				sig = args[i] // kill -$SIG ... or kill $PIDS: either way unknown
+			}
 			break loop
 		case v == "--":
 			i++
@@ -54,7 +57,17 @@ loop:
 		h.add(ruleKillAll, detail)
 		return
 	}
+	for _, a := range args {
+		if !a.lit && userProcesses.MatchString(a.src) && !harmlessSignal(sig, -1) {
+			h.add(ruleKillAll, "kill of "+quoteDetail(a.src)+": every process of the user")
+			return
+		}
+	}
 }
+
+// userProcesses is a substitution that lists every process of a user:
+// pgrep -u USER (or ps -u USER -o pid=) with no name to match.
+var userProcesses = regexp.MustCompile(`^"?(\$\(|` + "`" + `)\s*(pgrep(\s+(-[lacnow]+|-[uUG]\s*\S+|--(euid|uid|group)(=|\s+)\S+))*\s+(-[uU]\s*\S+|--(euid|uid)(=|\s+)\S+)(\s+(-[lacnow]+|-[uUG]\s*\S+))*|ps\s+(-[uU]\s*\S+|-e|-A|ax|aux)\s+-o\s+pid=?)\s*(\)|` + "`" + `)"?$`)
 
 // harmlessSignal reports whether sending sig to pid (1 or -1) leaves the
 // processes running: a signal whose default action is to ignore or
