@@ -89,3 +89,17 @@ func TestKillUserProcesses(t *testing.T) {
 		{`kill -0 $(pgrep -u "$USER")`, ""},
 	})
 }
+
+// TestPushRefspecsBuiltAtRunTime: a refspec whose written start is ":" or
+// "+" deletes or force-pushes whatever the rest becomes.
+func TestPushRefspecsBuiltAtRunTime(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`git tag -l 'v0.*' | xargs -I{} git push origin :refs/tags/{}`, ruleGitDestructive},
+		{`git push origin ":refs/tags/$T"`, ruleGitDestructive},
+		{`git push origin "+$B"`, ruleGitDestructive},
+		{`git push origin "$B"`, ""},
+		{`git push origin "$B:$B"`, ""},
+	})
+}

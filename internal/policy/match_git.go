@@ -99,11 +99,17 @@ func destructivePush(args []arg) (string, bool) {
 	}
 	if len(ops) > 1 {
 		for _, ref := range ops[1:] {
+			v := ref.val
+			if !ref.lit {
+				v = strings.TrimLeft(ref.src, `"'`) // its written start: ":refs/tags/$T", +"$B"
+				if !strings.HasPrefix(v, ":") && !strings.HasPrefix(v, "+") {
+					continue
+				}
+			}
 			switch {
-			case !ref.lit:
-			case strings.HasPrefix(ref.val, "+"):
+			case strings.HasPrefix(v, "+"):
 				return "+refspec (force)", true
-			case strings.HasPrefix(ref.val, ":") && len(ref.val) > 1:
+			case strings.HasPrefix(v, ":") && len(v) > 1:
 				return ":branch (delete)", true
 			}
 		}
