@@ -20,7 +20,7 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 		v = unknownValue
 	case a.Value != nil && w.cwdOutput(a.Value):
 		w.value(a.Value) // judged as any word is
-		v = w.env.cwd     // ROOT=$(git rev-parse --show-toplevel): as $PWD
+		v = w.env.cwd    // ROOT=$(git rev-parse --show-toplevel): as $PWD
 	case a.Value != nil:
 		v = value{}
 		for _, alt := range w.value(a.Value) {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -80,6 +81,12 @@ func (w *walker) recordCommandWrites(c *command) {
 		for _, p := range downloadOutputs(c) {
 			w.recordWrite(p, dl, false)
 		}
+	case "tar", "gtar", "bsdtar", "unzip", "7z", "7za", "7zz":
+		if archive, dir, ok := unpacks(c); ok {
+			if f, ok := w.env.files[fileKey(archive)]; ok && f.s.taint&taintDownload != 0 {
+				w.env.unpacked = append(slices.Clip(w.env.unpacked), w.inCwd(dir))
+			}
+		}
 	case "cp", "mv":
 		ops, _ := operands(c.args, optSpec{short: "tS", long: []string{"target-directory", "suffix"}})
 		if len(ops) == 2 && ops[0].lit {
@@ -88,6 +95,108 @@ func (w *walker) recordCommandWrites(c *command) {
 			}
 		}
 	}
+}
+
+// unpacks returns the archive an extracting command reads and the
+// directory it unpacks into: tar x[z]f FILE [-C DIR], unzip FILE [-d DIR],
+// 7z x FILE [-oDIR].
+func unpacks(c *command) (archive, dir string, ok bool) {
+	dir = "."
+	extract := false
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		if !a.lit {
+			continue
+		}
+		v := a.val
+		next := func() string {
+			if i+1 < len(c.args) && c.args[i+1].lit {
+				i++
+				return c.args[i].val
+			}
+			return ""
+		}
+		switch c.name {
+		case "unzip":
+			switch {
+			case v == "-d":
+				dir = next()
+			case strings.HasPrefix(v, "-"):
+				if strings.ContainsAny(v, "lvtZ") {
+					return "", "", false // lists or tests
+				}
+			case archive == "":
+				archive, extract = v, true
+			}
+		case "7z", "7za", "7zz":
+			switch {
+			case strings.HasPrefix(v, "-o"):
+				dir = v[2:]
+			case v == "x" || v == "e":
+				extract = true
+			case !strings.HasPrefix(v, "-") && extract && archive == "":
+				archive = v
+			}
+		default: // tar
+			switch {
+			case v == "-C" || v == "--directory":
+				dir = next()
+			case strings.HasPrefix(v, "--directory="):
+				dir = strings.TrimPrefix(v, "--directory=")
+			case v == "--extract" || v == "--get":
+				extract = true
+			case v == "--file" || v == "-f":
+				archive = next()
+			case strings.HasPrefix(v, "--file="):
+				archive = strings.TrimPrefix(v, "--file=")
+			case i == 0 && !strings.HasPrefix(v, "-") || strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--"):
+				letters := strings.TrimPrefix(v, "-")
+				extract = extract || strings.Contains(letters, "x")
+				if j := strings.IndexByte(letters, 'f'); j >= 0 {
+					if j+1 < len(letters) {
+						archive = letters[j+1:]
+					} else {
+						archive = next()
+					}
+				}
+			}
+		}
+	}
+	return archive, dir, extract && archive != "" && dir != ""
+}
+
+// unpackedProgram reports a program path (./tools/install.sh) under a
+// directory a downloaded archive was unpacked into.
+// A relative path is tried from each directory the script may be in.
+func (w *walker) unpackedProgram(p string) bool {
+	if len(w.env.unpacked) == 0 {
+		return false
+	}
+	keys := []string{fileKey(p)}
+	if !path.IsAbs(p) {
+		for _, cwd := range w.env.cwd.vals {
+			if path.IsAbs(cwd) {
+				keys = append(keys, path.Join(cwd, p))
+			}
+		}
+	}
+	for _, k := range keys {
+		for _, d := range w.env.unpacked {
+			if d == "." && !path.IsAbs(k) && k != ".." && !strings.HasPrefix(k, "../") || k == d || strings.HasPrefix(k, d+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inCwd is path p from the working directory, when that is known, else p
+// cleaned.
+func (w *walker) inCwd(p string) string {
+	if !path.IsAbs(p) && !w.env.cwd.unknown && len(w.env.cwd.vals) == 1 && path.IsAbs(w.env.cwd.vals[0]) {
+		return path.Join(w.env.cwd.vals[0], p)
+	}
+	return fileKey(p)
 }
 
 // downloadOutputs returns the files curl or wget save to: -o/-O FILE, and

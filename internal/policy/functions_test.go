@@ -103,3 +103,19 @@ func TestPushRefspecsBuiltAtRunTime(t *testing.T) {
 		{`git push origin "$B:$B"`, ""},
 	})
 }
+
+// TestUnpackedDownloadsRun: a program run from where a downloaded archive
+// was unpacked is a download run; listing, hashing or reading it is not.
+func TestUnpackedDownloadsRun(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"mkdir -p /tmp/x && cd /tmp/x && curl -sLO https://example.net/tools.tar.gz && tar xzf tools.tar.gz && ./tools/install.sh", rulePipeToShell},
+		{"curl -sLo t.zip https://example.net/t.zip && unzip t.zip -d t && bash t/setup.sh", rulePipeToShell},
+		{"wget https://example.net/app-1.0.tar.gz && tar -xzf app-1.0.tar.gz -C /opt/src && cd /opt/src/app-1.0 && ./configure", rulePipeToShell},
+		{"curl -sLO https://example.net/tools.tar.gz && tar tzf tools.tar.gz", ""},
+		{"curl -sLO https://example.net/tools.tar.gz && sha256sum tools.tar.gz", ""},
+		{"curl -LO https://example.net/t.tgz && tar xzf t.tgz && cat t/README", ""},
+		{"tar xzf vendor.tar.gz && ./vendor/install.sh", ""},
+	})
+}

@@ -126,6 +126,12 @@ func (w *walker) nest(c *command) {
 			w.interpreter(c, interpreterLang(c.name))
 		case sqlClients[c.name] != nil:
 			w.sqlClient(c)
+		case strings.Contains(c.prog, "/") && w.unpackedProgram(c.prog):
+			if _, ok := w.writtenScript(arg{val: c.prog, lit: true}); !ok {
+				w.d.add(w.f, rulePipeToShell, "runs "+quoteDetail(c.prog)+", unpacked from a download", c.via, c.sp)
+				return
+			}
+			fallthrough
 		case strings.Contains(c.prog, "/"):
 			if file, ok := w.writtenScript(arg{val: c.prog, lit: true}); ok {
 				if !file.s.known && file.s.file && file.s.taint == 0 {
@@ -397,6 +403,10 @@ func positional(zero string, args []arg) []arg {
 func (w *walker) scriptOperand(c *command, l lang, op arg, params []arg) {
 	if file, ok := w.writtenScript(op); ok {
 		w.runCode(c, l, file.s.code(), c.name+" "+op.val, c.sp, params, false)
+		return
+	}
+	if op.lit && w.unpackedProgram(op.val) {
+		w.d.add(w.f, rulePipeToShell, c.name+" runs "+quoteDetail(op.val)+", unpacked from a download", c.via, c.sp)
 		return
 	}
 	switch {

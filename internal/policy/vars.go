@@ -72,6 +72,7 @@ type env struct {
 	argsKnown bool
 	funcs     map[string]funcDef // functions defined so far
 	files     map[string]written // files the script wrote, by fileKey
+	unpacked  []string           // directories a downloaded archive was unpacked into, by fileKey
 	links     links              // symbolic links the command created: file system state, shared by every clone
 	progs     progs              // programs the command copied under another name: shared like links
 	over      string             // a limit an assignment reached (value.over), until the walker reports it
