@@ -905,6 +905,9 @@ func (w *walker) packNest(c *command) {
 			t.runScript(w, c, arg{val: in.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, "| "+c.name)
 		}
 		t.scriptFiles(w, c)
+		if when && t.ScriptAll && t.Joined && len(t.Encoded) > 0 {
+			t.unfoldedScripts(w, c)
+		}
 		for i, a := range c.args {
 			if a.lit && a.val == "--" {
 				if t.Exec && i+1 < len(c.args) {
@@ -1009,6 +1012,23 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 	}
 }
 
+// unfoldedScripts runs the native programs of a PowerShell or cmd line as
+// it reads once unfolded (psUnfold): a for /f loop's body on its command's
+// output, a command called by its name as a string.
+func (t *packTool) unfoldedScripts(w *walker, c *command) {
+	var words []string
+	for _, a := range c.args {
+		if !a.lit {
+			return
+		}
+		words = append(words, a.val)
+	}
+	line := c.name + " " + strings.Join(words, " ")
+	if n := psUnfold(line); n != line {
+		t.runScript(w, c, arg{val: n, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, c.name)
+	}
+}
+
 // withText returns c with its whole line (Joined) and its decoded
 // -EncodedCommand scripts (Encoded) added as arguments, for matching.
 func (t *packTool) withText(c *command) *command {
@@ -1059,6 +1079,9 @@ var (
 	psCallName = regexp.MustCompile(`(?i)&\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:Get-Command|gcm)\s+["']?([A-Za-z][\w.-]*)["']?\s*\))`)
 	// psAssign is a variable given a literal once: $p = 'C:\data'.
 	psAssign = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=\s*(?:"([^"` + "`" + `$\n]*)"|'([^'\n]*)')`)
+	// cmdForF is cmd's loop over a command's output lines:
+	// for /f ["options"] %i in ('CMD') do BODY.
+	cmdForF = regexp.MustCompile(`(?i)\bfor\s+/f\s+(?:"[^"]*"\s+)?(%%?[A-Za-z])\s+in\s+\('([^']*)'\)\s+do\s+`)
 	// psParam is an abbreviated -Recurse or -Force: PowerShell takes any
 	// unambiguous prefix of a parameter's name.
 	psParam = regexp.MustCompile(`(?i)(\s)-(rec|recu|recur|recurs|fo|for|forc)\b`)
@@ -1071,7 +1094,7 @@ var (
 // decoded at run time ([Convert]::FromBase64String("...")), their text
 // appended (UTF-16LE, as -EncodedCommand carries, or UTF-8).
 func psUnfold(s string) string {
-	if !strings.ContainsAny(s, "`+&{=") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
+	if !strings.ContainsAny(s, "`+&{=%") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
 	}
 	var b strings.Builder
@@ -1100,6 +1123,7 @@ func psUnfold(s string) string {
 		out = n
 	}
 	out = psNames(out)
+	out = cmdLoops(out)
 	for _, m := range psBase64.FindAllStringSubmatch(out, 8) {
 		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), ""))
 		if err != nil {
@@ -1112,6 +1136,28 @@ func psUnfold(s string) string {
 		}
 	}
 	return out
+}
+
+// cmdLoops writes cmd's for /f loops over a command's output as the body
+// run on that output: for /f %i in ('docker ps -aq') do docker rm -f %i
+// becomes do docker rm -f "$(docker ps -aq)", which the rules read as a removal
+// of every listed item.
+func cmdLoops(s string) string {
+	for range 4 {
+		m := cmdForF.FindStringSubmatchIndex(s)
+		if m == nil {
+			return s
+		}
+		v, src := s[m[2]:m[3]], s[m[4]:m[5]]
+		body := s[m[1]:]
+		end := len(body)
+		if i := strings.IndexAny(body, "\"&|\n"); i >= 0 {
+			end = i
+		}
+		body = strings.ReplaceAll(body[:end], v, `"$(`+src+`)"`) + body[end:]
+		s = s[:m[0]] + "do " + body // the header's do stays: what follows it is a command
+	}
+	return s
 }
 
 // psNames undoes the indirections of names in a PowerShell line: a

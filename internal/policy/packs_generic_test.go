@@ -134,5 +134,10 @@ func TestPowerShellNames(t *testing.T) {
 		{`cmd /c "sc delete Spooler"`, "windows:service-stop"},
 		{`pwsh -c 'Remove-Service -Name ShopWorker'`, "windows:service-stop"},
 		{`cmd /c "sc query Spooler"`, ""},
+		// cmd's for /f runs its body on a command's output lines.
+		{`cmd /c "for /f %i in ('docker ps -aq') do docker rm -f %i"`, "containers:mass-remove"},
+		{`cmd /c "for /f "tokens=*" %%i in ('kubectl get ns -o name') do kubectl delete %%i"`, "kube:delete"},
+		{`cmd /c "for /f %i in ('kubectl get pods -o name') do kubectl describe %i"`, ""},
+		{`cmd /c "for /f %i in ('dir /b') do echo %i"`, ""},
 	})
 }
