@@ -53,6 +53,10 @@ func (c *command) namedPaths(a arg) []string {
 type target struct {
 	path string
 	show string // quoted for a Reason: the word as written when it was expanded
+	// guess is the operand read from the job's working directory although
+	// the script's is known (cd DIR made it another): a fallback reading
+	// for the rules about what a path is, not where the script stands.
+	guess bool
 }
 
 // targets is paths with the way each is shown in a detail: the path, or
@@ -60,8 +64,9 @@ type target struct {
 func (c *command) targets(a arg) []target {
 	ps := c.paths(a)
 	out := make([]target, len(ps))
+	known := !c.cwd.unknown && len(c.cwd.vals) > 0 && !isAbsolute(a.val)
 	for i, p := range ps {
-		out[i] = target{path: p, show: quoteDetail(p)}
+		out[i] = target{path: p, show: quoteDetail(p), guess: known && p == a.val}
 		if a.expanded {
 			out[i].show = quoteDetail(a.src)
 		}

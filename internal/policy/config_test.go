@@ -138,7 +138,7 @@ func TestRules(t *testing.T) {
 			t.Errorf("pack rule %q is not named pack:rule", r.ID)
 		}
 	}
-	want := []string{"rm-root", "mkfs", "dd-device", "fork-bomb", "kill-all", "shutdown", "chmod-system",
+	want := []string{"rm-root", "rm-outside", "mkfs", "dd-device", "fork-bomb", "kill-all", "shutdown", "chmod-system",
 		"write-system", "pipe-to-shell", "decoded-exec", "git-destructive", "sql-destructive", "docker-host",
 		"privilege", "firewall-flush", "service-stop", "package-remove", "history-wipe", "inline-code",
 		"unparsable", "unresolved-command", "shell-dialect", "env-code", "too-complex"}
@@ -159,7 +159,7 @@ func TestRules(t *testing.T) {
 	for _, r := range Rules() {
 		hostOnly[r.ID] = r.HostOnly
 	}
-	for _, id := range []string{"rm-root", "mkfs", "dd-device", "kill-all", "shutdown", "chmod-system", "write-system",
+	for _, id := range []string{"rm-root", "rm-outside", "mkfs", "dd-device", "kill-all", "shutdown", "chmod-system", "write-system",
 		"privilege", "firewall-flush", "service-stop", "package-remove", "history-wipe"} {
 		if !hostOnly[id] {
 			t.Errorf("rule %s is not host-only", id)

@@ -146,12 +146,25 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 	switch {
 	case recursive && protectedRoot(t.path, true):
 		h.add(ruleRmRoot, tool+" -r on "+t.show)
+	case recursive && !t.guess && outsideWorkdir(t.path):
+		h.add(ruleRmOutside, tool+" -r on "+t.show+", outside the working directory")
 	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
 	case isHistoryFile(t.path):
 		h.add(ruleHistoryWipe, tool+" of history file "+t.show)
 	case isSystemFile(t.path):
 		h.add(ruleWriteSystem, tool+" of system file "+t.show)
 	}
+}
+
+// outsideWorkdir reports a path relative to the job's working directory
+// (the walker keeps paths relative while that directory is not known) that
+// climbs out of it: .., ../x, build/../../x.
+func outsideWorkdir(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, homeMarker) {
+		return false
+	}
+	c := path.Clean(p)
+	return c == ".." || strings.HasPrefix(c, "../")
 }
 
 // matchShred judges shred: on a device it is dd-device, on a history or

@@ -4,6 +4,7 @@ package policy
 // docs; they never change meaning once published.
 const (
 	ruleRmRoot         = "rm-root"
+	ruleRmOutside      = "rm-outside"
 	ruleMkfs           = "mkfs"
 	ruleDDDevice       = "dd-device"
 	ruleForkBomb       = "fork-bomb"
@@ -67,6 +68,9 @@ var rules = []rule{
 			"(/bin /boot /dev /etc /lib* /mnt /opt /proc /root /sbin /srv /sys /usr /var and their main subdirectories) or a home directory " +
 			"(~, ~user, $HOME, /home, /home/*, /Users/*); a service's data (rm -r of /srv/*, /var/www, /var/lib/*, /var/backups, /opt/*, /data) " +
 			"here or on another host; also any rm -r --no-preserve-root"},
+	{id: ruleRmOutside, hostOnly: true,
+		desc: "a recursive delete that climbs out of the job's working directory (rm -rf ../x, cd ..; rm -rf *, find .. -delete): " +
+			"what lies beside the workspace is not the job's"},
 	{id: ruleMkfs, hostOnly: true,
 		desc: "creating or erasing file systems and partition tables: mkfs, mkfs.*, mke2fs, mkswap, wipefs -a, fdisk, sfdisk, cfdisk, " +
 			"parted, gdisk, sgdisk, blkdiscard, cryptsetup luksFormat|erase (listing modes such as fdisk -l are not flagged)"},
