@@ -119,3 +119,23 @@ func TestUnpackedDownloadsRun(t *testing.T) {
 		{"tar xzf vendor.tar.gz && ./vendor/install.sh", ""},
 	})
 }
+
+// TestAppDataStores: a macOS home's application data stores and their
+// entries are the user's data, as a direct child of home is; caches,
+// logs and build products are not.
+func TestAppDataStores(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`rm -rf ~/Library/Mobile\ Documents/com~apple~CloudDocs/*`, "paths:home-destroy"},
+		{`rm -rf ~/Library/Containers/com.docker.docker`, "paths:home-destroy"},
+		{`rm -rf "$HOME/Library/Application Support/"*`, "paths:home-destroy"},
+		{`cd ~/Library && rm -rf Preferences Containers`, "paths:home-destroy"},
+		{`rm -rf ~/Pictures/Photos\ Library.photoslibrary`, "paths:home-destroy"},
+		{`find ~/Library/Caches ~/Documents -type f -delete`, "paths:home-destroy"},
+		{`find ~/Library/Caches -type f -mtime +30 -delete`, ""},
+		{`rm -rf ~/Library/Caches/com.acme.shop`, ""},
+		{`rm -rf ~/Library/Developer/Xcode/DerivedData/*`, ""},
+		{`rm -rf ~/Library/Application\ Support/acme-shop-dev/tmp`, ""},
+	})
+}

@@ -143,7 +143,32 @@ func isHomeChild(p string, _ bool) bool {
 	for _, all := range []string{"/*", "/.*", "/**"} {
 		rel = strings.TrimSuffix(rel, all) // ~/Desktop/* empties ~/Desktop
 	}
-	return ok && rel != "" && !strings.Contains(rel, "/") && !slices.Contains(homeCaches, rel)
+	return ok && rel != "" && (!strings.Contains(rel, "/") && !slices.Contains(homeCaches, rel) || appDataStore(rel))
+}
+
+// appDataStores are the directories of a (macOS) home that hold each
+// application's own data, one entry per application: an entry, or the
+// whole store, is the user's data as a direct child of home is (Chrome's
+// profile, Postgres.app's databases, iCloud Drive, a sandboxed app's
+// container). Caches and logs are not among them.
+var appDataStores = []string{"Library/Application Support", "Library/Containers", "Library/Group Containers",
+	"Library/Mobile Documents", "Library/Preferences", "Library/Mail", "Library/Messages", "Library/Safari",
+	"Library/Calendars", "Library/Keychains", "Library/Photos", "Library/Accounts", "Library/Cookies"}
+
+// appDataStore reports whether rel (a path in a home) is an application
+// data store, an entry of one (Library/Application Support/Google), or a
+// photo or music library.
+func appDataStore(rel string) bool {
+	for _, s := range appDataStores {
+		if rel == s {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(rel, s+"/"); ok && rest != "" && !strings.Contains(rest, "/") {
+			return true
+		}
+	}
+	base := path.Base(rel)
+	return strings.HasSuffix(base, ".photoslibrary") || strings.HasSuffix(base, ".musiclibrary")
 }
 
 // sensitiveDeleteHits classifies deleting or moving away t by the
