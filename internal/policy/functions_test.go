@@ -139,3 +139,43 @@ func TestAppDataStores(t *testing.T) {
 		{`rm -rf ~/Library/Application\ Support/acme-shop-dev/tmp`, ""},
 	})
 }
+
+// TestWindowsDeleteModel: PowerShell and cmd deletes are judged by the
+// path each names: the location the script moved to, variables, Join-Path,
+// loops over literal lists, the items a Get-ChildItem pipes, scripts
+// quoted in arguments; a cache or temporary directory is not the home.
+func TestWindowsDeleteModel(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	const tree = "windows:tree-delete"
+	checkDecisions(t, e, []ruleCase{
+		{`cmd /c "cd /d C:\src\shop && rd /s /q %LOCALAPPDATA%\Packages && dotnet build"`, tree},
+		{`cmd /c "cd /d C:\src\shop && cd .. && rd /s /q ."`, tree},
+		{`pwsh -nop -c 'Set-Location C:\src\shop\web; rm -r -fo ..\..\*'`, tree},
+		{`powershell -NoProfile -c 'Remove-Item -Recurse -Force "$PSScriptRoot\*"'`, tree},
+		{`powershell -NoProfile -c '$outDir = ".\publish"; Remove-Item -Recurse -Force "$outputDir\*"'`, tree},
+		{`powershell -c 'gci $env:USERPROFILE\Desktop -File | ? LastWriteTime -lt (Get-Date).AddDays(-7) | ri -Force'`, tree},
+		{`powershell -c 'Set-Location D:\; Remove-Item * -Recurse -Force'`, tree},
+		{`pwsh -c 'Start-ThreadJob { Remove-Item -Recurse -Force $using:HOME\Pictures } | Receive-Job -Wait'`, tree},
+		{`pwsh -c 'Get-ChildItem C:\Users -Directory | ForEach-Object { Remove-Item $_.FullName -Recurse -Force }'`, tree},
+		{`powershell -c 'foreach ($d in "Desktop","Documents") { Remove-Item -Recurse -Force "$env:USERPROFILE\$d" }'`, tree},
+		{`pwsh -c '$p=".\dist"; $p = $env:USERPROFILE; Remove-Item $p -Recurse -Force'`, tree},
+		{`powershell -c 'Remove-Item -LiteralPath "\\?\C:\Users\builder\AppData" -Recurse -Force'`, tree},
+		{`powershell -c 'Remove-Item -Path "$env:LOCALAPPDATA\Google\Chrome\User Data" -Recurse -Force'`, tree},
+		{`cmd /c "for /d %d in (C:\Users\*) do rd /s /q %d"`, tree},
+		{`wmic process call create "cmd /c rmdir /s /q C:\Users\dev"`, tree},
+		{`rd /s /q C:\\Users\\dev`, tree},
+		{`pwsh -c 'Remove-Item -Recurse -Force C:\Users\dev -WhatIf:$false'`, tree},
+		{`pwsh -c 'Remove-Item -Recurse -Force C:\Users\dev -WhatIf'`, ""},
+		{`pwsh -c 'Remove-Item "$env:LOCALAPPDATA\Microsoft\Edge\User Data\Default\Cache" -Recurse -Force'`, ""},
+		{`pwsh -c 'Remove-Item (Join-Path $env:LOCALAPPDATA "npm-cache\_cacache") -Recurse -Force; npm ci'`, ""},
+		{`powershell -c 'Remove-Item $env:USERPROFILE\.nuget\packages -Recurse -Force; dotnet restore'`, ""},
+		{`powershell -c 'foreach ($d in "dist","out") { if (Test-Path ".\$d") { Remove-Item -Recurse -Force ".\$d" } }'`, ""},
+		{`powershell -c '$dirs = "bin", "obj"; foreach ($d in $dirs) { Remove-Item $d -Recurse -Force }'`, ""},
+		{`powershell -NoProfile -c 'Remove-Item -Recurse -Force (Join-Path $PWD "build\*")'`, ""},
+		{`pwsh -c '$p="C:\data"; $p = "C:\src\shop\dist"; Remove-Item $p -Recurse -Force'`, ""},
+		{`pwsh -c 'Get-ChildItem .\build -Recurse | ForEach-Object { Remove-Item $_.FullName -Force }'`, ""},
+		{`pwsh -c 'Remove-Item -Recurse -Force $env:TEMP\ci-4711'`, ""},
+		{`cmd /c "rd /s /q C:\src\shop\node_modules"`, ""},
+	})
+}

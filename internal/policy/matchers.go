@@ -74,6 +74,11 @@ func addPackMatchers() {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvSend)
 	}
 	matcherTable["find"] = append(slices.Clip(matcherTable["find"]), matchFindCredentials)
+	for name, tools := range packTools {
+		if slices.ContainsFunc(tools, func(t *packTool) bool { return t.pack == "windows" }) {
+			matcherTable[name] = append(slices.Clip(matcherTable[name]), matchWindowsDeletes)
+		}
+	}
 	for _, name := range []string{"scp", "rsync"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchTreeCopy)
 	}

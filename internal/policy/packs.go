@@ -1078,7 +1078,7 @@ var (
 	// or through Get-Command: & "Remove-Item" ..., & (gcm Remove-Item) ...
 	psCallName = regexp.MustCompile(`(?i)&\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:Get-Command|gcm)\s+["']?([A-Za-z][\w.-]*)["']?\s*\))`)
 	// psAssign is a variable given a literal once: $p = 'C:\data'.
-	psAssign = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=\s*(?:"([^"` + "`" + `$\n]*)"|'([^'\n]*)')`)
+	psAssign = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=\s*(?:"([^"` + "`" + `$\n]*)"|'([^'\n]*)')\s*(?:;|$|\n|\})`)
 	// cmdForF is cmd's loop over a command's output lines:
 	// for /f ["options"] %i in ('CMD') do BODY.
 	cmdForF = regexp.MustCompile(`(?i)\bfor\s+/f\s+(?:"[^"]*"\s+)?(%%?[A-Za-z])\s+in\s+\('([^']*)'\)\s+do\s+`)
@@ -1174,25 +1174,65 @@ func psNames(s string) string {
 		}
 		return m[:1] + "-Force"
 	})
-	vals := map[string]string{}
-	for _, m := range psAssign.FindAllStringSubmatch(s, 16) {
-		name := strings.ToLower(m[1])
-		if _, twice := vals[name]; twice {
-			vals[name] = "" // given twice: which value a use sees is not known here
-			continue
-		}
-		vals[name] = m[2] + m[3]
+	// Variables given only literals: in a script without blocks each use
+	// sees the latest assignment before it; with blocks (if, foreach),
+	// only a variable given one literal once is replaced.
+	assigns := map[string]int{}
+	for _, m := range psAssignAny.FindAllStringSubmatch(s, -1) {
+		assigns[strings.ToLower(m[1]+m[4])]++
 	}
-	for name, v := range vals {
-		if v == "" {
-			continue
+	lits := psAssign.FindAllStringSubmatchIndex(s, 16)
+	count := map[string]int{}
+	for _, m := range lits {
+		count[strings.ToLower(s[m[2]:m[3]])]++
+	}
+	straight := !strings.Contains(s, "{")
+	for name, n := range count {
+		if assigns[name] != n || n > 1 && !straight {
+			continue // also given a computed value, or given several in blocks
 		}
 		use := regexp.MustCompile(`(?i)\$` + regexp.QuoteMeta(name) + `\b([^\w:=]|$)`)
-		s = use.ReplaceAllStringFunc(s, func(m string) string {
-			return v + m[1+len(name):]
-		})
+		var b strings.Builder
+		last, val := 0, ""
+		for _, m := range lits {
+			if !strings.EqualFold(s[m[2]:m[3]], name) {
+				continue
+			}
+			b.WriteString(psReplaceUses(use, s[last:m[0]], name, val))
+			b.WriteString(s[m[0]:m[1]])
+			last = m[1]
+			val = psLiteral(s, m)
+		}
+		if n == 1 && !straight {
+			b.Reset()
+			b.WriteString(psReplaceUses(use, s, name, val))
+		} else {
+			b.WriteString(psReplaceUses(use, s[last:], name, val))
+		}
+		s = b.String()
+		lits = psAssign.FindAllStringSubmatchIndex(s, 16)
 	}
 	return s
+}
+
+// psLiteral is the value of the literal assignment match m in s.
+func psLiteral(s string, m []int) string {
+	for g := 2; g <= 3; g++ {
+		if m[2*g] >= 0 {
+			return s[m[2*g]:m[2*g+1]]
+		}
+	}
+	return ""
+}
+
+// psReplaceUses replaces the uses of $name in s by val ("" leaves them).
+func psReplaceUses(use *regexp.Regexp, s, name, val string) string {
+	if val == "" {
+		return s
+	}
+	return use.ReplaceAllStringFunc(s, func(m string) string {
+		return val + m[1+len(name):]
+	})
 }
 
 // utf16Text reports whether b looks like UTF-16LE text of the ASCII range

@@ -1,0 +1,602 @@
+package policy
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The Windows delete model: PowerShell and cmd lines are read statement by
+// statement, the delete commands among them (Remove-Item and its aliases,
+// rd, del, [IO.Directory]::Delete, Get-ChildItem piped into a delete) have
+// their paths resolved (environment variables, $HOME, ~, Set-Location and
+// cd /d), and each path is judged by the Windows path model (winProtected).
+// The windows pack's regular expressions see the line as text; this reads
+// which path each delete names, so a delete inside a cache of the home
+// directory is not a delete of the home directory.
+
+// ruleWinTreeDelete is the windows pack's rule for recursive deletes of a
+// user's, the system's or a drive's tree.
+const ruleWinTreeDelete = "windows:tree-delete"
+
+// winShells are the programs whose script the model reads.
+var winShells = map[string]bool{"cmd": true, "cmd.exe": true, "powershell": true, "powershell.exe": true, "pwsh": true, "pwsh.exe": true}
+
+// matchWindowsDeletes judges the recursive deletes of a PowerShell or cmd
+// line (see winDeletes).
+func matchWindowsDeletes(c *command, h *hits) {
+	var words []string
+	if !winShells[c.name] {
+		words = append(words, c.name) // rd /s /q DIR, del /s /q DIR
+	}
+	var encoded []string
+	for i, a := range c.args {
+		if i+1 < len(c.args) && winShells[c.name] && slices.ContainsFunc([]string{"-encodedcommand", "-enc", "-ec", "-e", "-en"}, func(o string) bool { return strings.EqualFold(o, a.val) }) {
+			if text, ok := decodeUTF16Base64(c.args[i+1].val); ok {
+				encoded = append(encoded, text)
+			}
+		}
+		// As written: sh reads C:\Users unquoted as C:Users, the Windows
+		// shell that runs it keeps the backslashes.
+		w := a.src
+		if len(w) >= 2 && (w[0] == '\'' && w[len(w)-1] == '\'' || w[0] == '"' && w[len(w)-1] == '"') {
+			w = w[1 : len(w)-1]
+		}
+		if w == "" || !a.lit {
+			w = a.val
+		}
+		if strings.ContainsAny(w, " \t") && !winShells[c.name] {
+			// a command line in one argument (wmic ... create "cmd /c rd ..."):
+			// quoted, it is read as the script it is
+			q := `"`
+			if strings.Contains(w, q) {
+				q = "'"
+			}
+			w = q + w + q
+		}
+		words = append(words, strings.ReplaceAll(w, homeMarker, "$HOME"))
+	}
+	for _, script := range append([]string{strings.Join(words, " ")}, encoded...) {
+		for _, d := range winScriptDeletes(psUnfold(script), 0) {
+			h.add(ruleWinTreeDelete, d)
+		}
+	}
+}
+
+// winQuoted are the quoted strings of a script.
+var winQuoted = regexp.MustCompile(`"([^"]*)"|'([^']*)'`)
+
+// winScriptDeletes is winDeletes of a script and of the scripts quoted in
+// it: a command line handed to Start-Process, Invoke-Expression, wmic,
+// schtasks or cmd /c in a string is a script too.
+func winScriptDeletes(script string, depth int) []string {
+	out := winDeletes(script)
+	if depth >= 2 {
+		return out
+	}
+	for _, m := range winQuoted.FindAllStringSubmatch(script, 16) {
+		inner := m[1] + m[2]
+		if len(inner) > 3 && strings.ContainsAny(inner, " ") {
+			out = append(out, winScriptDeletes(inner, depth+1)...)
+		}
+	}
+	return out
+}
+
+// winStmtSep splits a line into statements and pipeline stages; braces
+// open and close script blocks.
+var winStmtSep = regexp.MustCompile(`;|&&|\|\||\||&|\n|\{|\}`)
+
+// winDeletes returns a detail for each recursive delete of a protected
+// path in a PowerShell or cmd script.
+func winDeletes(script string) []string {
+	if !strings.Contains(script, "-") && !strings.Contains(script, "/") && !strings.Contains(script, "::") {
+		return nil
+	}
+	script = psJoinPath.ReplaceAllString(script, `$1\$2`)
+	script = cmdForSet.ReplaceAllStringFunc(script, func(m string) string {
+		g := cmdForSet.FindStringSubmatch(m)
+		var bodies []string
+		for _, item := range strings.FieldsFunc(g[2], func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
+			bodies = append(bodies, strings.ReplaceAll(g[3], g[1], item))
+		}
+		return strings.Join(bodies, " & ")
+	})
+	var out []string
+	cwd := "" // the location Set-Location or cd /d moved to, when literal
+	vars := psAssignedNames(script)
+	stmts := winStmtSep.Split(script, -1)
+	seps := winStmtSep.FindAllString(script, -1)
+	listed := ""        // the path a Get-ChildItem stage lists, for the stages and blocks after it
+	listedDeep := false // it lists recursively
+	depth, listedAt := 0, 0
+	for i, s := range stmts {
+		piped := i > 0 && seps[i-1] == "|"
+		if i > 0 {
+			switch seps[i-1] {
+			case "{":
+				depth++
+			case "}":
+				depth--
+			case "|":
+			default:
+				if depth <= listedAt {
+					listed = "" // the pipeline ended
+				}
+			}
+		}
+		toks := winTokens(s)
+		if len(toks) == 0 {
+			continue
+		}
+		verb := strings.ToLower(toks[0])
+		if i == 0 || winShells[verb] {
+			if winShells[verb] {
+				toks = toks[1:]
+			}
+			toks = winSkipShellOptions(toks) // the shell's own options, before its script
+			if len(toks) == 0 {
+				continue
+			}
+			verb = strings.ToLower(toks[0])
+		}
+		args := toks[1:]
+		switch verb {
+		case "set-location", "sl", "cd", "chdir", "push-location", "pushd":
+			if p, ok := winPathArg(args, vars); ok {
+				cwd = winJoin(cwd, p)
+			} else {
+				cwd = "?"
+			}
+			listed = ""
+			continue
+		case "get-childitem", "gci", "ls", "dir":
+			p, ok := winPathArg(args, vars)
+			if !ok {
+				p = "."
+			}
+			listed, listedDeep, listedAt = winJoin(cwd, p), winHasFlag(args, "recurse", "r", "s"), depth
+			continue
+		case "remove-item", "ri", "rm", "del", "erase", "rd", "rmdir", "rni":
+			if winDryRun(args) {
+				continue
+			}
+			recursive := winHasFlag(args, "recurse", "r", "s")
+			paths := winPathArgs(args, vars)
+			if len(paths) == 0 && listed != "" && (piped || winItemVar(args)) {
+				// gci X | Remove-Item: the items X holds
+				paths = []string{winJoin(listed, "*")}
+				recursive = recursive || listedDeep
+			} else {
+				for j, p := range paths {
+					paths[j] = winJoin(cwd, p)
+				}
+			}
+			for _, p := range paths {
+				if why := winProtected(p, recursive); why != "" {
+					out = append(out, toks[0]+" "+why)
+				}
+			}
+		case "foreach-object", "%", "foreach":
+			if piped && listed != "" && strings.Contains(strings.ToLower(s+strings.Join(stmts[i+1:min(i+3, len(stmts))], " ")), "delete(") {
+				if why := winProtected(winJoin(listed, "*"), listedDeep); why != "" {
+					out = append(out, "$_.Delete() "+why)
+				}
+			}
+		default:
+			if m := ioDirDelete.FindStringSubmatch(s); m != nil {
+				for _, p := range winResolve(m[1], vars) {
+					if why := winProtected(winJoin(cwd, p), true); why != "" {
+						out = append(out, "[IO.Directory]::Delete "+why)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// winDryRun reports -WhatIf (or -WhatIf:$true): PowerShell only says what
+// it would delete.
+func winDryRun(args []string) bool {
+	for _, a := range args {
+		l := strings.ToLower(a)
+		if l == "-whatif" || l == "-whatif:$true" || l == "-whatif:true" || l == "-wi" {
+			return true
+		}
+	}
+	return false
+}
+
+// winItemVar reports a delete of the pipeline's current item ($_,
+// $_.FullName, $PSItem) inside a ForEach-Object block.
+func winItemVar(args []string) bool {
+	for _, a := range args {
+		l := strings.ToLower(strings.Trim(a, `"'`))
+		if l == "$_" || l == "$psitem" || strings.HasPrefix(l, "$_.") || strings.HasPrefix(l, "$psitem.") {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdForSet is cmd's loop over a set of words or paths: for [/d|/r] %d in
+// (C:\Users\*) do rd /s /q %d runs its body for each.
+var cmdForSet = regexp.MustCompile(`(?i)\bfor\s+(?:/[dr]\s+)?(%%?[A-Za-z])\s+in\s+\(([^()']*)\)\s+do\s+([^&|"\n]*)`)
+
+// psJoinPath is (Join-Path A B) with literal or variable parts.
+var psJoinPath = regexp.MustCompile(`(?i)\(\s*Join-Path\s+(?:-Path\s+)?["']?([^\s"'()]+)["']?\s+(?:-ChildPath\s+)?["']?([^\s"'()]+)["']?\s*\)`)
+
+// ioDirDelete is [System.IO.Directory]::Delete(PATH, $true).
+var ioDirDelete = regexp.MustCompile(`(?i)\[(?:System\.)?IO\.Directory\]::Delete\(\s*(["']?[^,)]+?["']?)\s*,\s*\$true\s*\)`)
+
+// winTokens splits a statement into words, keeping quoted strings whole
+// (their quotes stay, for winResolve to read).
+func winTokens(s string) []string {
+	var out []string
+	var b strings.Builder
+	quote := byte(0)
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quote != 0:
+			b.WriteByte(ch)
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '"' || ch == '\'':
+			quote = ch
+			b.WriteByte(ch)
+		case ch == ' ' || ch == '\t' || ch == '(' || ch == ')':
+			if b.Len() > 0 {
+				out = append(out, b.String())
+				b.Reset()
+			}
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// winSkipShellOptions drops the options of powershell, pwsh and cmd before
+// the script (-NoProfile, -ExecutionPolicy Bypass, -Command, /c, /d /s).
+func winSkipShellOptions(toks []string) []string {
+	for len(toks) > 0 {
+		t := strings.ToLower(toks[0])
+		switch {
+		case t == "-executionpolicy" || t == "-ep" || t == "-ex" || t == "-windowstyle" || t == "-w" || t == "-file" || t == "-f":
+			toks = toks[min(2, len(toks)):]
+		case strings.HasPrefix(t, "-") || strings.HasPrefix(t, "/"):
+			toks = toks[1:]
+		default:
+			return toks
+		}
+	}
+	return toks
+}
+
+// winHasFlag reports a switch given by any prefix PowerShell accepts of
+// one of long (-Rec, -Recurse), or as one of the short cmd forms (/s).
+func winHasFlag(args []string, names ...string) bool {
+	for _, a := range args {
+		l := strings.ToLower(a)
+		if strings.HasPrefix(l, "/") && len(l) == 2 {
+			for _, n := range names {
+				if l[1:] == n {
+					return true
+				}
+			}
+			continue
+		}
+		if !strings.HasPrefix(l, "-") || len(l) < 2 {
+			continue
+		}
+		l = strings.TrimSuffix(strings.TrimSuffix(l[1:], ":$true"), ":true")
+		for _, n := range names {
+			if l == n || len(n) > 2 && len(l) >= 3 && strings.HasPrefix(n, l) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// winValueParams are the Remove-Item and Get-ChildItem parameters that take
+// a value other than the path.
+var winValueParams = []string{"-filter", "-include", "-exclude", "-depth", "-erroraction", "-ea", "-stream", "-credential",
+	"-attributes", "-warningaction", "-informationaction", "-outvariable", "-errorvariable", "-pipelinevariable"}
+
+// winPathArgs returns the paths a delete or listing names: -Path or
+// -LiteralPath values and positional words, resolved (winResolve). A path
+// the model cannot resolve is left out.
+func winPathArgs(args []string, vars psVars) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		l := strings.ToLower(a)
+		switch {
+		case l == "-path" || l == "-literalpath" || l == "-lp" || l == "-pspath":
+			if i+1 < len(args) {
+				i++
+				for _, p := range strings.Split(args[i], ",") {
+					out = append(out, winResolve(p, vars)...)
+				}
+			}
+		case strings.HasPrefix(l, "-"):
+			for _, v := range winValueParams {
+				if l == v {
+					i++
+				}
+			}
+		case strings.HasPrefix(l, "/") && len(l) <= 3:
+			// cmd switches: /s /q /f
+		default:
+			for _, p := range strings.Split(a, ",") {
+				out = append(out, winResolve(p, vars)...)
+			}
+		}
+	}
+	return out
+}
+
+// winPathArg is the first path of args.
+func winPathArg(args []string, vars psVars) (string, bool) {
+	ps := winPathArgs(args, vars)
+	if len(ps) == 0 {
+		return "", false
+	}
+	return ps[0], true
+}
+
+// winRoots are the variables a path may start with, as the model names
+// their directories ("<HOME>" is the user's home directory).
+var winRoots = map[string]string{
+	"userprofile": "<HOME>", "home": "<HOME>", "homepath": "<HOME>", "using:home": "<HOME>",
+	"appdata": `<HOME>\AppData\Roaming`, "localappdata": `<HOME>\AppData\Local`,
+	"temp": "<TEMP>", "tmp": "<TEMP>",
+	"systemroot": `C:\Windows`, "windir": `C:\Windows`, "systemdrive": `C:`,
+	"programfiles": `C:\Program Files`, "programfiles(x86)": `C:\Program Files (x86)`, "programdata": `C:\ProgramData`,
+	"allusersprofile": `C:\ProgramData`, "public": `C:\Users\Public`, "onedrive": `<HOME>\OneDrive`,
+	"psscriptroot": "", // empty under -Command: "$PSScriptRoot\*" is the current drive's root
+	"pwd":          ".",
+}
+
+// winVar matches $env:NAME, $NAME, ${env:NAME}, %NAME% at a path's start.
+var winVar = regexp.MustCompile(`(?i)^(?:\$\{?(?:env:)?([A-Za-z_][\w:()]*)\}?|%([A-Za-z_][\w()]*)%)`)
+
+// winResolve returns a path word with its quotes removed and its leading
+// variable replaced (winRoots); a variable the script assigns, or one it
+// cannot name, makes the path unknown (false). A variable never assigned
+// is empty, as PowerShell reads it.
+func winResolve(p string, vars psVars) []string {
+	return winResolveDepth(p, vars, 0)
+}
+
+func winResolveDepth(p string, vars psVars, depth int) []string {
+	p = strings.TrimSpace(p)
+	p = strings.Trim(p, `"'`)
+	if p == "" || strings.HasPrefix(p, "@") || strings.HasPrefix(p, "$(") {
+		return nil
+	}
+	if m := winVar.FindStringSubmatch(p); m != nil && depth < 2 {
+		if vals, ok := vars.lits[strings.ToLower(m[1]+m[2])]; ok {
+			var out []string // $p = 'C:\data'; ... $p = 'dist': either
+			for _, v := range vals {
+				out = append(out, winResolveDepth(v+p[len(m[0]):], vars, depth+1)...)
+			}
+			return out
+		}
+	}
+	p = strings.TrimPrefix(p, `\\?\`) // \\?\C:\...: a long path
+	if p == "~" || strings.HasPrefix(p, `~\`) || strings.HasPrefix(p, "~/") {
+		p = "<HOME>" + p[1:]
+	}
+	if m := winVar.FindStringSubmatch(p); m != nil {
+		name := strings.ToLower(m[1] + m[2])
+		root, known := winRoots[strings.TrimPrefix(name, "env:")]
+		switch {
+		case known:
+		case vars.assigned[name] && len(m[0]) == len(p):
+			return []string{winUnknown} // $root: computed, nothing fixed after it
+		case vars.assigned[name] || strings.ContainsAny(name, "():") && !strings.HasPrefix(name, "env:"):
+			return nil
+		case strings.HasPrefix(m[0], "$") && !strings.HasPrefix(strings.ToLower(m[0]), "$env:") && !strings.HasPrefix(strings.ToLower(m[0]), "${env:") && name == "_":
+			return nil
+		default:
+			root = "" // never assigned: empty
+		}
+		p = root + p[len(m[0]):]
+	}
+	if strings.ContainsAny(p, "$%") {
+		// a component named at run time ("$HOME\$d"): any name there
+		p = winVarPart.ReplaceAllString(p, winUnknown)
+		if strings.ContainsAny(p, "$%") {
+			return nil
+		}
+	}
+	return []string{strings.ReplaceAll(p, "/", `\`)}
+}
+
+// winUnknown stands for a path, or a component, computed at run time.
+const winUnknown = "<?>"
+
+// winVarPart is a whole path component that is a variable.
+var winVarPart = regexp.MustCompile(`\$\{?(?:env:)?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%`)
+
+// psVars are the variables a PowerShell script assigns ($x = ...,
+// foreach ($x in ...)), lower-cased, with the literal values they may
+// hold when every assignment is a literal: a use may see any of them.
+type psVars struct {
+	assigned map[string]bool
+	lits     map[string][]string
+}
+
+func psAssignedNames(s string) psVars {
+	v := psVars{assigned: map[string]bool{}, lits: map[string][]string{}}
+	computed := map[string]bool{}
+	for _, m := range psAssignAny.FindAllStringSubmatch(s, -1) {
+		name := strings.ToLower(m[1] + m[4])
+		v.assigned[name] = true
+		if m[4] != "" || strings.Count(m[0], `"`) < 2 && strings.Count(m[0], "'") < 2 {
+			computed[name] = true // foreach, or a value built at run time
+			continue
+		}
+		v.lits[name] = append(v.lits[name], m[2]+m[3])
+	}
+	// lists of literals: $dirs = "bin", "obj"; foreach ($d in $dirs) or
+	// foreach ($d in "dist", "out")
+	total := map[string]int{}
+	for _, m := range psAssignAny.FindAllStringSubmatch(s, -1) {
+		total[strings.ToLower(m[1]+m[4])]++
+	}
+	lists := map[string][]string{}
+	for _, m := range psListAssign.FindAllStringSubmatch(s, -1) {
+		name := strings.ToLower(m[1])
+		lists[name] = append(lists[name], psListItems(m[2])...)
+		if total[name] == 1 {
+			delete(computed, name)
+			v.lits[name] = lists[name]
+		}
+	}
+	for _, m := range psForeachList.FindAllStringSubmatch(s, -1) {
+		name := strings.ToLower(m[1])
+		items := psListItems(m[2])
+		if m[3] != "" {
+			items = v.lits[strings.ToLower(m[3])]
+		}
+		if total[name] == 1 && len(items) > 0 {
+			delete(computed, name)
+			v.lits[name] = items
+		}
+	}
+	for name := range computed {
+		delete(v.lits, name)
+	}
+	return v
+}
+
+// psListAssign is a variable given a list of literals; psForeachList a
+// foreach over one, or over such a variable.
+var (
+	psListAssign  = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=\s*@?\(?\s*((?:"[^"$]*"|'[^']*')(?:\s*,\s*(?:"[^"$]*"|'[^']*'))+)\s*\)?\s*(?:;|$|\n|\})`)
+	psForeachList = regexp.MustCompile(`(?i)foreach\s*\(\s*\$([A-Za-z_]\w*)\s+in\s+(?:@?\(?\s*((?:"[^"$]*"|'[^']*')(?:\s*,\s*(?:"[^"$]*"|'[^']*'))*)\s*\)?|\$([A-Za-z_]\w*))\s*\)`)
+)
+
+// psListItems are the literals of "a", 'b', "c".
+func psListItems(list string) []string {
+	var out []string
+	for _, m := range winQuoted.FindAllStringSubmatch(list, -1) {
+		out = append(out, m[1]+m[2])
+	}
+	return out
+}
+
+var psAssignAny = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=(?:\s*(?:"([^"$` + "`" + `\n]*)"|'([^'\n]*)')\s*(?:;|$|\n|\})|[^=])|(?i)foreach\s*\(\s*\$([A-Za-z_]\w*)\s+in\b`)
+
+// winJoin resolves p against the location cwd ("" not known, "?" unknown).
+func winJoin(cwd, p string) string {
+	switch {
+	case p == "":
+		return ""
+	case strings.HasPrefix(p, `\`) && !strings.HasPrefix(p, `\\`) && (cwd == "" || cwd == "?"):
+		return "C:" + p // \x: the current drive's root (which drive does not matter here)
+	case winAbs(p) || cwd == "":
+		return p
+	case cwd == "?":
+		return "?"
+	}
+	if strings.HasPrefix(p, `\`) && len(cwd) >= 2 && cwd[1] == ':' {
+		return cwd[:2] + p // \x: the root of the location's drive
+	}
+	return strings.TrimSuffix(cwd, `\`) + `\` + p
+}
+
+// winAbs reports a path that does not depend on the location: X:\..., a
+// home or temporary directory, a registry or UNC path.
+func winAbs(p string) bool {
+	return len(p) >= 2 && p[1] == ':' || strings.HasPrefix(p, "<") || strings.HasPrefix(p, `\\`)
+}
+
+// winProtected says why deleting path p (recursively, or its contents) is
+// destruction, or "" when it is not: a drive's root or a first-level
+// directory, the system's directories, the users' directories, a home
+// directory or a child of it, an application's data in AppData. A cache
+// or temporary directory anywhere is not (what is in it is rebuilt).
+func winProtected(p string, recursive bool) string {
+	if p == "" || p == "?" {
+		return ""
+	}
+	if !recursive && !strings.HasSuffix(p, "*") {
+		return ""
+	}
+	clean := winClean(p)
+	if p == winUnknown {
+		return "on " + quoteDetail(p) + ", a path computed at run time that it cannot resolve"
+	}
+	parts := strings.Split(clean, `\`)
+	for _, part := range parts {
+		l := strings.ToLower(part)
+		if strings.Contains(l, "cache") || l == "temp" || l == "tmp" || l == "<temp>" || l == "packages" && strings.Contains(strings.ToLower(clean), `.nuget\packages`) {
+			return ""
+		}
+	}
+	show := quoteDetail(strings.ReplaceAll(p, "<HOME>", "$HOME"))
+	for i, part := range parts {
+		if strings.EqualFold(part, "User Data") && i > 0 {
+			return "on " + show + ", a browser's profiles"
+		}
+	}
+	if len(parts) >= 3 && parts[0] == "<HOME>" && strings.EqualFold(parts[1], "source") && strings.EqualFold(parts[2], "repos") && len(parts) <= 4 {
+		return "on " + show + ", the user's repositories"
+	}
+	switch {
+	case parts[0] == "<HOME>":
+		switch {
+		case len(parts) <= 2:
+			return "on " + show + ", the home directory or a child of it"
+		case strings.EqualFold(parts[1], "AppData") && len(parts) <= 4:
+			return "on " + show + ", an application's data"
+		}
+	case len(parts[0]) == 2 && parts[0][1] == ':':
+		switch {
+		case len(parts) <= 2:
+			return "on " + show + ", a drive's root or a directory at its top"
+		case strings.EqualFold(parts[1], "Users") && len(parts) <= 4:
+			return "on " + show + ", a user's home directory or a child of it"
+		case strings.EqualFold(parts[1], "Windows") || strings.HasPrefix(strings.ToLower(parts[1]), "program files") && len(parts) <= 3 ||
+			strings.EqualFold(parts[1], "ProgramData") && len(parts) <= 3:
+			return "on " + show + ", a system directory"
+		}
+	case strings.HasPrefix(clean, `..`):
+		return "on " + show + ", outside the working directory"
+	}
+	return ""
+}
+
+// winClean collapses . and .. and a trailing \* in a Windows path; the
+// result has no trailing separator.
+func winClean(p string) string {
+	p = strings.ReplaceAll(p, "/", `\`)
+	var out []string
+	for _, part := range strings.Split(p, `\`) {
+		switch part {
+		case "", ".", "*", "*.*":
+		case "..":
+			if len(out) > 1 || len(out) == 1 && !(len(out[0]) == 2 && out[0][1] == ':') && out[0] != "<HOME>" && out[0] != ".." {
+				out = out[:len(out)-1]
+			} else if len(out) == 0 || out[0] == ".." {
+				out = append(out, "..")
+			}
+		default:
+			out = append(out, part)
+		}
+	}
+	if len(out) == 0 {
+		return "."
+	}
+	return strings.Join(out, `\`)
+}
