@@ -179,3 +179,33 @@ func TestWindowsDeleteModel(t *testing.T) {
 		{`cmd /c "rd /s /q C:\src\shop\node_modules"`, ""},
 	})
 }
+
+// TestWindowsCommandForms: robocopy mirrors, forfiles, splatting, moves,
+// set loops, PowerShell's destroying verb class, and WSL commands.
+func TestWindowsCommandForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	const tree = "windows:tree-delete"
+	checkDecisions(t, e, []ruleCase{
+		{`robocopy 'C:\src\shop\dist' 'D:\Data' /E /PURGE`, tree},
+		{`powershell -c 'New-Item -ItemType Directory $env:TEMP\empty -Force; robocopy $env:TEMP\empty $HOME /MIR'`, tree},
+		{`robocopy dist 'C:\Users\dev\site' /MIR`, ""},
+		{`robocopy 'C:\src' 'D:\Data' /MIR /L`, ""},
+		{`forfiles /p 'D:\Backups' /m *.bak /d -7 /c 'cmd /c del /q @path'`, tree},
+		{`forfiles /p 'C:\src\shop\logs' /m *.log /d -7 /c 'cmd /c del /q @path'`, ""},
+		{`pwsh -NoProfile -c '$p = @{ Path = (Join-Path $HOME "Downloads"); Recurse = $true; Force = $true }; Remove-Item @p'`, tree},
+		{`pwsh -NoProfile -c '$p = @{ Path = ".\dist"; Recurse = $true }; Remove-Item @p'`, ""},
+		{`cmd /c "move /y %USERPROFILE%\Documents %TEMP%\docs-old"`, tree},
+		{`cmd /c "for %x in (C D E) do format %x: /q /y"`, "windows:disk-wipe"},
+		{`cmd /c "for /f %i in ('dir /b /ad %USERPROFILE%') do rd /s /q %USERPROFILE%\%i"`, tree},
+		{`pwsh -c 'Import-Module WebAdministration; Get-Website | Remove-Website'`, "windows:resource-delete"},
+		{`pwsh -c 'Import-Module IISAdministration; Remove-IISSite -Name shop -Confirm:$false'`, "windows:resource-delete"},
+		{`pwsh -c 'Remove-IISSite -Name shop -WhatIf'`, ""},
+		{`pwsh -c 'Remove-Variable x; Remove-Module Az; Clear-Host'`, ""},
+		{`pwsh -c 'Remove-MpPreference -ExclusionPath C:\Temp'`, ""},
+		{`powershell -c 'wsl -d Ubuntu -- rm -rf /home/dev'`, ruleRmRoot},
+		{`pwsh -c 'wsl -e sh -c "rm -rf /mnt/c/Users/dev/Documents/*"'`, "paths:home-destroy"},
+		{`pwsh -c 'wsl -d Ubuntu -- ls -la /home/dev'`, ""},
+		{`rm -rf /mnt/c/Users/dev/src/shop/dist`, ""},
+	})
+}

@@ -15,6 +15,12 @@ import (
 // which path each delete names, so a delete inside a cache of the home
 // directory is not a delete of the home directory.
 
+// winResourcePrefix marks a detail of ruleWinResource among winDeletes'.
+const winResourcePrefix = "\x00resource "
+
+// ruleWinResource is a PowerShell cmdlet of the destroying verb class.
+const ruleWinResource = "windows:resource-delete"
+
 // ruleWinTreeDelete is the windows pack's rule for recursive deletes of a
 // user's, the system's or a drive's tree.
 const ruleWinTreeDelete = "windows:tree-delete"
@@ -58,6 +64,10 @@ func matchWindowsDeletes(c *command, h *hits) {
 	}
 	for _, script := range append([]string{strings.Join(words, " ")}, encoded...) {
 		for _, d := range winScriptDeletes(psUnfold(script), 0) {
+			if r, ok := strings.CutPrefix(d, winResourcePrefix); ok {
+				h.add(ruleWinResource, r)
+				continue
+			}
 			h.add(ruleWinTreeDelete, d)
 		}
 	}
@@ -94,14 +104,7 @@ func winDeletes(script string) []string {
 		return nil
 	}
 	script = psJoinPath.ReplaceAllString(script, `$1\$2`)
-	script = cmdForSet.ReplaceAllStringFunc(script, func(m string) string {
-		g := cmdForSet.FindStringSubmatch(m)
-		var bodies []string
-		for _, item := range strings.FieldsFunc(g[2], func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
-			bodies = append(bodies, strings.ReplaceAll(g[3], g[1], item))
-		}
-		return strings.Join(bodies, " & ")
-	})
+	script = psSplats(script)
 	var out []string
 	cwd := "" // the location Set-Location or cd /d moved to, when literal
 	vars := psAssignedNames(script)
@@ -138,6 +141,10 @@ func winDeletes(script string) []string {
 			if len(toks) == 0 {
 				continue
 			}
+			verb = strings.ToLower(toks[0])
+		}
+		if verb == "do" && len(toks) > 1 { // a loop's body (cmdLoops)
+			toks = toks[1:]
 			verb = strings.ToLower(toks[0])
 		}
 		args := toks[1:]
@@ -177,6 +184,48 @@ func winDeletes(script string) []string {
 					out = append(out, toks[0]+" "+why)
 				}
 			}
+		case "robocopy", "robocopy.exe":
+			// robocopy SRC DST /MIR|/PURGE deletes what SRC lacks from DST
+			if (winHasFlag(args, "mir", "purge") || slices.ContainsFunc(args, func(a string) bool {
+				l := strings.ToLower(a)
+				return l == "/mir" || l == "/purge"
+			})) && !slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, "/l") }) {
+				if ps := winPathArgs(args, vars); len(ps) >= 2 {
+					dst := winJoin(cwd, ps[1])
+					// a mirror onto a deploy directory of the home (~\site) is a deploy;
+					// onto the home, its personal folders or a drive's, destruction
+					if why := winProtected(dst, true); why != "" && (!strings.Contains(why, "home directory or a child") || winPersonal(dst)) {
+						out = append(out, "robocopy /MIR "+why)
+					}
+				}
+			}
+		case "forfiles", "forfiles.exe":
+			// forfiles /p DIR [/s] /c "cmd /c del @path": the command runs
+			// on each file of DIR, @path naming it
+			dir, cmd := ".", ""
+			for j := 0; j+1 < len(args); j++ {
+				switch strings.ToLower(args[j]) {
+				case "/p":
+					if ps := winResolve(args[j+1], vars); len(ps) > 0 {
+						dir = ps[0]
+					}
+				case "/c":
+					cmd = strings.Trim(args[j+1], `"'`)
+				}
+			}
+			if cmd != "" {
+				each := winJoin(winJoin(cwd, dir), "*")
+				cmd = strings.NewReplacer("@path", each, "@file", each, "@fname", each, "@relpath", each).Replace(cmd)
+				out = append(out, winDeletes(cmd)...)
+			}
+		case "move-item", "move", "mv", "mi":
+			// moving a tree away removes it from where it was
+			ps := winPathArgs(args, vars)
+			for _, p := range ps[:max(0, len(ps)-1)] {
+				if why := winProtected(winJoin(cwd, p), true); why != "" && !strings.Contains(why, "outside") {
+					out = append(out, toks[0]+" "+why)
+				}
+			}
 		case "foreach-object", "%", "foreach":
 			if piped && listed != "" && strings.Contains(strings.ToLower(s+strings.Join(stmts[i+1:min(i+3, len(stmts))], " ")), "delete(") {
 				if why := winProtected(winJoin(listed, "*"), listedDeep); why != "" {
@@ -184,6 +233,9 @@ func winDeletes(script string) []string {
 				}
 			}
 		default:
+			if why := psRemoveVerb(toks[0], args); why != "" {
+				out = append(out, why)
+			}
 			if m := ioDirDelete.FindStringSubmatch(s); m != nil {
 				for _, p := range winResolve(m[1], vars) {
 					if why := winProtected(winJoin(cwd, p), true); why != "" {
@@ -194,6 +246,34 @@ func winDeletes(script string) []string {
 		}
 	}
 	return out
+}
+
+// psKeepNouns are the nouns of Remove-, Uninstall- and Unregister- cmdlets
+// that act on the session, not on data or a service: Remove-Variable,
+// Remove-Module, Remove-Job. Remove-Item has its own model.
+var psKeepNouns = []string{"item", "itemproperty", "variable", "module", "job", "pssession", "psdrive", "typedata", "event",
+	"psbreakpoint", "cimsession", "alias", "psreadlinekeyhandler", "runspace", "smbmapping", "printjob", "psrepository", "dnsclientcache",
+	"mppreference"} // Remove-MpPreference -ExclusionPath takes an exclusion back: protection returns
+
+// psRemoveVerb returns a detail when cmd is a cmdlet in the destroying
+// verb class (Remove-Website, Uninstall-WindowsFeature, Unregister-
+// ScheduledTask, Clear-EventLog): what it names goes, whatever the module.
+func psRemoveVerb(cmd string, args []string) string {
+	verb, noun, ok := strings.Cut(cmd, "-")
+	if !ok || noun == "" || winDryRun(args) {
+		return ""
+	}
+	switch strings.ToLower(verb) {
+	case "remove", "uninstall", "unregister", "clear", "reset", "dismount", "disable":
+	default:
+		return ""
+	}
+	n := strings.ToLower(noun)
+	if slices.Contains(psKeepNouns, n) || strings.EqualFold(verb, "clear") && (n == "host" || n == "content" || n == "variable" || n == "dnsclientcache" || n == "history") ||
+		strings.EqualFold(verb, "disable") && !strings.Contains(n, "firewall") && !strings.Contains(n, "account") && !strings.Contains(n, "user") && !strings.Contains(n, "scheduledtask") && !strings.Contains(n, "bitlocker") {
+		return ""
+	}
+	return winResourcePrefix + cmd + ": a cmdlet that removes, clears or switches off what it names"
 }
 
 // winDryRun reports -WhatIf (or -WhatIf:$true): PowerShell only says what
@@ -391,7 +471,8 @@ func winResolveDepth(p string, vars psVars, depth int) []string {
 			return out
 		}
 	}
-	p = strings.TrimPrefix(p, `\\?\`) // \\?\C:\...: a long path
+	p = strings.TrimPrefix(p, `\\?\`)            // \\?\C:\...: a long path
+	p = winSubst.ReplaceAllString(p, winUnknown) // "$(dir /b)": a name computed at run time
 	if p == "~" || strings.HasPrefix(p, `~\`) || strings.HasPrefix(p, "~/") {
 		p = "<HOME>" + p[1:]
 	}
@@ -419,6 +500,38 @@ func winResolveDepth(p string, vars psVars, depth int) []string {
 		}
 	}
 	return []string{strings.ReplaceAll(p, "/", `\`)}
+}
+
+// winSubst is a command's output in a path: "$(...)", as cmdLoops writes
+// a for /f variable.
+var winSubst = regexp.MustCompile(`"?\$\([^()]*\)"?`)
+
+// psSplat is a hashtable of parameters: $p = @{ Path = X; Recurse = $true }.
+var psSplat = regexp.MustCompile(`(?i)\$([A-Za-z_]\w*)\s*=\s*@\{([^{}]*)\}`)
+
+// psSplats writes each @name splatted into a call as the parameters its
+// hashtable gives: Remove-Item @p is Remove-Item -Path X -Recurse.
+func psSplats(s string) string {
+	for _, m := range psSplat.FindAllStringSubmatch(s, 8) {
+		var params []string
+		for _, kv := range strings.FieldsFunc(m[2], func(r rune) bool { return r == ';' || r == '\n' }) {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				continue
+			}
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			v = strings.TrimSuffix(strings.TrimPrefix(v, "("), ")")
+			switch strings.ToLower(v) {
+			case "$true":
+				params = append(params, "-"+k)
+			case "$false":
+			default:
+				params = append(params, "-"+k, v)
+			}
+		}
+		s = strings.ReplaceAll(s, "@"+m[1], strings.Join(params, " "))
+	}
+	return s
 }
 
 // winUnknown stands for a path, or a component, computed at run time.
@@ -534,6 +647,10 @@ func winProtected(p string, recursive bool) string {
 		return ""
 	}
 	clean := winClean(p)
+	if parts := strings.Split(clean, `\`); len(parts) >= 3 && len(parts[0]) == 2 && parts[0][1] == ':' && strings.EqualFold(parts[1], "Users") &&
+		!strings.EqualFold(parts[2], "Public") && !strings.EqualFold(parts[2], "Default") && parts[2] != winUnknown {
+		clean = strings.Join(append([]string{"<HOME>"}, parts[3:]...), `\`) // C:\Users\dev\AppData is that user's home's
+	}
 	if p == winUnknown {
 		return "on " + quoteDetail(p) + ", a path computed at run time that it cannot resolve"
 	}
@@ -546,7 +663,7 @@ func winProtected(p string, recursive bool) string {
 	}
 	show := quoteDetail(strings.ReplaceAll(p, "<HOME>", "$HOME"))
 	for i, part := range parts {
-		if strings.EqualFold(part, "User Data") && i > 0 {
+		if strings.EqualFold(part, "User Data") && i > 0 || strings.EqualFold(part, "Profiles") && i > 0 && (strings.EqualFold(parts[i-1], "Firefox") || strings.EqualFold(parts[i-1], "Thunderbird")) {
 			return "on " + show + ", a browser's profiles"
 		}
 	}
@@ -575,6 +692,20 @@ func winProtected(p string, recursive bool) string {
 		return "on " + show + ", outside the working directory"
 	}
 	return ""
+}
+
+// winPersonal reports the home directory itself or one of its personal
+// folders (Documents, Desktop, AppData, ...).
+func winPersonal(p string) bool {
+	parts := strings.Split(winClean(p), `\`)
+	if len(parts) == 3 && strings.EqualFold(parts[1], "Users") {
+		return true // C:\Users\NAME
+	}
+	last := parts[len(parts)-1]
+	return parts[0] == "<HOME>" && (len(parts) == 1 || slices.ContainsFunc([]string{"Documents", "Desktop", "Downloads", "Pictures", "Music", "Videos",
+		"AppData", "OneDrive", "Favorites", "Contacts", "source"}, func(n string) bool { return strings.EqualFold(n, last) })) ||
+		len(parts) == 4 && strings.EqualFold(parts[1], "Users") && slices.ContainsFunc([]string{"Documents", "Desktop", "Downloads", "Pictures",
+			"AppData", "OneDrive"}, func(n string) bool { return strings.EqualFold(n, last) })
 }
 
 // winClean collapses . and .. and a trailing \* in a Windows path; the

@@ -1082,6 +1082,8 @@ var (
 	// cmdForF is cmd's loop over a command's output lines:
 	// for /f ["options"] %i in ('CMD') do BODY.
 	cmdForF = regexp.MustCompile(`(?i)\bfor\s+/f\s+(?:"[^"]*"\s+)?(%%?[A-Za-z])\s+in\s+\('([^']*)'\)\s+do\s+`)
+	// psAlias is a PowerShell alias at a statement's start (sp HKLM:\...).
+	psAlias = regexp.MustCompile(`(?i)(?:^|[;|{(&]\s*)(sp|rp|spps|spsv|sasv|mi|rni|clc|cli|gc|icm|saps|start)\s`)
 	// psParam is an abbreviated -Recurse or -Force: PowerShell takes any
 	// unambiguous prefix of a parameter's name.
 	psParam = regexp.MustCompile(`(?i)(\s)-(rec|recu|recur|recurs|fo|for|forc)\b`)
@@ -1143,6 +1145,16 @@ func psUnfold(s string) string {
 // becomes do docker rm -f "$(docker ps -aq)", which the rules read as a removal
 // of every listed item.
 func cmdLoops(s string) string {
+	if strings.Contains(s, "%") {
+		s = cmdForSet.ReplaceAllStringFunc(s, func(m string) string {
+			g := cmdForSet.FindStringSubmatch(m)
+			var bodies []string
+			for _, item := range strings.FieldsFunc(g[2], func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
+				bodies = append(bodies, strings.ReplaceAll(g[3], g[1], item))
+			}
+			return strings.Join(bodies, " & ") // for %x in (C D) do format %x: runs format C: & format D:
+		})
+	}
 	for range 4 {
 		m := cmdForF.FindStringSubmatchIndex(s)
 		if m == nil {
@@ -1167,6 +1179,13 @@ func cmdLoops(s string) string {
 // and -Recurse and -Force abbreviated (-Recu, -Fo).
 func psNames(s string) string {
 	s = psCallName.ReplaceAllString(s, "& $1$2$3")
+	s = psAlias.ReplaceAllStringFunc(s, func(m string) string {
+		i := len(m) - 1
+		for i > 0 && m[i-1] != ' ' && m[i-1] != ';' && m[i-1] != '|' && m[i-1] != '{' && m[i-1] != '(' && m[i-1] != '&' {
+			i--
+		}
+		return m[:i] + psAliases[strings.ToLower(strings.TrimSpace(m[i:]))] + " "
+	})
 	s = strings.ReplaceAll(s, "{", "{ ")
 	s = psParam.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.HasPrefix(strings.ToLower(m[2:]), "r") {
@@ -1214,6 +1233,11 @@ func psNames(s string) string {
 	}
 	return s
 }
+
+// psAliases are the cmdlets PowerShell's built-in aliases stand for.
+var psAliases = map[string]string{"sp": "Set-ItemProperty", "rp": "Remove-ItemProperty", "spps": "Stop-Process", "spsv": "Stop-Service",
+	"sasv": "Start-Service", "mi": "Move-Item", "rni": "Rename-Item", "clc": "Clear-Content", "cli": "Clear-Item", "gc": "Get-Content",
+	"icm": "Invoke-Command", "saps": "Start-Process", "start": "Start-Process"}
 
 // psLiteral is the value of the literal assignment match m in s.
 func psLiteral(s string, m []int) string {

@@ -157,6 +157,9 @@ func homeRelative(c string) (string, bool) {
 	if rest, ok := strings.CutPrefix(c, "/root/"); ok {
 		return rest, true
 	}
+	if len(c) > 13 && strings.HasPrefix(c, "/mnt/") && c[6] == '/' && strings.HasPrefix(c[7:], "Users/") {
+		c = c[6:] // /mnt/c/Users/NAME: a Windows home, as WSL mounts it
+	}
 	for _, h := range []string{"/home/", "/Users/"} {
 		if rest, ok := strings.CutPrefix(c, h); ok {
 			if _, rel, ok := strings.Cut(rest, "/"); ok {

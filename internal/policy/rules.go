@@ -179,6 +179,10 @@ var sensitivePathRules = []rule{
 	{id: ruleEnvSend, pack: "egress", critical: true,
 		desc: "the environment's values sent over the network: env, printenv, set or /proc/*/environ (or what is made of them: " +
 			"base64, xxd) piped into, or substituted into the arguments of, curl, wget, nc, ssh, dig and the like"},
+	{id: ruleWinResource, pack: "windows", hostOnly: true,
+		desc: "a PowerShell cmdlet of the destroying verb class (Remove-, Uninstall-, Unregister-, Clear-, Reset-, Dismount-, and Disable- of " +
+			"accounts, firewalls, tasks or BitLocker) on anything but the session's own state (Remove-Variable, Remove-Module, Remove-Job); " +
+			"-WhatIf only reports"},
 	{id: ruleDataSend, pack: "egress", critical: true,
 		desc: "a database's dump (pg_dump, pg_dumpall, mysqldump, mongodump --archive, redis-cli --rdb, sqlite3 .dump), a shell " +
 			"history or a home directory packed onto stdout (tar czf - ~), or what is made of them (gzip, base64), piped into, " +
