@@ -46,7 +46,7 @@ func matchRm(c *command, h *hits) {
 			case c.remote && remoteServiceDir(t.path):
 				h.add(ruleRmRoot, c.name+" -r on "+t.show+" on another host")
 			case serviceDataDir(t.path):
-				h.add(ruleRmRoot, c.name+" -r on "+t.show+", a service's data")
+				h.add(ruleRmRoot, c.name+" -r on "+t.show+", a service's or a mounted disk's data")
 			}
 		}
 	}
@@ -102,7 +102,8 @@ func remoteServiceDir(p string) bool {
 // serviceDataDirs are the directories whose direct children hold a
 // machine's services and their data (FHS: site data, variable state,
 // add-on packages, web roots, backups), on this host as on another.
-var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "/var/opt", "/var/mail", "/opt", "/data"}
+var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "/var/opt", "/var/mail", "/opt", "/data",
+	"/Volumes", "/mnt", "/media"} // and the mount points of disks: /Volumes/Data, /mnt/backup, /media/usb
 
 // serviceStateRebuilt are children of serviceDataDirs that package
 // managers rebuild: deleting them loses nothing.

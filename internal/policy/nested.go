@@ -116,6 +116,14 @@ func (w *walker) nest(c *command) {
 		w.rgPre(c)
 	case "java":
 		w.javaJar(c)
+	case "open":
+		// open tool.app, unpacked from a download, runs it
+		for _, a := range c.args {
+			if a.lit && !strings.HasPrefix(a.val, "-") && w.unpackedProgram(a.val) {
+				w.d.add(w.f, rulePipeToShell, "open runs "+quoteDetail(a.val)+", unpacked from a download", c.via, c.sp)
+				break
+			}
+		}
 	case "git":
 		w.git(c)
 	default:
