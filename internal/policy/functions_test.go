@@ -207,6 +207,9 @@ func TestWindowsCommandForms(t *testing.T) {
 		{`pwsh -c 'wsl -e sh -c "rm -rf /mnt/c/Users/dev/Documents/*"'`, "paths:home-destroy"},
 		{`pwsh -c 'wsl -d Ubuntu -- ls -la /home/dev'`, ""},
 		{`rm -rf /mnt/c/Users/dev/src/shop/dist`, ""},
+		// aliases and positional parameters
+		{`powershell -c 'sp HKLM:\SOFTWARE\Microsoft\Windows\CurrentVersion\Policies\System EnableLUA 0'`, "windows:security-off"},
+		{`powershell -c 'Set-ItemProperty HKCU:\Software\Acme Theme dark'`, ""},
 	})
 }
 

@@ -1083,7 +1083,10 @@ var (
 	// for /f ["options"] %i in ('CMD') do BODY.
 	cmdForF = regexp.MustCompile(`(?i)\bfor\s+/f\s+(?:"[^"]*"\s+)?(%%?[A-Za-z])\s+in\s+\('([^']*)'\)\s+do\s+`)
 	// psAlias is a PowerShell alias at a statement's start (sp HKLM:\...).
-	psAlias = regexp.MustCompile(`(?i)(?:^|[;|{(&]\s*)(sp|rp|spps|spsv|sasv|mi|rni|clc|cli|gc|icm|saps|start)\s`)
+	psAlias = regexp.MustCompile(`(?i)(?:^|[;|{(&]\s*|\s-c(?:ommand)?\s+)(sp|rp|spps|spsv|sasv|mi|rni|clc|cli|gc|icm|saps|start)\s`)
+	// psSetPositional is Set-ItemProperty PATH NAME VALUE, its parameters
+	// given by position.
+	psSetPositional = regexp.MustCompile(`(?i)\bSet-ItemProperty\s+(?:-Path\s+)?("[^"]*"|'[^']*'|[^-\s]\S*)\s+([^-\s]\S*)\s+([^-\s;|]\S*)`)
 	// psParam is an abbreviated -Recurse or -Force: PowerShell takes any
 	// unambiguous prefix of a parameter's name.
 	psParam = regexp.MustCompile(`(?i)(\s)-(rec|recu|recur|recurs|fo|for|forc)\b`)
@@ -1187,6 +1190,7 @@ func psNames(s string) string {
 		return m[:i] + psAliases[strings.ToLower(strings.TrimSpace(m[i:]))] + " "
 	})
 	s = strings.ReplaceAll(s, "{", "{ ")
+	s = psSetPositional.ReplaceAllString(s, "Set-ItemProperty -Path $1 -Name $2 -Value $3")
 	s = psParam.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.HasPrefix(strings.ToLower(m[2:]), "r") {
 			return m[:1] + "-Recurse"
