@@ -38,6 +38,9 @@ const (
 	budgetTimeout = 90 * time.Millisecond // CPU time of the deciding thread
 	// clockEvery is how many steps pass between two reads of the clock.
 	clockEvery = 1 << 10
+	// parseClockMin is the size of a script from which the clock is read
+	// after parsing it.
+	parseClockMin = 2 << 10
 	// parseBytes is what parsing one byte of script costs, in budget
 	// bytes: the parser's tree and tokens for both dialects.
 	parseBytes = 64

@@ -164,7 +164,14 @@ func (d *detector) script(f *frame, e *env, cond int, in stream) {
 		d.stop(fmt.Sprintf("more than %d KiB of nested scripts", maxParsed>>10))
 	}
 	d.charge(1, parseBytes*len(f.src))
-	trees, issue, err := readScript(f.src, f.shell, d.clock)
+	clock := d.clock
+	if len(f.src) < parseClockMin {
+		// a short script parses in microseconds: reading the thread's CPU
+		// clock (a system call) would cost more than the parse; the steps
+		// it leads to read the clock as they go
+		clock = func() {}
+	}
+	trees, issue, err := readScript(f.src, f.shell, clock)
 	if errors.Is(err, errTooDeep) {
 		d.limit(f, describeParseError(err), errorLine(f.src, err))
 		return
