@@ -717,7 +717,7 @@ func winClean(p string) string {
 		switch part {
 		case "", ".", "*", "*.*":
 		case "..":
-			if len(out) > 1 || len(out) == 1 && !(len(out[0]) == 2 && out[0][1] == ':') && out[0] != "<HOME>" && out[0] != ".." {
+			if len(out) > 1 || len(out) == 1 && (len(out[0]) != 2 || out[0][1] != ':') && out[0] != "<HOME>" && out[0] != ".." {
 				out = out[:len(out)-1]
 			} else if len(out) == 0 || out[0] == ".." {
 				out = append(out, "..")
