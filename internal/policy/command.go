@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,10 @@ type command struct {
 	tree  bool   // each operand stands for a whole tree (find -exec, xargs fed by find)
 	via   string // command-level nesting: "xargs", "find -exec"
 	priv  string // the privilege wrapper it runs under (sudo, doas), if any
+	// privEnv: the privileged command gets an environment the script
+	// chose (sudo -E, sudo VAR=x, env VAR=x after sudo): APT_CONFIG,
+	// SYSTEMD_EDITOR and the like run code as root.
+	privEnv bool
 	// remote says it runs on another machine: the command of ssh HOST CMD,
 	// kubectl exec|debug ... -- CMD, salt TARGET cmd.run CMD.
 	remote bool
@@ -102,6 +107,7 @@ const (
 // program.
 func unwrap(words []arg) (command, arg, unwrapStatus) {
 	var priv string
+	var afterPriv []arg // the words after the privilege wrapper's name
 	for len(words) > 0 {
 		w := words[0]
 		name, ok := programName(w)
@@ -117,13 +123,13 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			strip, ok = unwrapEnv, true
 		}
 		if !ok {
-			return command{name: name, prog: w.val, args: words[1:], priv: priv}, w, runsProgram
+			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))])}, w, runsProgram
 		}
 		if privileged[name] && infoOnly(words[1:]) {
 			return command{}, w, runsNothing // sudo -V, pkexec --version: prints, runs nothing
 		}
 		if privileged[name] && priv == "" {
-			priv = name
+			priv, afterPriv = name, words[1:]
 		}
 		var more bool
 		orig := words[1:]
@@ -200,6 +206,16 @@ func windowsPath(p string) bool {
 	}
 	return len(p) > 2 && p[1] == ':' && (p[0]|0x20 >= 'a' && p[0]|0x20 <= 'z') ||
 		strings.HasPrefix(p, `.\`) || strings.HasPrefix(p, `\\`) || strings.HasSuffix(strings.ToLower(p), ".exe")
+}
+
+// chosenEnv reports wrapper words that set the environment of the command
+// they run: VAR=value, sudo -E or --preserve-env.
+func chosenEnv(words []arg) bool {
+	return slices.ContainsFunc(words, func(a arg) bool {
+		name, _, ok := strings.Cut(a.val, "=")
+		return !a.lit || a.val == "-E" || strings.HasPrefix(a.val, "--preserve-env") || ok && isName(name) ||
+			strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "E")
+	})
 }
 
 // privileged are the wrappers that run their command as another user.

@@ -312,7 +312,7 @@ func literalWords(c *command) []string {
 // boundedAdmin with literal arguments.
 func privilegedBounded(c *command) bool {
 	f, ok := boundedAdmin[c.name]
-	if !ok || !f(c) {
+	if !ok || c.privEnv || !f(c) {
 		return false
 	}
 	return !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit })

@@ -336,6 +336,13 @@ func TestGeneralisedFamilies(t *testing.T) {
 		{"sudo apt-get dist-upgrade", "privilege"},
 		{"sudo apt-get install \"$PKG\"", "privilege"},
 		{"sudo service nginx stop", "service-stop"},
+		// an environment the script chose reaches the privileged step
+		{"sudo env APT_CONFIG=/tmp/x apt-get install foo", "privilege"},
+		{"APT_CONFIG=/tmp/x sudo -E apt-get install foo", "privilege"},
+		{"sudo --preserve-env=APT_CONFIG apt-get install foo", "privilege"},
+		{"sudo SYSTEMD_EDITOR=/tmp/x systemctl restart nginx", "privilege"},
+		{"sudo env LD_PRELOAD=/tmp/x.so ls /root", "privilege"},
+		{"sudo -n apt-get install -y nginx", ""},
 		// Commands run on another machine.
 		{"sshpass -p hunter2 ssh deploy@web1 'rm -rf /var/www'", "rm-root"},
 		{"sshpass -f ~/.pw ssh -o StrictHostKeyChecking=no deploy@web1 rm -rf /opt/app", "rm-root"},

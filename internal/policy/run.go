@@ -79,7 +79,7 @@ func (w *walker) unresolved(name arg, sp span, via string) {
 // judge runs the matchers on c and walks what it runs.
 func (w *walker) judge(c *command) {
 	var h hits
-	if c.priv != "" && !readOnlyCommand(c) && !privilegedBounded(c) {
+	if c.priv != "" && (c.privEnv || !readOnlyCommand(c) && !privilegedBounded(c)) {
 		h.add(rulePrivilege, c.priv)
 	}
 	for _, m := range matchersFor(c) {
