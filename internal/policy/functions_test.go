@@ -177,6 +177,15 @@ func TestWindowsDeleteModel(t *testing.T) {
 		{`pwsh -c 'Get-ChildItem .\build -Recurse | ForEach-Object { Remove-Item $_.FullName -Force }'`, ""},
 		{`pwsh -c 'Remove-Item -Recurse -Force $env:TEMP\ci-4711'`, ""},
 		{`cmd /c "rd /s /q C:\src\shop\node_modules"`, ""},
+		// forms the text rules used to catch by the home's name alone
+		{`pwsh -c 'Remove-Item -Recurse -Path:$env:USERPROFILE'`, tree},
+		{`pwsh -c 'Remove-Item -Recurse "$($env:USERPROFILE)"'`, tree},
+		{`cmd /c "rd /s/q %USERPROFILE%"`, tree},
+		{`pwsh -c 'Get-Item $HOME | Remove-Item -Recurse -Force'`, tree},
+		{`pwsh -c '"$HOME\Documents" | Remove-Item -Recurse'`, tree},
+		{`pwsh -c 'ri -r -fo -pa $HOME\Desktop'`, tree},
+		{`pwsh -c 'Remove-Item -Recurse -Force "$(Get-Location)\dist"'`, ""},
+		{`pwsh -c 'Get-Item .\dist | Remove-Item -Recurse'`, ""},
 	})
 }
 

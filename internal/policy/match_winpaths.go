@@ -113,6 +113,7 @@ func winDeletes(script string) []string {
 	listed := ""        // the path a Get-ChildItem stage lists, for the stages and blocks after it
 	listedDeep := false // it lists recursively
 	depth, listedAt := 0, 0
+	listedSelf := false // listed names the item itself, not a directory's items
 	for i, s := range stmts {
 		piped := i > 0 && seps[i-1] == "|"
 		if i > 0 {
@@ -162,7 +163,13 @@ func winDeletes(script string) []string {
 			if !ok {
 				p = "."
 			}
-			listed, listedDeep, listedAt = winJoin(cwd, p), winHasFlag(args, "recurse", "r", "s"), depth
+			listed, listedDeep, listedAt, listedSelf = winJoin(cwd, p), winHasFlag(args, "recurse", "r", "s"), depth, false
+			continue
+		case "get-item", "gi":
+			// Get-Item X | Remove-Item -Recurse: X itself
+			if p, ok := winPathArg(args, vars); ok {
+				listed, listedDeep, listedAt, listedSelf = winJoin(cwd, p), false, depth, true
+			}
 			continue
 		case "remove-item", "ri", "rm", "del", "erase", "rd", "rmdir", "rni":
 			if winDryRun(args) {
@@ -171,8 +178,11 @@ func winDeletes(script string) []string {
 			recursive := winHasFlag(args, "recurse", "r", "s")
 			paths := winPathArgs(args, vars)
 			if len(paths) == 0 && listed != "" && (piped || winItemVar(args)) {
-				// gci X | Remove-Item: the items X holds
+				// gci X | Remove-Item: the items X holds; Get-Item X | Remove-Item: X
 				paths = []string{winJoin(listed, "*")}
+				if listedSelf {
+					paths = []string{listed}
+				}
 				recursive = recursive || listedDeep
 			} else {
 				for j, p := range paths {
@@ -233,6 +243,13 @@ func winDeletes(script string) []string {
 				}
 			}
 		default:
+			if len(toks) == 1 && i < len(seps) && seps[i] == "|" && (strings.ContainsAny(toks[0], `\$%~`) || strings.HasPrefix(toks[0], `"`) || strings.HasPrefix(toks[0], "'")) {
+				// "$HOME" | Remove-Item -Recurse: the path piped on
+				if ps := winResolve(toks[0], vars); len(ps) > 0 {
+					listed, listedDeep, listedAt, listedSelf = winJoin(cwd, ps[0]), false, depth, true
+				}
+				continue
+			}
 			if why := psRemoveVerb(toks[0], args); why != "" {
 				out = append(out, why)
 			}
@@ -364,10 +381,12 @@ func winSkipShellOptions(toks []string) []string {
 func winHasFlag(args []string, names ...string) bool {
 	for _, a := range args {
 		l := strings.ToLower(a)
-		if strings.HasPrefix(l, "/") && len(l) == 2 {
-			for _, n := range names {
-				if l[1:] == n {
-					return true
+		if strings.HasPrefix(l, "/") && !strings.Contains(l, `\`) && !strings.Contains(l, ":") {
+			for _, sw := range strings.Split(l[1:], "/") { // /s/q: two switches
+				for _, n := range names {
+					if sw == n {
+						return true
+					}
 				}
 			}
 			continue
@@ -398,8 +417,14 @@ func winPathArgs(args []string, vars psVars) []string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		l := strings.ToLower(a)
+		if k, v, ok := strings.Cut(a, ":"); ok && strings.HasPrefix(k, "-") && winPathParam(strings.ToLower(k)) {
+			for _, p := range strings.Split(v, ",") { // -Path:$HOME
+				out = append(out, winResolve(p, vars)...)
+			}
+			continue
+		}
 		switch {
-		case l == "-path" || l == "-literalpath" || l == "-lp" || l == "-pspath":
+		case winPathParam(l):
 			if i+1 < len(args) {
 				i++
 				for _, p := range strings.Split(args[i], ",") {
@@ -421,6 +446,19 @@ func winPathArgs(args []string, vars psVars) []string {
 		}
 	}
 	return out
+}
+
+// winPathParam reports -Path, -LiteralPath or an abbreviation of either.
+func winPathParam(l string) bool {
+	if l == "-lp" || l == "-pspath" {
+		return true
+	}
+	for _, full := range []string{"-path", "-literalpath"} {
+		if len(l) >= 3 && strings.HasPrefix(full, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // winPathArg is the first path of args.
@@ -459,7 +497,7 @@ func winResolve(p string, vars psVars) []string {
 func winResolveDepth(p string, vars psVars, depth int) []string {
 	p = strings.TrimSpace(p)
 	p = strings.Trim(p, `"'`)
-	if p == "" || strings.HasPrefix(p, "@") || strings.HasPrefix(p, "$(") {
+	if p == "" || strings.HasPrefix(p, "@") {
 		return nil
 	}
 	if m := winVar.FindStringSubmatch(p); m != nil && depth < 2 {
