@@ -115,6 +115,11 @@ func checkWorkspace(t *testing.T, backend, dir, config string) env {
 	t.Helper()
 	e := setup(t)
 	cfgFile := filepath.Join(t.TempDir(), "worker.yaml")
+	// A job published while the server has not yet seen the killed
+	// worker's connection close can be handed to that worker's last pull;
+	// it comes back after the claim window, which must stay well inside
+	// the 60 s each step waits.
+	config = "worker:\n  claim_window: 10s\n" + config
 	if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
