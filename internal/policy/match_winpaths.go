@@ -700,6 +700,9 @@ func winProtected(p string, recursive bool) string {
 		}
 	}
 	show := quoteDetail(strings.ReplaceAll(p, "<HOME>", "$HOME"))
+	if strings.EqualFold(parts[0], "IIS:") && len(parts) >= 2 {
+		return "on " + show + ", IIS's sites, applications or pools"
+	}
 	for i, part := range parts {
 		if strings.EqualFold(part, "User Data") && i > 0 || strings.EqualFold(part, "Profiles") && i > 0 && (strings.EqualFold(parts[i-1], "Firefox") || strings.EqualFold(parts[i-1], "Thunderbird")) {
 			return "on " + show + ", a browser's profiles"
