@@ -18,12 +18,17 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	switch {
 	case a.Array != nil || a.Index != nil:
 		v = unknownValue
-	case a.Value != nil && w.cwdOutput(a.Value):
-		w.value(a.Value) // judged as any word is
-		v = w.env.cwd    // ROOT=$(git rev-parse --show-toplevel): as $PWD
 	case a.Value != nil:
+		alts := w.value(a.Value)
+		if len(alts) == 1 && alts[0].taint == taintEnv && loneSubst(a.Value) {
+			// ROOT=$(git rev-parse --show-toplevel): the expansion read the
+			// working directory's output as $PWD (the only way a lone $(...)
+			// is the environment's): the variable holds it
+			v = w.env.cwd
+			break
+		}
 		v = value{}
-		for _, alt := range w.value(a.Value) {
+		for _, alt := range alts {
 			if alt.lit {
 				v.vals = append(v.vals, alt.val)
 			} else {
@@ -40,19 +45,18 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	w.historyVar(name, v, sp)
 }
 
-// cwdOutput reports a word that is only a command substitution whose
-// output is the working directory, not known here: $(pwd), "$(git
-// rev-parse --show-toplevel)".
-func (w *walker) cwdOutput(word *syntax.Word) bool {
-	if !w.env.cwd.env || len(word.Parts) != 1 {
+// loneSubst reports a word that is only a command substitution, quoted
+// or not: $(pwd), "$(git rev-parse --show-toplevel)".
+func loneSubst(word *syntax.Word) bool {
+	if len(word.Parts) != 1 {
 		return false
 	}
 	part := word.Parts[0]
 	if dq, ok := part.(*syntax.DblQuoted); ok && len(dq.Parts) == 1 {
 		part = dq.Parts[0]
 	}
-	cs, ok := part.(*syntax.CmdSubst)
-	return ok && w.output(cs.Stmts).cwd
+	_, ok := part.(*syntax.CmdSubst)
+	return ok
 }
 
 // concat returns every value a followed by b may give.
