@@ -84,6 +84,9 @@ type detector struct {
 	// decls are the functions whose body's findings at the definition
 	// are set aside until the script is walked (see settleDecls).
 	decls []*declFindings
+	// sourcedUnread: the script sources a file it did not write, whose
+	// calls of its functions the walk cannot see.
+	sourcedUnread bool
 }
 
 func (d *detector) result() []finding {

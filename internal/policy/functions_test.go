@@ -27,6 +27,10 @@ func TestFunctionsJudgedAtCalls(t *testing.T) {
 		{`f() { g() { rm -rf "$1"; }; g "$1"; }; f build`, ""},
 		{`f() { g() { rm -rf "$1"; }; g "$1"; }; f /`, ruleRmRoot},
 		{`f() { rm -rf /; }; f`, ruleRmRoot},
+		// a sourced file the detector cannot read may call it
+		{`cleanup() { rm -rf ~; }; . ./scripts/run.sh`, ruleRmRoot},
+		{`cleanup() { rm -rf "$1"; }; source ./scripts/env.sh; cleanup build`, ruleRmRoot},
+		{`cleanup() { rm -rf "$1"; }; printf 'X=1\n' > env.sh; . ./env.sh; cleanup build`, ""},
 		// after a loop the variable holds an item, or its earlier value
 		{`for d in build; do :; done; rm -rf "$d"`, ""},
 		{`d=~; for d in $(cat list); do :; done; rm -rf "$d"`, ruleRmRoot},

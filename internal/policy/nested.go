@@ -94,6 +94,9 @@ func (w *walker) nest(c *command) {
 		}
 	case "source", ".":
 		if len(c.args) > 0 {
+			if _, ok := w.writtenScript(c.args[0]); !ok {
+				w.d.sourcedUnread = true // it may call the script's functions
+			}
 			w.scriptOperand(c, langShell, c.args[0], positional(c.args[0].val, c.args[1:]))
 		}
 	case "at", "batch":

@@ -225,12 +225,13 @@ var implicitFuncs = []string{"command_not_found_handle", "command_not_found_hand
 // the function may run other than through the calls the walk judged: its
 // name appears in the script anywhere but its definition and those calls
 // (export -f f; bash -c f, trap f EXIT, PROMPT_COMMAND=f, eval strings),
-// or the shell calls it itself. A function only called directly was
+// the shell calls it itself, or the script sources a file it did not
+// write (. ./run.sh may call it). A function only called directly was
 // judged at each call with its arguments (cleanup ./tmp is not
 // rm -rf "$1"); one never named again never runs.
 func (d *detector) settleDecls() {
 	for _, p := range d.decls {
-		if slices.Contains(implicitFuncs, p.name) || strings.HasPrefix(p.name, "TRAP") || wordCount(p.f.src, p.name) != 1+len(p.calls) {
+		if d.sourcedUnread || slices.Contains(implicitFuncs, p.name) || strings.HasPrefix(p.name, "TRAP") || wordCount(p.f.src, p.name) != 1+len(p.calls) {
 			d.findings = append(d.findings, p.findings...)
 		}
 	}
