@@ -52,9 +52,13 @@ var removeVerbs = map[string][]string{
 	"flatpak": {"uninstall", "remove"}, "port": {"uninstall"},
 }
 
+// packageManagerSpec lists the options of apt, apt-get, dnf, yum and
+// zypper that take a value.
+var packageManagerSpec = optSpec{short: "octaDR", long: []string{"option", "config-file", "target-release", "root", "installroot", "repo", "releasever"}}
+
 // matchPackages judges removal of system packages.
 func matchPackages(c *command, h *hits) {
-	ops, opts := operands(c.args, optSpec{short: "octaDR", long: []string{"option", "config-file", "target-release", "root", "installroot", "repo", "releasever"}})
+	ops, opts := operands(c.args, packageManagerSpec)
 	switch c.name {
 	case "dpkg":
 		if hasOpt(opts, "r", "P", "remove", "purge") {

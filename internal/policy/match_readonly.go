@@ -219,12 +219,7 @@ func firstWordIn(words ...string) func(c *command) bool {
 
 // btrfsReadOnly: btrfs ... list, show, df, usage, scrub status.
 func btrfsReadOnly(c *command) bool {
-	var ops []string
-	for _, a := range c.args {
-		if a.lit && !strings.HasPrefix(a.val, "-") {
-			ops = append(ops, a.val)
-		}
-	}
+	ops := literalWords(c)
 	if len(ops) < 2 {
 		return false
 	}
@@ -279,7 +274,7 @@ var boundedAdmin = map[string]func(c *command) bool{
 // foo- removes foo; --purge, --auto-remove and dnf's --allowerasing take
 // others away; upgrade never removes, full-upgrade and dist-upgrade may).
 func packageInstall(c *command) bool {
-	ops, opts := operands(c.args, optSpec{short: "octaDR", long: []string{"option", "config-file", "target-release", "root", "installroot", "repo", "releasever"}})
+	ops, opts := operands(c.args, packageManagerSpec)
 	if len(ops) == 0 || !ops[0].lit || hasOpt(opts, "purge", "auto-remove", "autoremove", "allowerasing", "remove", "o", "option", "c", "config-file", "root", "installroot") {
 		return false
 	}

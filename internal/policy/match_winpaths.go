@@ -684,11 +684,7 @@ func winProtected(p string, recursive bool) string {
 	if !recursive && !strings.HasSuffix(p, "*") {
 		return ""
 	}
-	clean := winClean(p)
-	if parts := strings.Split(clean, `\`); len(parts) >= 3 && len(parts[0]) == 2 && parts[0][1] == ':' && strings.EqualFold(parts[1], "Users") &&
-		!strings.EqualFold(parts[2], "Public") && !strings.EqualFold(parts[2], "Default") && parts[2] != winUnknown {
-		clean = strings.Join(append([]string{"<HOME>"}, parts[3:]...), `\`) // C:\Users\dev\AppData is that user's home's
-	}
+	clean := winHomeClean(p)
 	if p == winUnknown {
 		return "on " + quoteDetail(p) + ", a path computed at run time that it cannot resolve"
 	}
@@ -738,15 +734,23 @@ func winProtected(p string, recursive bool) string {
 // winPersonal reports the home directory itself or one of its personal
 // folders (Documents, Desktop, AppData, ...).
 func winPersonal(p string) bool {
-	parts := strings.Split(winClean(p), `\`)
-	if len(parts) == 3 && strings.EqualFold(parts[1], "Users") {
-		return true // C:\Users\NAME
-	}
+	parts := strings.Split(winHomeClean(p), `\`)
 	last := parts[len(parts)-1]
-	return parts[0] == "<HOME>" && (len(parts) == 1 || slices.ContainsFunc([]string{"Documents", "Desktop", "Downloads", "Pictures", "Music", "Videos",
-		"AppData", "OneDrive", "Favorites", "Contacts", "source"}, func(n string) bool { return strings.EqualFold(n, last) })) ||
-		len(parts) == 4 && strings.EqualFold(parts[1], "Users") && slices.ContainsFunc([]string{"Documents", "Desktop", "Downloads", "Pictures",
-			"AppData", "OneDrive"}, func(n string) bool { return strings.EqualFold(n, last) })
+	return parts[0] == "<HOME>" && (len(parts) == 1 || len(parts) == 2 && slices.ContainsFunc([]string{"Documents", "Desktop", "Downloads",
+		"Pictures", "Music", "Videos", "AppData", "OneDrive", "Favorites", "Contacts", "source"}, func(n string) bool { return strings.EqualFold(n, last) }))
+}
+
+// winHomeClean is winClean with a user's home under C:\Users\NAME written
+// <HOME>: C:\Users\dev\AppData is that home's AppData. The shared profiles
+// (Public, Default) are not a home.
+func winHomeClean(p string) string {
+	clean := winClean(p)
+	parts := strings.Split(clean, `\`)
+	if len(parts) >= 3 && len(parts[0]) == 2 && parts[0][1] == ':' && strings.EqualFold(parts[1], "Users") &&
+		!strings.EqualFold(parts[2], "Public") && !strings.EqualFold(parts[2], "Default") && parts[2] != winUnknown {
+		return strings.Join(append([]string{"<HOME>"}, parts[3:]...), `\`)
+	}
+	return clean
 }
 
 // winClean collapses . and .. and a trailing \* in a Windows path; the
