@@ -49,7 +49,13 @@ var readOnly = map[string]func(c *command) bool{
 	"kubectl":   kubectlReadOnly,
 	"docker":    firstWordIn("ps", "images", "logs", "inspect", "info", "version", "stats", "top", "port", "diff", "events", "history"),
 	"podman":    firstWordIn("ps", "images", "logs", "inspect", "info", "version", "stats", "top", "port", "diff", "events", "history"),
-	"crictl":    firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
+	// the Linux audit system's listing and query tools (auditctl -l, -s)
+	"auditctl": func(c *command) bool {
+		_, opts := operands(c.args, optSpec{})
+		return len(literalWords(c)) == 0 && onlyOpts(opts, "l", "s")
+	},
+	"ausearch": nil, "aureport": nil,
+	"crictl": firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
 	// the partition tools in their listing modes (fdisk -l, parted -l, wipefs --no-act)
 	"fdisk": diskListing, "sfdisk": diskListing, "sgdisk": diskListing, "gdisk": diskListing,
 	"parted": diskListing, "wipefs": diskListing,
@@ -260,7 +266,18 @@ var boundedAdmin = map[string]func(c *command) bool{
 		return len(ops) >= 2 && (ops[0] == "subvolume" || ops[0] == "subvol" || ops[0] == "sub") && ops[1] == "snapshot" ||
 			len(ops) >= 2 && ops[0] == "scrub" && (ops[1] == "start" || ops[1] == "resume")
 	},
-	"tmutil":  firstWordIn("startbackup", "enable", "enablelocal", "localsnapshot", "snapshot"),
+	"tmutil": tmutilBounded,
+	// the macOS application firewall switched on, in stealth mode or blocking all
+	"socketfilterfw": func(c *command) bool {
+		ops := literalWords(c)
+		_, opts := operands(c.args, optSpec{long: []string{"setglobalstate", "setstealthmode", "setblockall", "setloggingmode"}})
+		return len(opts) == 1 && len(ops) == 1 && ops[0] == "on"
+	},
+	"defaults": func(c *command) bool {
+		ops := literalWords(c)
+		return len(ops) == 4 && ops[0] == "write" && path.Base(ops[1]) == "com.apple.alf" && ops[2] == "globalstate" &&
+			(ops[3] == "1" || ops[3] == "2") && len(c.args) == 5 && c.args[3].val == "-int"
+	},
 	"ufw":     firstWordIn("enable"),
 	"apt":     packageInstall,
 	"apt-get": packageInstall,
@@ -311,4 +328,20 @@ func privilegedBounded(c *command) bool {
 		return false
 	}
 	return !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit })
+}
+
+// tmutilBounded: a backup started, Time Machine enabled or a local
+// snapshot taken, or the backup destination set to a mounted local volume
+// (tmutil setdestination /Volumes/TM; a network URL would send the
+// machine's backups elsewhere).
+func tmutilBounded(c *command) bool {
+	if firstWordIn("startbackup", "enable", "enablelocal", "localsnapshot", "snapshot")(c) {
+		return true
+	}
+	ops, opts := operands(c.args, optSpec{short: "ap"})
+	if len(ops) != 2 || !ops[0].lit || ops[0].val != "setdestination" || !ops[1].lit || slices.ContainsFunc(opts, func(o option) bool { return o.name != "a" }) {
+		return false
+	}
+	cp, ok := cleanAbs(ops[1].val)
+	return ok && strings.HasPrefix(cp, "/Volumes/") && strings.Count(cp, "/") == 2
 }
