@@ -81,6 +81,15 @@ func (w *walker) recordCommandWrites(c *command) {
 		for _, p := range downloadOutputs(c) {
 			w.recordWrite(p, dl, false)
 		}
+	case "certutil", "certutil.exe", "bitsadmin", "bitsadmin.exe":
+		// certutil -urlcache -f URL FILE, bitsadmin /transfer JOB URL FILE
+		dl := generated()
+		dl.taint |= taintDownload
+		for i, a := range c.args {
+			if a.lit && strings.Contains(a.val, "://") && i+1 < len(c.args) {
+				w.recordWrite(c.args[i+1], dl, false)
+			}
+		}
 	case "tar", "gtar", "bsdtar", "unzip", "7z", "7za", "7zz":
 		if archive, dir, ok := unpacks(c); ok {
 			if f, ok := w.env.files[fileKey(archive)]; ok && f.s.taint&taintDownload != 0 {
