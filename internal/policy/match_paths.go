@@ -156,19 +156,35 @@ var appDataStores = []string{"Library/Application Support", "Library/Containers"
 	"Library/Calendars", "Library/Keychains", "Library/Photos", "Library/Accounts", "Library/Cookies"}
 
 // appDataStore reports whether rel (a path in a home) is an application
-// data store, an entry of one (Library/Application Support/Google), or a
-// photo or music library.
+// data store, an entry of one down to the third level
+// (Library/Application Support/Google/Chrome/Default) that is not scrap, or
+// a photo or music library.
 func appDataStore(rel string) bool {
 	for _, s := range appDataStores {
 		if rel == s {
 			return true
 		}
-		if rest, ok := strings.CutPrefix(rel, s+"/"); ok && rest != "" && !strings.Contains(rest, "/") {
+		if rest, ok := strings.CutPrefix(rel, s+"/"); ok && rest != "" && strings.Count(rest, "/") < 3 && !appDataScrap(rest) {
 			return true
 		}
 	}
 	base := path.Base(rel)
 	return strings.HasSuffix(base, ".photoslibrary") || strings.HasSuffix(base, ".musiclibrary")
+}
+
+// appDataScrap reports whether a path in an application data store names
+// what the application rebuilds by itself: caches, logs, crash reports,
+// temporary files, virtual environments. Everything else down to the third
+// level (Google/Chrome/Default, Postgres/var-16, Code/User) is the user's
+// profile, databases or settings.
+func appDataScrap(rest string) bool {
+	l := strings.ToLower(rest)
+	for _, w := range []string{"cache", "log", "crash", "tmp", "temp", "virtualenv", "venv", "node_modules", "/update", "shipit"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // sensitiveDeleteHits classifies deleting or moving away t by the
