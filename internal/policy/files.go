@@ -92,7 +92,8 @@ func (w *walker) recordCommandWrites(c *command) {
 		}
 	case "tar", "gtar", "bsdtar", "unzip", "7z", "7za", "7zz":
 		if archive, dir, ok := unpacks(c); ok {
-			if f, ok := w.env.files[fileKey(archive)]; ok && f.s.taint&taintDownload != 0 {
+			if f, ok := w.env.files[fileKey(archive)]; ok && f.s.taint&taintDownload != 0 ||
+				(archive == "" || archive == "-") && c.stdin.taint&taintDownload != 0 {
 				w.env.unpacked = append(slices.Clip(w.env.unpacked), w.inCwd(dir))
 			}
 		}
@@ -107,7 +108,8 @@ func (w *walker) recordCommandWrites(c *command) {
 }
 
 // unpacks returns the archive an extracting command reads and the
-// directory it unpacks into: tar x[z]f FILE [-C DIR], unzip FILE [-d DIR],
+// directory it unpacks into: tar x[z]f FILE [-C DIR] (no FILE, or -: its
+// standard input), unzip FILE [-d DIR],
 // 7z x FILE [-oDIR].
 func unpacks(c *command) (archive, dir string, ok bool) {
 	dir = "."
@@ -171,7 +173,8 @@ func unpacks(c *command) (archive, dir string, ok bool) {
 			}
 		}
 	}
-	return archive, dir, extract && archive != "" && dir != ""
+	fromStdin := archive == "" && c.name != "unzip" && c.name != "7z" && c.name != "7za" && c.name != "7zz"
+	return archive, dir, extract && (archive != "" || fromStdin) && dir != ""
 }
 
 // unpackedProgram reports a program path (./tools/install.sh) under a

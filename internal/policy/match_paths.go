@@ -251,6 +251,10 @@ func matchEnvSend(c *command, h *hits) {
 		h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory it reads on stdin")
 		return
 	}
+	if dest, ok := tokenSentAway(c); ok {
+		h.add(ruleEnvSend, c.name+" sends an access token to "+quoteDetail(dest)+", not to the service that issued it")
+		return
+	}
 	for _, a := range c.args {
 		if a.taint&taintData != 0 {
 			h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory in "+quoteDetail(a.src))

@@ -78,7 +78,7 @@ func produce(c *command) stream {
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
 	case "jq", "gojq", "jaq":
 		out := generated()
-		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData)
+		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken)
 		out.shape = jqFilter(c.args)
 		return out
 	case "grep", "egrep":
@@ -112,7 +112,7 @@ func produce(c *command) stream {
 		return out
 	}
 	out := generated()
-	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData)
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken)
 	if dumpsData(c) {
 		out.taint |= taintData
 	}

@@ -31,6 +31,9 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	if dumpsEnvironment(words) {
 		defer func() { out.taint |= taintSecret }()
 	}
+	if printsToken(words) {
+		defer func() { out.taint |= taintToken }()
+	}
 	c, name, st := unwrap(words)
 	switch st {
 	case runsNothing:

@@ -102,6 +102,9 @@ func (w *walker) outputOf(s *syntax.Stmt, in stream) stream {
 			if dumpsEnvironment(words) {
 				o.taint |= taintSecret
 			}
+			if printsToken(words) {
+				o.taint |= taintToken
+			}
 			if i == 0 {
 				out = o
 			} else {

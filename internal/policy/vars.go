@@ -22,6 +22,7 @@ type value struct {
 	env     bool   // the unknown value is only the worker's environment's, or unset (see taintEnv)
 	secret  bool   // the unknown value holds the environment's values (see taintSecret)
 	cred    bool   // the unknown value names credential files (see taintCredential)
+	token   bool   // the unknown value holds an access token (see taintToken)
 	over    string // the limit bounded cut vals at, "" if none
 }
 
@@ -31,7 +32,7 @@ var unknownValue = value{unknown: true}
 
 // union returns the values either a or b may hold.
 func union(a, b value) value {
-	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred}
+	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred, token: a.token || b.token}
 	out.env = out.unknown && (a.env || !a.unknown) && (b.env || !b.unknown)
 	for _, v := range b.vals {
 		if !slices.Contains(out.vals, v) {

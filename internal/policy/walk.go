@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -175,6 +177,7 @@ func (w *walker) forClause(c *syntax.ForClause) {
 						v.unknown = true
 						v.secret = v.secret || a.taint&taintSecret != 0
 						v.cred = v.cred || a.taint&taintCredential != 0
+						v.token = v.token || a.taint&taintToken != 0
 					}
 				}
 			}
@@ -208,7 +211,7 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 	defer func() { w.cond-- }()
 	start := int(s.Position.Offset())
 	for i, st := range stages {
-		consumed := i+1 < len(stages) && (readsCredential(stages[i+1]) || onlyCounts(stages[i+1]))
+		consumed := i+1 < len(stages) && (readsCredential(stages[i+1]) || onlyCounts(stages[i+1]) || projectsNames(stages[i+1]))
 		if consumed {
 			w.captured++
 		}
@@ -271,6 +274,154 @@ func onlyCounts(s *syntax.Stmt) bool {
 		}
 	}
 	return false
+}
+
+// projectsNames reports a pipeline stage that prints only the names of
+// what it reads: jq whose filter ends in name-like fields (.[].name,
+// .items[] | {name, id}), or cut keeping the first field of KEY=VALUE or
+// NAME:HASH records, or fields of passwd-style records other than the
+// second (the hash). A listing of secrets projected to their names does
+// not print the secrets.
+func projectsNames(s *syntax.Stmt) bool {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) < 2 || len(s.Redirs) > 0 {
+		return false
+	}
+	words := make([]string, 0, len(ce.Args)-1)
+	for _, w := range ce.Args[1:] {
+		v, ok := literalWord(w)
+		if !ok {
+			return false
+		}
+		words = append(words, v)
+	}
+	switch ce.Args[0].Lit() {
+	case "jq", "gojq", "jaq":
+		return jqNamesOnly(words)
+	case "cut":
+		return cutNamesOnly(words)
+	}
+	return false
+}
+
+// literalWord is w's value when it is made only of literal text and quotes.
+func literalWord(w *syntax.Word) (string, bool) {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(p.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// nameFields are the fields a listing names its entries by.
+var nameFields = map[string]bool{"name": true, "names": true, "id": true, "ids": true, "title": true, "label": true,
+	"type": true, "username": true, "login": true, "email": true, "path": true, "folder": true,
+	"folderId": true, "vault": true, "created": true, "createdAt": true, "updated": true, "updatedAt": true, "version": true}
+
+// jqNamePath is a jq path whose fields are plain names: .items[].name, name.
+var jqNamePath = regexp.MustCompile(`^\.?(\[\])?([A-Za-z_]\w*(\[\])?)?(\.[A-Za-z_]\w*(\[\])?)*$`)
+
+// jqNamesOnly: jq's options leave it reading a filter from the command line
+// whose last stage builds only name-like fields.
+func jqNamesOnly(words []string) bool {
+	var filter string
+	found := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w == "--arg" || w == "--argjson":
+			i += 2
+		case w == "-f" || w == "--from-file" || strings.HasPrefix(w, "--slurpfile") || strings.HasPrefix(w, "--rawfile") || w == "--args" || w == "--jsonargs":
+			return false
+		case strings.HasPrefix(w, "-"):
+		case !found:
+			filter, found = w, true
+		}
+	}
+	if !found {
+		return false
+	}
+	stages := strings.Split(filter, "|")
+	last := strings.TrimSpace(stages[len(stages)-1])
+	last = strings.TrimPrefix(last, "map(")
+	last = strings.Trim(last, "[]() ")
+	last = strings.TrimSuffix(strings.TrimPrefix(last, "{"), "}")
+	if last == "" {
+		return false
+	}
+	for _, item := range strings.Split(last, ",") {
+		item = strings.TrimSpace(item)
+		if k, v, ok := strings.Cut(item, ":"); ok {
+			if item = strings.TrimSpace(v); item == "" {
+				item = strings.TrimSpace(k)
+			}
+		}
+		if !jqNamePath.MatchString(item) {
+			return false
+		}
+		field := item[strings.LastIndex(item, ".")+1:]
+		if !nameFields[strings.TrimSuffix(field, "[]")] {
+			return false
+		}
+	}
+	return true
+}
+
+// cutNamesOnly: cut -d D -f LIST keeping only field 1 of KEY=VALUE or
+// NAME:VALUE records, or fields other than 2 of colon-separated
+// passwd-style records.
+func cutNamesOnly(words []string) bool {
+	var delim, fields string
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case (w == "-d" || w == "-f") && i+1 < len(words):
+			if w == "-d" {
+				delim = words[i+1]
+			} else {
+				fields = words[i+1]
+			}
+			i++
+		case strings.HasPrefix(w, "-d"):
+			delim = w[2:]
+		case strings.HasPrefix(w, "-f"):
+			fields = w[2:]
+		case strings.HasPrefix(w, "--delimiter="):
+			delim = strings.TrimPrefix(w, "--delimiter=")
+		case strings.HasPrefix(w, "--fields="):
+			fields = strings.TrimPrefix(w, "--fields=")
+		default:
+			return false
+		}
+	}
+	if fields == "1" && (delim == "=" || delim == ":") {
+		return true
+	}
+	if delim != ":" || fields == "" {
+		return false
+	}
+	for _, f := range strings.Split(fields, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n == 2 || n < 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // printsArgs are the commands that write their arguments to the output:

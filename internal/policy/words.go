@@ -48,6 +48,10 @@ const (
 	// --archive) or a shell history read out, and what is made of it
 	// (gzip, base64, openssl enc).
 	taintData
+	// taintToken is an access token a CLI prints (gh auth token, gcloud
+	// auth print-access-token), and what is made of it: sent anywhere but
+	// to its issuer, it is a leak (see matchEnvSend).
+	taintToken
 )
 
 // arg is one word of a command after expansion and quote removal.
@@ -342,6 +346,9 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 	}
 	if v.cred {
 		t |= taintCredential
+	}
+	if v.token {
+		t |= taintToken
 	}
 	x.branchVar(name, v, !quoted, t)
 }
