@@ -178,6 +178,9 @@ type packRule struct {
 	// Piped requires the command's standard input to come from a pipe or
 	// a redirection.
 	Piped bool `yaml:"piped"`
+	// PipedEnv requires the standard input to hold the environment's
+	// values (env, printenv, set piped in).
+	PipedEnv bool `yaml:"piped_env"`
 	// Printed requires the command's output to reach the job's output:
 	// not captured by $(...) in another command's words or an
 	// assignment, nor piped into a command that reads a credential on
@@ -785,6 +788,9 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		}
 	}
 	if r.Piped && !c.stdin.present {
+		return "", false
+	}
+	if r.PipedEnv && c.stdin.taint&taintSecret == 0 {
 		return "", false
 	}
 	if r.Printed && c.captured {
