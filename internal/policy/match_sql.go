@@ -29,6 +29,11 @@ var sqlClients = map[string]sqlArgs{
 	"beeline":           optionSQL(optSpec{short: "eufnpdi", long: []string{"hiveconf", "hivevar", "property-file"}}, "e", "", "", "f"),
 	"hive":              optionSQL(optSpec{short: "efdi", long: []string{"database", "hiveconf", "hivevar", "define"}}, "e", "", "", "f"),
 	"spark-sql":         optionSQL(optSpec{short: "efi", long: []string{"database", "master", "conf", "name", "jars"}}, "e", "", "", "f"),
+	"mysqlsh":           optionSQL(optSpec{short: "euhPpSDfm", long: []string{"execute", "user", "host", "port", "password", "socket", "schema", "database", "file", "uri", "log-level"}}, "e", "execute", "", "f"),
+	"trino":             optionSQL(optSpec{short: "f", long: []string{"server", "catalog", "schema", "user", "execute", "file", "output-format", "session", "source", "password"}}, "", "execute", "", "f"),
+	"presto":            optionSQL(optSpec{short: "f", long: []string{"server", "catalog", "schema", "user", "execute", "file", "output-format", "session", "source"}}, "", "execute", "", "f"),
+	"impala-shell":      optionSQL(optSpec{short: "qfidu", long: []string{"query", "query_file", "impalad", "database", "user"}}, "q", "query", "", "f"),
+	"vsql":              optionSQL(optSpec{short: "cdfhpUw", long: []string{"command", "dbname", "file", "host", "port", "username", "password"}}, "c", "command", "", "f"),
 	"turso":             tursoSQL,
 	"prisma":            prismaSQL,
 	"wrangler":          wranglerSQL,
@@ -371,6 +376,12 @@ func destructiveStatement(words []string) (string, bool) {
 		case "REPLACE":
 			if i >= 1 && words[i-1] == "WITH" && words[0] == "RESTORE" {
 				return "RESTORE ... WITH REPLACE", true
+			}
+		case "RESET", "PURGE":
+			// RESET MASTER, RESET BINARY LOGS AND GTIDS, PURGE BINARY LOGS:
+			// the binary logs replicas and point-in-time recovery read.
+			if i == 0 && len(words) > 1 && (words[1] == "MASTER" || words[1] == "BINARY" && len(words) > 2 && words[2] == "LOGS") {
+				return w + " " + words[1], true
 			}
 		}
 	}
