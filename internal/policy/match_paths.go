@@ -211,6 +211,7 @@ var credentialReaders = []string{
 	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
 	// databases a credential store is kept in (gcloud's credentials.db, a browser's Login Data), and file senders
 	"sqlite3", "duckdb", "litecli", "wormhole", "croc", "ffsend", "magic-wormhole", "transfer", "sendme",
+	"gh", // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
 }
 
 // netSenders are the programs that send what they are given (on stdin, in
@@ -272,6 +273,10 @@ func matchEnvSend(c *command, h *hits) {
 				h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory written to "+quoteDetail(p.val))
 				return
 			}
+			if isHistoryFile(p.val) {
+				h.add(ruleDataSend, c.name+" sends the shell history "+quoteDetail(p.val))
+				return
+			}
 		}
 	}
 }
@@ -279,6 +284,11 @@ func matchEnvSend(c *command, h *hits) {
 // matchCredentialRead judges a reader given a credential to read.
 func matchCredentialRead(c *command, h *hits) {
 	args := c.args
+	if c.name == "gh" {
+		if ops, _ := operands(args, optSpec{short: "dR", long: []string{"desc", "filename", "repo"}}); len(ops) == 0 || ops[0].val != "gist" {
+			return
+		}
+	}
 	if c.name == "tar" {
 		args = tarOperands(args)
 	}
