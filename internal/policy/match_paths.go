@@ -28,6 +28,8 @@ const (
 var credentialDirs = []string{
 	".ssh", ".aws", ".gnupg", ".kube", ".azure", ".config/gcloud", ".config/gh", ".config/doctl", ".password-store",
 	"Library/Keychains", ".oci", ".docker", ".config/hub", ".config/rclone", ".terraform.d", ".vault-token",
+	// the desktop keyrings (GNOME Keyring, KWallet) and the key stores of pass-like tools
+	".local/share/keyrings", ".local/share/kwalletd", ".gopass", ".local/share/gopass",
 }
 
 // homeCredentialFiles are home-relative files that hold credentials.
@@ -299,6 +301,9 @@ func matchCredentialRead(c *command, h *hits) {
 	}
 	if c.name == "sed" && slices.ContainsFunc(args, func(a arg) bool { return a.lit && strings.HasPrefix(a.val, "-i") }) {
 		return // in place: a write, judged as one
+	}
+	if grepCounts(c) {
+		return // grep -c, -l, -q print counts, file names or nothing
 	}
 	for _, a := range args {
 		if a.taint&taintCredential != 0 {
@@ -663,4 +668,34 @@ func (w *walker) scriptSink(a arg, s stream) {
 	for _, text := range scripts {
 		w.runCode(&c, langShell, code{text: text, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
 	}
+}
+
+// grepCounts reports a grep that prints no matched line: -c counts, -l and
+// -L name files, -q prints nothing.
+func grepCounts(c *command) bool {
+	switch c.name {
+	case "grep", "egrep", "fgrep", "rg", "ag":
+	default:
+		return false
+	}
+	for _, a := range c.args {
+		if !a.lit || a.val == "--" {
+			break
+		}
+		switch {
+		case a.val == "--count" || a.val == "--files-with-matches" || a.val == "--files-without-match" || a.val == "--quiet" || a.val == "--silent":
+			return true
+		case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.ContainsAny(a.val[1:], "clLq"):
+			// a cluster such as -rc; an option taking a value (-e, -f, -m)
+			// ends the cluster, so -ecx is -e with the pattern cx
+			cluster := a.val[1:]
+			if k := strings.IndexAny(cluster, "efmABCdD"); k >= 0 {
+				cluster = cluster[:k]
+			}
+			if strings.ContainsAny(cluster, "clLq") {
+				return true
+			}
+		}
+	}
+	return false
 }

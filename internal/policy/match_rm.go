@@ -150,7 +150,9 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 	case recursive && !t.guess && outsideWorkdir(t.path):
 		h.add(ruleRmOutside, tool+" -r on "+t.show+", outside the working directory")
 	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
-	case isHistoryFile(t.path):
+	case isHistoryFile(t.path) && (isAbsolute(t.path) || isShellHistory(t.path)):
+		// a history file in the job's own directory (./.python_history
+		// a REPL left in the project) is the project's, not the user's
 		h.add(ruleHistoryWipe, tool+" of history file "+t.show)
 	case isSystemFile(t.path):
 		h.add(ruleWriteSystem, tool+" of system file "+t.show)

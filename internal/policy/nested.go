@@ -330,6 +330,7 @@ func (w *walker) alias(c *command) {
 // a script operand that is generated content (<(...)).
 func (w *walker) shell(c *command) {
 	hasC, stdin := false, false
+	noexec, interactive := false, false
 	i := 0
 loop:
 	for ; i < len(c.args); i++ {
@@ -342,15 +343,25 @@ loop:
 			i++
 			break loop
 		case v == "-o" || v == "+o" || v == "-O" || v == "+O" || v == "--rcfile" || v == "--init-file":
+			if v == "-o" && i+1 < len(c.args) && c.args[i+1].lit && c.args[i+1].val == "noexec" {
+				noexec = true
+			}
 			i++
 		case strings.HasPrefix(v, "--"):
 		case len(v) > 1 && v[0] == '-':
 			hasC = hasC || strings.Contains(v[1:], "c")
 			stdin = stdin || strings.Contains(v[1:], "s")
+			noexec = noexec || strings.Contains(v[1:], "n")
+			interactive = interactive || strings.Contains(v[1:], "i")
 		case len(v) > 1 && v[0] == '+':
 		default:
 			break loop
 		}
+	}
+	if noexec && !interactive {
+		// sh -n reads the script and checks its syntax, running nothing
+		// (an interactive shell ignores -n, so sh -ni is judged as usual).
+		return
 	}
 	ops := c.args[min(i, len(c.args)):]
 	switch {

@@ -664,8 +664,12 @@ func (pc packCall) hasOption(spec string) bool {
 }
 
 // optionValueIs reports whether an option's value is want, case
-// insensitively; a "*" in want stands for any text (-m=*_db).
+// insensitively; a "*" in want stands for any text (-m=*_db), and a want
+// starting with a backslash is literal text (--source=\* is the value *).
 func optionValueIs(val, want string) bool {
+	if lit, ok := strings.CutPrefix(want, "\\"); ok {
+		return strings.EqualFold(val, lit)
+	}
 	if !strings.Contains(want, "*") {
 		return strings.EqualFold(val, want)
 	}

@@ -177,6 +177,12 @@ var historyFiles = []string{
 	".lesshst", ".viminfo", "fish_history", ".rediscli_history",
 }
 
+// isShellHistory reports a shell's history file (not a REPL's or an
+// editor's), in any directory.
+func isShellHistory(p string) bool {
+	return slices.Contains(historyFiles[:6], path.Base(p)) || path.Base(p) == "fish_history"
+}
+
 // isHistoryFile reports whether p names a history file, in any directory.
 func isHistoryFile(p string) bool {
 	return slices.Contains(historyFiles, path.Base(strings.ReplaceAll(p, homeMarker, "~")))

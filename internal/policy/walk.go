@@ -358,6 +358,10 @@ func jqNamesOnly(words []string) bool {
 	}
 	stages := strings.Split(filter, "|")
 	last := strings.TrimSpace(stages[len(stages)-1])
+	switch last {
+	case "keys", "keys[]", "keys_unsorted", "keys_unsorted[]", ".[].key", "to_entries[].key", "map(.key)", "length", "keys | length":
+		return true // an object's keys (variable names), or a count
+	}
 	last = strings.TrimPrefix(last, "map(")
 	last = strings.Trim(last, "[]() ")
 	last = strings.TrimSuffix(strings.TrimPrefix(last, "{"), "}")
