@@ -137,8 +137,14 @@ func (w *walker) sideEffects(c *command) {
 		switch {
 		case len(rest) == 0:
 			w.env.setCwd(known("~"), cond)
-		case !rest[0].lit || rest[0].val == "-":
+		case rest[0].val == "-":
 			w.env.setCwd(unknownValue, cond)
+		case !rest[0].lit:
+			v := value{vals: c.paths(rest[0])} // "$PWD/..": a known place relative to the job's directory
+			if len(v.vals) == 0 {
+				v = unknownValue
+			}
+			w.env.setCwd(v, cond)
 		default:
 			v := value{vals: c.paths(rest[0])}
 			if len(v.vals) == 0 {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -41,6 +42,11 @@ type command struct {
 // directory (and itself). An operand that is not a literal names no known
 // path. paths adds what they alias.
 func (c *command) namedPaths(a arg) []string {
+	if !a.lit && c.cwd.unknown && c.cwd.env && len(c.cwd.vals) == 0 {
+		if rel, ok := workdirRelative(a.src); ok {
+			return []string{rel} // "$PWD/../x": ../x, from the job's working directory
+		}
+	}
 	if !a.lit || a.val == "" {
 		return nil
 	}
@@ -562,4 +568,23 @@ func operandThen(spec optSpec) wrapper {
 		}
 		return rest[1:], true
 	}
+}
+
+// workdirParent matches a word that names a path above the job's working
+// directory through the shell's own name for it: "$PWD/../x",
+// "$(pwd)/..", "$(git rev-parse --show-toplevel)/../x", "$(dirname "$PWD")".
+var workdirParent = regexp.MustCompile(`^"?(?:\$PWD|\$\{PWD\}|\$\(\s*pwd\s*\)|` + "`pwd`" + `|\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\))((?:/\.\.)+(?:/[^"$` + "`" + `\\*?\[]*)?)/?"?$|^"?\$\(\s*dirname\s+"?(?:\$PWD|\$\{PWD\}|\$\(\s*pwd\s*\))"?\s*\)((?:/[^"$` + "`" + `\\*?\[]*)?)/?"?$`)
+
+// workdirRelative returns the path, relative to the job's working
+// directory, that a word built from the working directory's own name and
+// "/.." names (../x), when the word's source text is of that form.
+func workdirRelative(src string) (string, bool) {
+	m := workdirParent.FindStringSubmatch(src)
+	switch {
+	case m == nil:
+		return "", false
+	case m[1] != "":
+		return strings.TrimPrefix(m[1], "/"), true
+	}
+	return ".." + m[2], true
 }

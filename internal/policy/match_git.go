@@ -44,6 +44,8 @@ func matchGit(c *command, h *hits) {
 	case "push":
 		if detail, ok := destructivePush(args); ok {
 			h.add(ruleGitDestructive, "git push "+detail)
+		} else if remote, ok := pushesEverything(args); ok {
+			h.add(ruleDataSend, "git push --all to "+quoteDetail(remote)+", a remote other than origin or upstream: every branch of the repository leaves")
 		}
 	case "reset":
 		for _, a := range args {
@@ -115,4 +117,26 @@ func destructivePush(args []arg) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// pushesEverything reports a git push of every branch (--all, --branches)
+// to a named remote other than origin and upstream, or to a URL: the whole
+// repository copied to a place the project does not name as its own.
+func pushesEverything(args []arg) (string, bool) {
+	ops, opts := operands(args, optSpec{short: "o", long: []string{"repo", "receive-pack", "exec", "push-option", "signed"}})
+	all := false
+	for _, o := range opts {
+		if optionIs(o, "n", "dry-run", gitPushLong) {
+			return "", false
+		}
+		all = all || optionIs(o, "", "all", gitPushLong) || optionIs(o, "", "branches", gitPushLong)
+	}
+	if !all || len(ops) == 0 || !ops[0].lit {
+		return "", false
+	}
+	switch ops[0].val {
+	case "origin", "upstream":
+		return "", false
+	}
+	return ops[0].val, true
 }

@@ -36,7 +36,7 @@ func writeHits(t target, kind writeKind, label string, h *hits) {
 		h.add(ruleCredentialDestroy, label+t.show)
 	case ok && shadowsProgram(c):
 		h.add(ruleWriteSystem, label+t.show+", which the PATH finds before the system's "+path.Base(c))
-	case kind == writeTruncate && ok && strings.HasPrefix(c, "/var/log/"):
+	case kind == writeTruncate && ok && strings.HasPrefix(c+"/", "/var/log/"): // a log, or the logs find lists under it
 		h.add(ruleHistoryWipe, label+t.show+", a system log")
 	case kind == writeTruncate && ok && serviceStateFile(c):
 		h.add(ruleWriteSystem, label+t.show+", a service's data")
