@@ -375,3 +375,22 @@ func TestPortChecksAndCredentialBackups(t *testing.T) {
 		{"cp ~/.aws/credentials ~/.kube/x", ruleCredentialRead},
 	})
 }
+
+// TestRolledBackTransactions: a PostgreSQL script that is one transaction
+// rolled back leaves nothing behind; a COMMIT, a second transaction, a
+// meta-command or another database's client does not get that reading.
+func TestRolledBackTransactions(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"psql \"$DATABASE_URL\" <<'SQL'\nBEGIN;\nDELETE FROM users;\nROLLBACK;\nSQL", ""},
+		{"psql -d shop_dev -v ON_ERROR_STOP=1 <<'SQL'\nBEGIN;\nDELETE FROM carts;\nSELECT count(*) FROM cart_items;\nROLLBACK;\nSQL", ""},
+		{"psql -c 'BEGIN; DROP TABLE users; ROLLBACK;'", ""},
+		{"psql -d shop <<'SQL'\nBEGIN;\nDELETE FROM users;\nCOMMIT;\nSQL", ruleSQLDestructive},
+		{"psql -d shop <<'SQL'\nBEGIN;\nDELETE FROM users;\nCOMMIT;\nBEGIN;\nROLLBACK;\nSQL", ruleSQLDestructive},
+		{"psql -c 'BEGIN; DROP TABLE users; END; ROLLBACK;'", ruleSQLDestructive},
+		{"psql <<'SQL'\nBEGIN;\nDELETE FROM users;\n\\c other\nDELETE FROM x;\nROLLBACK;\nSQL", ruleSQLDestructive},
+		{"psql -c \"BEGIN; DELETE FROM users; COPY users TO PROGRAM 'gzip > /tmp/u.gz'; ROLLBACK;\"", ruleSQLDestructive},
+		{"mysql shop <<'SQL'\nBEGIN;\nDELETE FROM users;\nROLLBACK;\nSQL", ruleSQLDestructive},
+	})
+}

@@ -231,10 +231,13 @@ func matchDropDB(c *command, h *hits) {
 // sql judges a SQL script: each destructive statement is a finding, and
 // each client command that runs a shell (psql and mysql \!, mysql system,
 // sqlite3 .shell and .system) is walked as a script.
-func (w *walker) sql(f *frame) {
-	for _, st := range sqlStatements(f.src) {
-		if detail, ok := destructiveStatement(st.words); ok {
-			w.d.add(f, ruleSQLDestructive, detail, "", st.sp)
+func (w *walker) sql(f *frame, client string) {
+	sts := sqlStatements(f.src)
+	if client != "psql" || !rolledBack(f.src, sts) {
+		for _, st := range sts {
+			if detail, ok := destructiveStatement(st.words); ok {
+				w.d.add(f, ruleSQLDestructive, detail, "", st.sp)
+			}
 		}
 	}
 	off := 0
@@ -459,4 +462,47 @@ func (w *walker) sqlFiles(c *command) {
 			w.runCode(c, langSQL, argCode(arg{val: wr.s.text, lit: true, pos: a.pos, end: a.end, exact: -1}), c.name+" "+a.val, c.sp, nil, false)
 		}
 	}
+}
+
+// rolledBack reports a PostgreSQL script that is one transaction rolled
+// back: BEGIN (or START TRANSACTION), statements PostgreSQL undoes with
+// the transaction (DELETE, UPDATE, TRUNCATE, DROP TABLE, ALTER, ...), and
+// ROLLBACK as its last statement, with no other COMMIT, END or ROLLBACK,
+// no psql meta-command (\c, \!) and nothing that acts outside the
+// transaction (dblink, COPY ... PROGRAM, terminating backends). What cannot
+// run in a transaction block (DROP DATABASE, VACUUM) fails there.
+func rolledBack(src string, sts []sqlStatement) bool {
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), `\`) {
+			return false
+		}
+	}
+	if len(sts) < 3 {
+		return false
+	}
+	first, last := sts[0].words, sts[len(sts)-1].words
+	if !(len(first) >= 1 && first[0] == "BEGIN" || len(first) >= 2 && first[0] == "START" && first[1] == "TRANSACTION") {
+		return false
+	}
+	if len(last) == 0 || last[0] != "ROLLBACK" || len(last) > 2 {
+		return false
+	}
+	for _, st := range sts[1 : len(sts)-1] {
+		if len(st.words) == 0 {
+			continue
+		}
+		switch st.words[0] {
+		case "DELETE", "UPDATE", "INSERT", "SELECT", "TRUNCATE", "DROP", "ALTER", "CREATE", "SAVEPOINT", "RELEASE", "WITH", "EXPLAIN", "TABLE", "VALUES":
+		default:
+			return false
+		}
+		for _, w := range st.words {
+			switch w {
+			case "COMMIT", "PROGRAM", "DBLINK", "DBLINK_EXEC", "PG_TERMINATE_BACKEND", "PG_CANCEL_BACKEND", "PG_RELOAD_CONF",
+				"LO_EXPORT", "PG_FILE_WRITE", "PG_DROP_REPLICATION_SLOT", "PG_CREATE_RESTORE_POINT", "DATABASE", "SUBSCRIPTION", "CONCURRENTLY":
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -234,7 +234,7 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 			}
 			w.d.script(f, e, w.cond, w.inherited(c, src))
 		case langSQL:
-			w.sql(f)
+			w.sql(f, c.name)
 		default:
 			w.inline(l, f)
 		}
