@@ -286,19 +286,6 @@ func TestDetectNestingLimit(t *testing.T) {
 	}
 }
 
-// shellQuote single-quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	out := "'"
-	for _, r := range s {
-		if r == '\'' {
-			out += `'\''`
-		} else {
-			out += string(r)
-		}
-	}
-	return out + "'"
-}
-
 // TestDetectHostileNesting checks that deeply nested input fails closed
 // instead of exhausting the stack (a fatal error the worker cannot recover).
 func TestDetectHostileNesting(t *testing.T) {

@@ -48,6 +48,16 @@ func (w *walker) recordRedirects(s *syntax.Stmt, out stream) {
 		case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll:
 			for _, a := range w.value(r.Word) {
 				w.recordWrite(a, out, false)
+				if !agentWrite(s, r) {
+					continue
+				}
+				c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
+				for _, t := range c.targets(a) {
+					if isAgentFile(t.path) && !(out.known && out.alt == "" && agentDefinitionRead(t.path, out.text)) {
+						// a user agent whose commands cannot be read: it runs something at every login
+						w.d.add(w.f, ruleWriteSystem, "redirection to "+t.show, "", stmtSpan(s))
+					}
+				}
 			}
 		case syntax.AppOut, syntax.AppAll:
 			for _, a := range w.value(r.Word) {

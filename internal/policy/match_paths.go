@@ -688,6 +688,8 @@ func (w *walker) scriptSink(a arg, s stream) {
 		for _, m := range sshCommandLine.FindAllStringSubmatch(s.text, -1) {
 			scripts = append(scripts, m[1])
 		}
+	case isAgentFile(p):
+		scripts, _ = agentDefinitionCommands(p, s.text)
 	case base == ".vimrc" || base == ".exrc" || base == "init.vim" || base == ".gvimrc":
 		for _, m := range vimShellLine.FindAllStringSubmatch(s.text, -1) {
 			scripts = append(scripts, m[1])
@@ -777,4 +779,68 @@ func credentialDirOf(p string) (string, bool) {
 	}
 	dir := path.Dir(rel)
 	return dir, slices.Contains(credentialDirs, dir)
+}
+
+// isAgentFile reports a per-user agent definition that runs a program at
+// login: a launchd agent (~/Library/LaunchAgents/NAME.plist) or a systemd
+// user unit (~/.config/systemd/user/NAME.service).
+func isAgentFile(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	rel, ok := homeRelative(c)
+	if !ok {
+		return false
+	}
+	dir, base := path.Split(rel)
+	return dir == "Library/LaunchAgents/" && strings.HasSuffix(base, ".plist") ||
+		dir == ".config/systemd/user/" && strings.HasSuffix(base, ".service")
+}
+
+var (
+	plistProgramArgs = regexp.MustCompile(`(?s)<key>\s*ProgramArguments\s*</key>\s*<array>(.*?)</array>`)
+	plistProgram     = regexp.MustCompile(`(?s)<key>\s*Program\s*</key>\s*<string>([^<]*)</string>`)
+	plistString      = regexp.MustCompile(`(?s)<string>([^<]*)</string>`)
+	unitExec         = regexp.MustCompile(`(?m)^\s*Exec(?:Start|StartPre|StartPost|Stop|StopPost|Reload|Condition)\s*=\s*[-@:+!]*(.*)$`)
+)
+
+// agentDefinitionCommands returns, as shell command lines, what an agent definition
+// runs (a plist's Program and ProgramArguments, a unit's Exec lines), and
+// whether the definition was read whole: it names a program and sets no
+// loader variable (DYLD_*, LD_PRELOAD) that would run code in others.
+func agentDefinitionCommands(p, text string) ([]string, bool) {
+	if strings.Contains(text, "DYLD_") || strings.Contains(text, "LD_PRELOAD") || strings.Contains(text, "LD_LIBRARY_PATH") || strings.Contains(text, "&") {
+		return nil, false // entities (&lt;) or loader variables: not read here
+	}
+	var out []string
+	if strings.HasSuffix(p, ".plist") {
+		if m := plistProgramArgs.FindStringSubmatch(text); m != nil {
+			var words []string
+			for _, s := range plistString.FindAllStringSubmatch(m[1], -1) {
+				words = append(words, shellQuote(s[1]))
+			}
+			if len(words) > 0 {
+				out = append(out, strings.Join(words, " "))
+			}
+		} else if m := plistProgram.FindStringSubmatch(text); m != nil {
+			out = append(out, shellQuote(m[1]))
+		}
+		return out, len(out) == 1
+	}
+	for _, m := range unitExec.FindAllStringSubmatch(text, -1) {
+		out = append(out, strings.TrimSpace(m[1]))
+	}
+	return out, len(out) > 0
+}
+
+// agentDefinitionRead reports an agent definition agentDefinitionCommands reads whole.
+func agentDefinitionRead(p, text string) bool {
+	_, ok := agentDefinitionCommands(p, text)
+	return ok
+}
+
+// shellQuote quotes s as one shell word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

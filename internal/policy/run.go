@@ -110,6 +110,17 @@ func startupAppend(s *syntax.Stmt, r *syntax.Redirect) bool {
 	return false
 }
 
+// agentWrite reports a redirection that writes a statement's whole output
+// (cat > ~/Library/LaunchAgents/x.plist <<EOF) whose content
+// recordRedirects sees.
+func agentWrite(s *syntax.Stmt, r *syntax.Redirect) bool {
+	if r.Op != syntax.RdrOut && r.Op != syntax.RdrClob || r.N != nil && r.N.Value != "1" {
+		return false
+	}
+	_, ok := s.Cmd.(*syntax.CallExpr)
+	return ok
+}
+
 // isShellStartup reports a shell start-up file of a home directory
 // (~/.bashrc, /home/NAME/.zshrc).
 func isShellStartup(p string) bool {
@@ -131,11 +142,11 @@ func (w *walker) redirects(s *syntax.Stmt, in stream, sp span) stream {
 		}
 		c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
 		var h hits
-		deferred := startupAppend(s, r)
+		deferred, agent := startupAppend(s, r), agentWrite(s, r)
 		for _, a := range w.value(r.Word) {
 			for _, t := range c.targets(a) {
-				if deferred && isShellStartup(t.path) {
-					continue // judged by what is appended, once known (recordRedirects)
+				if deferred && isShellStartup(t.path) || agent && isAgentFile(t.path) {
+					continue // judged by what is written, once known (recordRedirects)
 				}
 				writeHits(t, kind, "redirection to ", &h)
 			}
