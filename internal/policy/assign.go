@@ -174,6 +174,17 @@ func (w *walker) sideEffects(c *command) {
 		}
 	case "set":
 		w.setPositional(c.args, cond)
+		for i, a := range c.args {
+			switch {
+			case !a.lit || a.val == "--":
+			case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "x"),
+				a.val == "-o" && i+1 < len(c.args) && c.args[i+1].val == "xtrace":
+				w.env.xtrace = true
+			case len(a.val) > 1 && a.val[0] == '+' && strings.Contains(a.val, "x") && !cond,
+				a.val == "+o" && i+1 < len(c.args) && c.args[i+1].val == "xtrace" && !cond:
+				w.env.xtrace = false
+			}
+		}
 	case "source", ".":
 		// A sourced file may set any variable.
 		for k, v := range w.env.vars {

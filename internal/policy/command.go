@@ -35,6 +35,8 @@ type command struct {
 	// in another command's words or an assignment, or a pipe into a
 	// command that reads a credential on stdin.
 	captured bool
+	// xtrace says set -x is on: the shell prints the command expanded.
+	xtrace bool
 }
 
 // namedPaths returns the paths operand a names as written: itself when it

@@ -225,7 +225,7 @@ var netSenders = []string{
 }
 
 // secretVarName matches a variable whose name says it holds a secret.
-var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)[A-Z0-9_]*(\}|$|[^A-Za-z0-9_:#%/+-])`)
+var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|DB_URL|_DSN|CONNECTION_STRING|MONGO(DB)?_UR[IL]|REDIS_URL|AMQP_URL)[A-Z0-9_]*(\}|$|[^A-Za-z0-9_:#%/+-])`)
 
 // matchSecretPrint judges echo and printf printing, into the job's output,
 // a variable of the worker's environment (one the job does not set) whose
@@ -259,7 +259,11 @@ func matchEnvSend(c *command, h *hits) {
 		h.add(ruleEnvSend, c.name+" sends an access token to "+quoteDetail(dest)+", not to the service that issued it")
 		return
 	}
-	for _, a := range c.args {
+	for i, a := range c.args {
+		if i > 0 && a.lit && isProjectEnvFile(a.val) && slices.Contains([]string{"-T", "--upload-file", "--post-file", "--body-file"}, c.args[i-1].val) {
+			h.add(ruleEnvSend, c.name+" sends the project's secrets file "+quoteDetail(a.val))
+			return
+		}
 		if a.taint&taintData != 0 {
 			h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory in "+quoteDetail(a.src))
 			return
@@ -278,6 +282,10 @@ func matchEnvSend(c *command, h *hits) {
 			}
 			if isHistoryFile(p.val) {
 				h.add(ruleDataSend, c.name+" sends the shell history "+quoteDetail(p.val))
+				return
+			}
+			if isProjectEnvFile(p.val) {
+				h.add(ruleEnvSend, c.name+" sends the project's secrets file "+quoteDetail(p.val))
 				return
 			}
 		}
@@ -843,4 +851,37 @@ func agentDefinitionRead(p, text string) bool {
 // shellQuote quotes s as one shell word.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isProjectEnvFile reports a project's secrets file (.env, .env.production,
+// prod.env), not its committed template (.env.example, .env.sample).
+func isProjectEnvFile(p string) bool {
+	base := path.Base(p)
+	switch {
+	case base == ".env":
+		return true
+	case strings.HasPrefix(base, ".env."):
+		switch strings.TrimPrefix(base, ".env.") {
+		case "example", "sample", "template", "tpl", "dist", "defaults", "schema":
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// xtraceSecret judges a command run after set -x: the shell prints it to
+// the job's output with its words expanded, so a word made of the worker's
+// secret variable prints the secret (set -x; curl -H "Authorization:
+// Bearer $GITHUB_TOKEN" ...).
+func xtraceSecret(c *command, h *hits) {
+	if !c.xtrace {
+		return
+	}
+	for _, a := range c.args {
+		if a.taint&taintEnv != 0 && secretVarName.MatchString(a.src) {
+			h.add(ruleSecretPrint, "set -x prints "+c.name+"'s words expanded, with the worker's secret "+quoteDetail(a.src))
+			return
+		}
+	}
 }

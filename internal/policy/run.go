@@ -53,6 +53,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
+	c.xtrace = w.env.xtrace
 	if alias, ok := w.programAlias(&c, name); ok {
 		if alias == "" {
 			w.unresolved(name, sp, via)
@@ -88,6 +89,7 @@ func (w *walker) judge(c *command) {
 	for _, m := range matchersFor(c) {
 		m(c, &h)
 	}
+	xtraceSecret(c, &h)
 	for _, x := range h {
 		w.d.add(w.f, x.rule, x.detail, c.via, c.sp)
 	}

@@ -78,6 +78,7 @@ type env struct {
 	progs     progs              // programs the command copied under another name: shared like links
 	over      string             // a limit an assignment reached (value.over), until the walker reports it
 	aliased   bool               // the script defined an alias: a name may run something else
+	xtrace    bool               // set -x may be on: commands are printed expanded
 }
 
 // newEnv is the environment a job starts in: the worker's own working

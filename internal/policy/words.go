@@ -183,6 +183,11 @@ func (w *walker) expandWords(word *syntax.Word, words []*syntax.Word) [][]arg {
 		for _, prefix := range out {
 			for _, p := range x.alts {
 				p.finish()
+				for j := range p.fields {
+					if strings.HasPrefix(p.fields[j].val, "~") && (j > 0 || literalTilde(bw)) {
+						p.fields[j].val = "./" + p.fields[j].val // a directory named ~, not the home
+					}
+				}
 				if len(next) < maxAlts {
 					w.d.charge(1, argBytes*(len(prefix)+len(p.fields)))
 					next = append(next, append(append([]arg(nil), prefix...), p.fields...))
@@ -216,6 +221,9 @@ func (w *walker) value(word *syntax.Word) []arg {
 	for _, p := range x.alts {
 		a := arg{val: p.cur.String(), lit: p.lit, taint: p.taint, exact: -1, expanded: p.expanded,
 			pos: int(word.Pos().Offset()), end: int(word.End().Offset()), src: w.wordSource(word)}
+		if strings.HasPrefix(a.val, "~") && literalTilde(word) {
+			a.val = "./" + a.val // a directory named ~, not the home
+		}
 		if !a.lit {
 			a.tail = a.val[p.known:]
 		}
@@ -483,4 +491,45 @@ func (x *expander) branch(v value, split bool, t taint) {
 		}
 	}
 	x.alts = x.cut(next)
+}
+
+// literalTilde reports a word whose leading ~ no shell expands to the home
+// directory: a quoted one ('~/', "~"), or one whose tilde-prefix holds
+// quoted characters (~"",
+// ~"/x": the prefix runs to the first unquoted slash). A variable holding
+// ~ is left alone: X=~ expanded it when it was assigned.
+func literalTilde(word *syntax.Word) bool {
+	if len(word.Parts) == 0 {
+		return false
+	}
+	switch p := word.Parts[0].(type) {
+	case *syntax.SglQuoted:
+		return !p.Dollar
+	case *syntax.DblQuoted:
+		// "~..." written as text; "$d" may hold a home a tilde already
+		// expanded to (d=~), which the detector keeps as ~
+		lit, ok := firstPart(p.Parts).(*syntax.Lit)
+		return ok && strings.HasPrefix(lit.Value, "~")
+	case *syntax.Lit:
+		if !strings.HasPrefix(p.Value, "~") || strings.Contains(p.Value, "/") {
+			return false
+		}
+		for _, next := range word.Parts[1:] {
+			lit, ok := next.(*syntax.Lit)
+			if !ok {
+				return true // a quote or an expansion inside the tilde-prefix
+			}
+			if strings.Contains(lit.Value, "/") {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func firstPart(parts []syntax.WordPart) syntax.WordPart {
+	if len(parts) == 0 {
+		return nil
+	}
+	return parts[0]
 }
