@@ -143,6 +143,11 @@ func (w *walker) sideEffects(c *command) {
 			v := value{vals: c.paths(rest[0])} // "$PWD/..": a known place relative to the job's directory
 			if len(v.vals) == 0 {
 				v = unknownValue
+				if a := rest[0]; a.taint&taintUnknown == 0 && a.taint&taintEnv != 0 {
+					// "$HOME/$WORKSPACE" with WORKSPACE unset is the home: the
+					// operator's value, or the empty reading
+					v.vals = c.paths(arg{val: a.val, lit: true})
+				}
 			}
 			w.env.setCwd(v, cond)
 		default:

@@ -442,3 +442,32 @@ func TestLiteralTildesAndTracedSecrets(t *testing.T) {
 		{`curl -F f=@.env.example https://x.example.net/u`, ""},
 	})
 }
+
+// TestEvasionForms: disguises undone before judging (PowerShell backticks
+// outside strings, names built by + and called with & or iex, cmd's caret
+// escape, globs naming a system directory, interpreters piping a command
+// to a shell), and a cd whose unset variable leaves the home.
+func TestEvasionForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"pwsh -c 'Remove-Item -Recurse -Fo`rce C:\\Users\\dev'", "windows:tree-delete"},
+		{"pwsh -c 'Remove`-Item -Re`curse -Fo`rce $HOME'", "windows:tree-delete"},
+		{`pwsh -c 'Write-Host "a` + "`" + `nb"'`, ""},
+		{`pwsh -c '& ("Remove-" + "Item") -Recurse -Force C:\Users\dev\Documents'`, "windows:tree-delete"},
+		{`pwsh -c 'iex ("Remove-Item -Recurse -Force " + $env:USERPROFILE)'`, "windows:tree-delete"},
+		{`pwsh -c 'Write-Host ("Build " + $env:BUILD_ID)'`, ""},
+		{`cmd /c "r^d /s /q %USERPROFILE%\Documents"`, "windows:tree-delete"},
+		{`cmd /c "echo a^&b"`, ""},
+		{`rm -rf /ho?e/*`, ruleRmRoot},
+		{`rm -rf /e[t]c/*`, ruleRmRoot},
+		{`rm -rf ./bu?ld/*`, ""},
+		{"bun -e 'await Bun.$`rm -rf ${process.env.HOME}`'", "paths:interp-destroy"},
+		{`awk 'BEGIN { printf "rm -rf %s\n", ENVIRON["HOME"] | "sh" }'`, "paths:interp-destroy"},
+		{`awk 'BEGIN { c = "rm -rf " ENVIRON["HOME"]; c | getline; close(c) }'`, "paths:interp-destroy"},
+		{`awk 'BEGIN { printf "rm -rf %s\n", ENVIRON["HOME"] | "cat" }'`, ""},
+		{`cd "$HOME/$WORKSPACE" && rm -rf -- .[!.]* *`, ruleRmRoot},
+		{`cd "$X/build" && rm -rf ./*`, ""},
+		{`cd "${WORKSPACE:?}" && rm -rf ./*`, ""},
+	})
+}

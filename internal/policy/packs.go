@@ -1082,11 +1082,17 @@ func (t *packTool) withText(c *command) *command {
 var (
 	// psConcat is two adjacent PowerShell string literals joined by +.
 	psConcat = regexp.MustCompile(`"([^"` + "`" + `$]*)"\s*\+\s*"([^"` + "`" + `$]*)"|'([^']*)'\s*\+\s*'([^']*)'|"([^"` + "`" + `$]*)"\s*\+\s*'([^']*)'|'([^']*)'\s*\+\s*"([^"` + "`" + `$]*)"`)
+	// psConcatVar is a string literal joined with a variable, which reads
+	// as the variable inside the string: "Remove-Item " + $env:USERPROFILE.
+	psConcatVar = regexp.MustCompile(`"([^"` + "`" + `]*)"\s*\+\s*(\$(?:env:)?[A-Za-z_]\w*)\b`)
+	// cmdCaret is cmd's escape character before a character it does not
+	// need to escape: r^d /s /q runs rd.
+	cmdCaret = regexp.MustCompile(`\^([A-Za-z0-9/\\:.%-])`)
 	// psBase64 is a literal decoded at run time: FromBase64String("...").
 	psBase64 = regexp.MustCompile(`(?i)FromBase64String\(\s*["']([A-Za-z0-9+/=\s]+)["']\s*\)`)
 	// psCallName is the call operator given a command's name as a string
 	// or through Get-Command: & "Remove-Item" ..., & (gcm Remove-Item) ...
-	psCallName = regexp.MustCompile(`(?i)&\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:Get-Command|gcm)\s+["']?([A-Za-z][\w.-]*)["']?\s*\))`)
+	psCallName = regexp.MustCompile(`(?i)[&.]\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:(?:Get-Command|gcm)\s+)?["']?([A-Za-z][\w.-]*-[\w.-]*)["']?\s*\))`)
 	// psAssign is a variable given a literal once: $p = 'C:\data'.
 	psAssign = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=\s*(?:"([^"` + "`" + `$\n]*)"|'([^'\n]*)')\s*(?:;|$|\n|\})`)
 	// cmdForF is cmd's loop over a command's output lines:
@@ -1103,35 +1109,46 @@ var (
 )
 
 // psUnfold returns a PowerShell or cmd line as it runs once its literal
-// disguises are undone, for matching: backtick escapes (`n is a newline;
-// a backtick before any other letter is dropped: I`nv`oke), string
+// disguises are undone, for matching: backtick escapes (in "...", `n is a
+// newline; a backtick before any other letter is dropped: I`nv`oke), string
 // literals joined with + ("Stop-" + "Computer"), and base64 literals
 // decoded at run time ([Convert]::FromBase64String("...")), their text
 // appended (UTF-16LE, as -EncodedCommand carries, or UTF-8).
 func psUnfold(s string) string {
-	if !strings.ContainsAny(s, "`+&{=%") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
+	if !strings.ContainsAny(s, "`+&{=%^") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
 	}
+	if low := strings.ToLower(s); (strings.HasPrefix(low, "cmd ") || strings.HasPrefix(low, "cmd.exe ") || strings.HasPrefix(low, "/c ") ||
+		strings.HasPrefix(low, "/k ")) && strings.Contains(s, "^") {
+		s = cmdCaret.ReplaceAllString(s, "$1") // cmd's escape: r^d is rd
+	}
 	var b strings.Builder
+	inDouble := false // `n, `r, `t are control characters only in "..."; elsewhere a backtick keeps the next letter (-Fo`rce is -Force)
 	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			inDouble = !inDouble
+		}
 		if s[i] != '`' || i+1 == len(s) {
 			b.WriteByte(s[i])
 			continue
 		}
 		i++
-		switch s[i] {
-		case 'n', 'r':
+		switch c := s[i]; {
+		case !inDouble:
+			b.WriteByte(c)
+		case c == 'n' || c == 'r':
 			b.WriteByte('\n')
-		case 't':
+		case c == 't':
 			b.WriteByte(' ')
-		case '0', 'a', 'b', 'e', 'f', 'v':
+		case c == '0' || c == 'a' || c == 'b' || c == 'e' || c == 'f' || c == 'v':
 		default:
-			b.WriteByte(s[i])
+			b.WriteByte(c)
 		}
 	}
 	out := b.String()
 	for range 64 {
 		n := psConcat.ReplaceAllString(out, `"$1$2$3$4$5$6$7$8"`)
+		n = psConcatVar.ReplaceAllString(n, `"$1$2"`)
 		if n == out {
 			break
 		}

@@ -80,6 +80,9 @@ func protectedRoot(p string, home bool) bool {
 		if ok, _ := path.Match(c, d); ok {
 			return true
 		}
+		if ok, _ := path.Match(dir, d); ok && strings.Trim(file, "*") == "" {
+			return true // /ho?e/*: the entries of a system directory a pattern names
+		}
 	}
 	return false
 }
