@@ -53,7 +53,8 @@ func (w *walker) recordRedirects(s *syntax.Stmt, out stream) {
 				}
 				c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
 				for _, t := range c.targets(a) {
-					if isAgentFile(t.path) && !(out.known && out.alt == "" && agentDefinitionRead(t.path, out.text)) {
+					readable := out.known && out.alt == "" && agentDefinitionRead(t.path, out.text)
+					if isAgentFile(t.path) && !readable {
 						// a user agent whose commands cannot be read: it runs something at every login
 						w.d.add(w.f, ruleWriteSystem, "redirection to "+t.show, "", stmtSpan(s))
 					}

@@ -481,7 +481,8 @@ func rolledBack(src string, sts []sqlStatement) bool {
 		return false
 	}
 	first, last := sts[0].words, sts[len(sts)-1].words
-	if !(len(first) >= 1 && first[0] == "BEGIN" || len(first) >= 2 && first[0] == "START" && first[1] == "TRANSACTION") {
+	begins := len(first) >= 1 && first[0] == "BEGIN" || len(first) >= 2 && first[0] == "START" && first[1] == "TRANSACTION"
+	if !begins {
 		return false
 	}
 	if len(last) == 0 || last[0] != "ROLLBACK" || len(last) > 2 {
