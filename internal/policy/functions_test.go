@@ -471,3 +471,34 @@ func TestEvasionForms(t *testing.T) {
 		{`cd "${WORKSPACE:?}" && rm -rf ./*`, ""},
 	})
 }
+
+// TestHostControls: system logs deleted, set-user-ID programs, capabilities,
+// SELinux and kernel switches, the host firewall opened, the network taken
+// down, LUKS key slots killed; their housekeeping and read-only twins pass.
+func TestHostControls(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"rm -rf /var/log/journal/*", ruleHistoryWipe},
+		{"rm -f /var/log/auth.log", ruleHistoryWipe},
+		{"rm -f /var/log/syslog.2.gz", ""},
+		{"rm -rf /var/log/shop/old", ""},
+		{"chmod u+s /bin/bash", ruleChmodSystem},
+		{"chmod 4755 /usr/bin/find", ruleChmodSystem},
+		{"chmod 2775 /srv/shared", ""},
+		{"setcap cap_setuid+ep /usr/bin/python3", "devices:integrity-off"},
+		{"setcap cap_net_bind_service=+ep ./bin/shop-api", ""},
+		{"semanage permissive -a httpd_t", "devices:integrity-off"},
+		{`grubby --update-kernel=ALL --args="selinux=0"`, "devices:integrity-off"},
+		{"firewall-cmd --set-default-zone=trusted", "devices:firewall-open"},
+		{"firewall-cmd --permanent --add-service=https --zone=public", ""},
+		{"ufw allow 5432/tcp", "devices:firewall-open"},
+		{"ufw allow from 203.0.113.0/24 to any port 5432", ""},
+		{"ip link set eth0 down", "devices:network-off"},
+		{"ip route del default", "devices:network-off"},
+		{"nmcli networking off", "devices:network-off"},
+		{"ip -s neigh flush all", ""},
+		{"ip link set dev veth-ci up", ""},
+		{"cryptsetup luksKillSlot /dev/sdb2 0", ruleMkfs},
+	})
+}

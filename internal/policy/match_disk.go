@@ -36,7 +36,7 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "cryptsetup":
-		if len(ops) == 0 || !slices.Contains([]string{"luksFormat", "erase", "luksErase"}, ops[0].val) {
+		if len(ops) == 0 || !slices.Contains([]string{"luksFormat", "erase", "luksErase", "luksKillSlot"}, ops[0].val) {
 			return
 		}
 	case "mkfs", "mke2fs", "mkswap", "blkdiscard":

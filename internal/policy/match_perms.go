@@ -11,6 +11,16 @@ func matchChmod(c *command, h *hits) {
 		spec = optSpec{short: "mMxX", long: []string{"modify", "modify-file", "remove", "remove-file", "set", "set-file"}}
 	}
 	ops, opts := operands(c.args, spec)
+	if c.name == "chmod" && len(ops) > 1 && setuidMode(ops[0]) {
+		for _, o := range ops[1:] {
+			for _, t := range c.targets(o) {
+				if systemProgram(t.path) {
+					h.add(ruleChmodSystem, "chmod "+ops[0].val+" (set-user-ID) on "+t.show+": anyone runs it as its owner")
+					return
+				}
+			}
+		}
+	}
 	if c.name != "setfacl" && !hasOpt(opts, "reference") && len(ops) > 0 {
 		ops = ops[1:] // the mode or owner
 	}
@@ -68,4 +78,38 @@ func sudoOnlyReports(args []arg) bool {
 func isAccountFile(p string) bool {
 	c, ok := cleanAbs(p)
 	return ok && (c == "/etc/passwd" || c == "/etc/group" || isCredentialFile(c) && strings.HasPrefix(c, "/etc/"))
+}
+
+// setuidMode reports a chmod mode that sets the set-user-ID or
+// set-group-ID bit: u+s, g+s, +s, 4755, 6755.
+func setuidMode(a arg) bool {
+	v := a.val
+	if !a.lit {
+		return false
+	}
+	if len(v) == 4 && strings.Trim(v, "01234567") == "" {
+		return v[0] == '4' || v[0] == '2' || v[0] == '6'
+	}
+	for _, clause := range strings.Split(v, ",") {
+		if i := strings.IndexAny(clause, "+="); i >= 0 && strings.Contains(clause[i:], "s") && !strings.Contains(clause[:i], "o") {
+			return true
+		}
+	}
+	return false
+}
+
+// systemProgram reports a program of the system's own directories: a
+// shell, an interpreter or a tool set-user-ID there runs as root for
+// anyone.
+func systemProgram(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	for _, d := range []string{"/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/", "/usr/libexec/"} {
+		if strings.HasPrefix(c, d) {
+			return true
+		}
+	}
+	return false
 }

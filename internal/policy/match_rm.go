@@ -150,6 +150,8 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 	case recursive && !t.guess && outsideWorkdir(t.path):
 		h.add(ruleRmOutside, tool+" -r on "+t.show+", outside the working directory")
 	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
+	case systemLogs(t.path, recursive):
+		h.add(ruleHistoryWipe, tool+" of system logs "+t.show)
 	case isHistoryFile(t.path) && (isAbsolute(t.path) || isShellHistory(t.path)):
 		// a history file in the job's own directory (./.python_history
 		// a REPL left in the project) is the project's, not the user's
@@ -323,4 +325,27 @@ func matchMv(c *command, h *hits) {
 	for _, d := range dest {
 		writeHits(d, writeTruncate, "mv to ", h)
 	}
+}
+
+// systemLogs reports a delete of the system's logs: /var/log, its journal
+// or audit trees, or the logs of logins and authentication (auth.log,
+// secure, wtmp); a rotated file alone (syslog.2.gz) is housekeeping.
+func systemLogs(p string, recursive bool) bool {
+	c, ok := cleanAbs(p)
+	if !ok || !strings.HasPrefix(c+"/", "/var/log/") {
+		return false
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(c, "/var/log"), "/")
+	top, _, _ := strings.Cut(rel, "/")
+	switch {
+	case rel == "" || strings.Trim(rel, "*") == "":
+		return true // /var/log, /var/log/*
+	case top == "journal" || top == "audit":
+		return recursive || strings.Contains(rel, "*") || strings.HasSuffix(rel, ".journal") || strings.HasPrefix(path.Base(rel), "audit.log")
+	}
+	switch strings.TrimSuffix(path.Base(rel), "*") {
+	case "auth.log", "secure", "wtmp", "btmp", "lastlog", "faillog", "syslog", "messages", "kern.log":
+		return true
+	}
+	return false
 }
