@@ -502,3 +502,31 @@ func TestHostControls(t *testing.T) {
 		{"cryptsetup luksKillSlot /dev/sdb2 0", ruleMkfs},
 	})
 }
+
+// TestDataStoreLongTail: cluster nodes removed, CouchDB purges, Ceph
+// objects and pools, Redis consumer groups, users and persistence, object
+// locks lifted, ClickHouse detaches and Timescale chunks dropped for good,
+// Couchbase N1QL, Databricks resources; their reading twins pass.
+func TestDataStoreLongTail(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"nodetool removenode 4711-abcd", "data:node-remove"},
+		{"nodetool status", ""},
+		{`curl -X POST http://couch:5984/shop/_purge -d '{"doc1":["1-abc"]}'`, "data:index-delete"},
+		{"rados rmpool shop shop --yes-i-really-really-mean-it", "data:object-delete"},
+		{"rados -p shop ls", ""},
+		{"redis-cli XGROUP DESTROY orders billing", "data:key-flush"},
+		{"redis-cli CONFIG SET save ''", "data:config-write"},
+		{"redis-cli XINFO STREAM orders", ""},
+		{"mc retention clear acme/shop", "cloud:protection-off"},
+		{`clickhouse-client --query "DETACH TABLE events PERMANENTLY"`, ruleSQLDestructive},
+		{`clickhouse-client --query "DETACH TABLE events"`, ""},
+		{`psql -c "SELECT drop_chunks('metrics', older_than => now())"`, ruleSQLDestructive},
+		{`psql -c "SELECT drop_chunks('metrics', older_than => INTERVAL '90 days')"`, ""},
+		{`cbq -e http://localhost:8091 -s "DELETE FROM shop"`, ruleSQLDestructive},
+		{"databricks jobs delete --job-id 42", "cloud:resource-delete"},
+		{"databricks fs ls dbfs:/mnt/shop", ""},
+		{"nmcli connection delete prod-vpn", "devices:network-off"},
+	})
+}

@@ -33,6 +33,7 @@ var sqlClients = map[string]sqlArgs{
 	"trino":             optionSQL(optSpec{short: "f", long: []string{"server", "catalog", "schema", "user", "execute", "file", "output-format", "session", "source", "password"}}, "", "execute", "", "f"),
 	"presto":            optionSQL(optSpec{short: "f", long: []string{"server", "catalog", "schema", "user", "execute", "file", "output-format", "session", "source"}}, "", "execute", "", "f"),
 	"impala-shell":      optionSQL(optSpec{short: "qfidu", long: []string{"query", "query_file", "impalad", "database", "user"}}, "q", "query", "", "f"),
+	"cbq":               optionSQL(optSpec{short: "seupf", long: []string{"script", "engine", "user", "password", "file", "credentials"}}, "s", "script", "", "f"),
 	"vsql":              optionSQL(optSpec{short: "cdfhpUw", long: []string{"command", "dbname", "file", "host", "port", "username", "password"}}, "c", "command", "", "f"),
 	"turso":             tursoSQL,
 	"prisma":            prismaSQL,
@@ -379,6 +380,14 @@ func destructiveStatement(words []string) (string, bool) {
 		case "REPLACE":
 			if i >= 1 && words[i-1] == "WITH" && words[0] == "RESTORE" {
 				return "RESTORE ... WITH REPLACE", true
+			}
+		case "DETACH":
+			if slices.Contains(words[i:], "PERMANENTLY") {
+				return "DETACH ... PERMANENTLY", true // ClickHouse: gone until attached by hand
+			}
+		case "DROP_CHUNKS":
+			if slices.Contains(words[i:], "NOW") || slices.Contains(words[i:], "CURRENT_TIMESTAMP") {
+				return "drop_chunks older than now", true // TimescaleDB: every chunk
 			}
 		case "RESET", "PURGE":
 			// RESET MASTER, RESET BINARY LOGS AND GTIDS, PURGE BINARY LOGS:
