@@ -530,3 +530,29 @@ func TestDataStoreLongTail(t *testing.T) {
 		{"nmcli connection delete prod-vpn", "devices:network-off"},
 	})
 }
+
+// TestCloudOutagesAndDatabaseFiles: backups and versioning switched off,
+// objects expired at once, clusters and functions scaled to nothing, every
+// listed instance or node stopped or cordoned, wildcard inline IAM
+// policies, and files inside a database server's directory deleted.
+func TestCloudOutagesAndDatabaseFiles(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"aws rds modify-db-instance --db-instance-identifier prod --backup-retention-period 0 --apply-immediately", "cloud:protection-off"},
+		{"aws rds modify-db-instance --db-instance-identifier prod --backup-retention-period 14", ""},
+		{"aws s3api put-bucket-versioning --bucket acme-prod --versioning-configuration Status=Suspended", "cloud:object-expire"},
+		{"aws s3api put-bucket-versioning --bucket acme-prod --versioning-configuration Status=Enabled", ""},
+		{"aws lambda put-function-concurrency --function-name api --reserved-concurrent-executions 0", "cloud:scale-to-zero"},
+		{"aws ec2 stop-instances --instance-ids i-0abc", ""},
+		{"gcloud container clusters resize prod --num-nodes 0 --zone us-east1-b --quiet", "cloud:scale-zero"},
+		{"az aks scale -g rg -n prod --node-count 0", "cloud:scale-zero"},
+		{"aws organizations leave-organization", "cloud:security-off"},
+		{"kubectl cordon $(kubectl get nodes -o name)", "kube:drain"},
+		{"kubectl cordon node-3", ""},
+		{"rm -rf /var/lib/postgresql/16/main/pg_wal/*", ruleRmRoot},
+		{"kubectl exec -it db-0 -n prod -- rm -rf /var/lib/postgresql/data", ruleRmRoot},
+		{"rm -f /var/lib/postgresql/16/main/postmaster.pid", ""},
+		{"rm -f /var/lib/mysql/error.log", ""},
+	})
+}

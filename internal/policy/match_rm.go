@@ -48,6 +48,9 @@ func matchRm(c *command, h *hits) {
 			case serviceDataDir(t.path):
 				h.add(ruleRmRoot, c.name+" -r on "+t.show+", a service's or a mounted disk's data")
 			}
+			if len(*h) == n && databaseFiles(t.path) {
+				h.add(ruleRmRoot, c.name+" on "+t.show+", a database server's own files (its data, WAL or binary logs)")
+			}
 		}
 	}
 	if recursive && noPreserve {
@@ -346,6 +349,30 @@ func systemLogs(p string, recursive bool) bool {
 	switch strings.TrimSuffix(path.Base(rel), "*") {
 	case "auth.log", "secure", "wtmp", "btmp", "lastlog", "faillog", "syslog", "messages", "kern.log":
 		return true
+	}
+	return false
+}
+
+// databaseRoots are the directories database servers keep their data,
+// write-ahead and binary logs in.
+var databaseRoots = []string{"/var/lib/postgresql", "/var/lib/pgsql", "/var/lib/mysql", "/var/lib/mariadb", "/var/lib/mongodb",
+	"/var/lib/redis", "/var/lib/elasticsearch", "/var/lib/opensearch", "/var/lib/clickhouse", "/var/lib/cassandra",
+	"/var/lib/influxdb", "/var/lib/etcd", "/var/lib/rabbitmq", "/var/lib/neo4j", "/var/lib/docker/volumes"}
+
+// databaseFiles reports a path inside a database server's directory: a
+// deleted file there (a WAL segment, a binary log, a table's file) breaks
+// or loses the database, recursive or not; its logs and a stale pid file
+// are not data.
+func databaseFiles(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	for _, r := range databaseRoots {
+		if rest, ok := strings.CutPrefix(c, r+"/"); ok && rest != "" && !strings.HasPrefix(rest, "log/") && !strings.HasSuffix(rest, ".log") &&
+			!strings.HasSuffix(rest, ".pid") {
+			return true
+		}
 	}
 	return false
 }
