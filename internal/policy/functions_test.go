@@ -554,5 +554,7 @@ func TestCloudOutagesAndDatabaseFiles(t *testing.T) {
 		{"kubectl exec -it db-0 -n prod -- rm -rf /var/lib/postgresql/data", ruleRmRoot},
 		{"rm -f /var/lib/postgresql/16/main/postmaster.pid", ""},
 		{"rm -f /var/lib/mysql/error.log", ""},
+		{"rm -rf ~/src/shop", ruleRmOutside},
+		{"rm -rf ~/src/shop/node_modules", ""},
 	})
 }

@@ -152,6 +152,8 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 		h.add(ruleRmRoot, tool+" -r on "+t.show)
 	case recursive && !t.guess && outsideWorkdir(t.path):
 		h.add(ruleRmOutside, tool+" -r on "+t.show+", outside the working directory")
+	case recursive && userProject(t.path):
+		h.add(ruleRmOutside, tool+" -r on "+t.show+", a project of the user's outside the working directory")
 	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
 	case systemLogs(t.path, recursive):
 		h.add(ruleHistoryWipe, tool+" of system logs "+t.show)
@@ -371,6 +373,31 @@ func databaseFiles(p string) bool {
 	for _, r := range databaseRoots {
 		if rest, ok := strings.CutPrefix(c, r+"/"); ok && rest != "" && !strings.HasPrefix(rest, "log/") && !strings.HasSuffix(rest, ".log") &&
 			!strings.HasSuffix(rest, ".pid") {
+			return true
+		}
+	}
+	return false
+}
+
+// codeDirs are the home directories people keep their projects in.
+var codeDirs = []string{"src", "projects", "Projects", "code", "Code", "repos", "git", "dev", "work", "workspace", "workspaces",
+	"Developer", "github", "go/src"}
+
+// userProject reports a whole project of the user's (~/src/shop, or all of
+// ~/projects/*): deleting it from a job is deleting outside the job's own
+// directory, like rm -rf ../shop.
+func userProject(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	rel, ok := homeRelative(c)
+	if !ok {
+		return false
+	}
+	rel = strings.TrimSuffix(rel, "/*")
+	for _, d := range codeDirs {
+		if rest, ok := strings.CutPrefix(rel, d+"/"); ok && rest != "" && !strings.Contains(rest, "/") {
 			return true
 		}
 	}
