@@ -558,3 +558,26 @@ func TestCloudOutagesAndDatabaseFiles(t *testing.T) {
 		{"rm -rf ~/src/shop/node_modules", ""},
 	})
 }
+
+// TestSecretsPrintedByName: a secret variable printed by printenv, a
+// registry token by npm config get, a secret file as history holds it; a
+// project task whose name says it resets the database.
+func TestSecretsPrintedByName(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"printenv AWS_SECRET_ACCESS_KEY", "secrets:secret-print"},
+		{"printenv PATH", ""},
+		{"TOKEN=$(printenv GITHUB_TOKEN) && gh auth status", ""},
+		{"npm config get //registry.example.com/:_authToken", "secrets:secret-print"},
+		{"npm config get registry", ""},
+		{"git show HEAD~3:config/master.key", "git:secret-print"},
+		{"git log -p -- .env", "git:secret-print"},
+		{"git log --oneline -- .env", ""},
+		{"git show HEAD:.env.example", ""},
+		{"npm run db:drop", "data:schema-reset"},
+		{"yarn db:reset", "data:schema-reset"},
+		{"make clean-db", "data:schema-reset"},
+		{"npm run db:migrate", ""},
+	})
+}
