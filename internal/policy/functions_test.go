@@ -581,3 +581,18 @@ func TestSecretsPrintedByName(t *testing.T) {
 		{"npm run db:migrate", ""},
 	})
 }
+
+// TestCmdVariablesAndJXA: cmd variables set on the line and used after
+// (!x!, substrings), and JavaScript for Automation's doShellScript.
+func TestCmdVariablesAndJXA(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cmd /v:on /c "set x=rd /s /q&& !x! %USERPROFILE%\Documents"`, "windows:tree-delete"},
+		{`cmd /v:on /c "set a=xrdx&& !a:~1,2! /s /q %USERPROFILE%\Desktop"`, "windows:tree-delete"},
+		{`cmd /v:on /c "set d=build&& rd /s /q !d!"`, ""},
+		{`cmd /c "set NODE_ENV=test&& npm test"`, ""},
+		{`osascript -l JavaScript -e 'var a = Application.currentApplication(); a.includeStandardAdditions = true; a.doShellScript("rm -rf ~/Pictures")'`, "paths:home-destroy"},
+		{`osascript -l JavaScript -e 'var a = Application.currentApplication(); a.includeStandardAdditions = true; a.doShellScript("ls ~/Pictures")'`, ""},
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 
@@ -1088,6 +1089,11 @@ var (
 	// cmdCaret is cmd's escape character before a character it does not
 	// need to escape: r^d /s /q runs rd.
 	cmdCaret = regexp.MustCompile(`\^([A-Za-z0-9/\\:.%-])`)
+	// cmdSet is cmd's set NAME=VALUE, its value running to the next & or
+	// the end; cmdVarRef is a use of it, %NAME% or !NAME! (delayed), with
+	// an optional substring :~START,LENGTH.
+	cmdSet    = regexp.MustCompile(`(?i)\bset\s+"?([A-Za-z_]\w*)=([^&"\n]*)"?`)
+	cmdVarRef = regexp.MustCompile(`[%!]([A-Za-z_]\w*)(?::~(-?\d+)(?:,(-?\d+))?)?[%!]`)
 	// psBase64 is a literal decoded at run time: FromBase64String("...").
 	psBase64 = regexp.MustCompile(`(?i)FromBase64String\(\s*["']([A-Za-z0-9+/=\s]+)["']\s*\)`)
 	// psCallName is the call operator given a command's name as a string
@@ -1118,9 +1124,12 @@ func psUnfold(s string) string {
 	if !strings.ContainsAny(s, "`+&{=%^") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
 	}
-	if low := strings.ToLower(s); (strings.HasPrefix(low, "cmd ") || strings.HasPrefix(low, "cmd.exe ") || strings.HasPrefix(low, "/c ") ||
-		strings.HasPrefix(low, "/k ")) && strings.Contains(s, "^") {
-		s = cmdCaret.ReplaceAllString(s, "$1") // cmd's escape: r^d is rd
+	if low := strings.ToLower(s); strings.HasPrefix(low, "cmd ") || strings.HasPrefix(low, "cmd.exe ") || strings.HasPrefix(low, "/c ") ||
+		strings.HasPrefix(low, "/k ") || strings.HasPrefix(low, "/v") {
+		if strings.Contains(s, "^") {
+			s = cmdCaret.ReplaceAllString(s, "$1") // cmd's escape: r^d is rd
+		}
+		s = cmdSetVars(s)
 	}
 	var b strings.Builder
 	inDouble := false // `n, `r, `t are control characters only in "..."; elsewhere a backtick keeps the next letter (-Fo`rce is -Force)
@@ -1369,4 +1378,43 @@ func (t *packTool) scriptFiles(w *walker, c *command) {
 		}
 		t.runScript(w, c, arg{val: wr.s.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, c.name+" "+f.val)
 	}
+}
+
+// cmdSetVars replaces, in a cmd line, the uses of variables the line set
+// with a literal (set x=rd /s /q&& !x! DIR) by their values, substrings
+// (!a:~1,2!) taken: the command cmd runs once it expands them.
+func cmdSetVars(s string) string {
+	sets := cmdSet.FindAllStringSubmatchIndex(s, 16)
+	if len(sets) == 0 {
+		return s
+	}
+	vals := map[string]string{}
+	for _, m := range sets {
+		vals[strings.ToLower(s[m[2]:m[3]])] = strings.TrimRight(s[m[4]:m[5]], " ")
+	}
+	return cmdVarRef.ReplaceAllStringFunc(s, func(ref string) string {
+		g := cmdVarRef.FindStringSubmatch(ref)
+		v, ok := vals[strings.ToLower(g[1])]
+		if !ok {
+			return ref
+		}
+		if g[2] != "" {
+			start, _ := strconv.Atoi(g[2])
+			if start < 0 {
+				start += len(v)
+			}
+			start = max(0, min(start, len(v)))
+			end := len(v)
+			if g[3] != "" {
+				n, _ := strconv.Atoi(g[3])
+				if n >= 0 {
+					end = min(len(v), start+n)
+				} else {
+					end = max(start, len(v)+n)
+				}
+			}
+			v = v[start:end]
+		}
+		return v
+	})
 }
