@@ -777,11 +777,7 @@ func (c *command) keptInCredentialDir(src, dst arg) bool {
 // credentialDirOf returns the credential directory (~/.kube, ~/.aws) a
 // path is directly in.
 func credentialDirOf(p string) (string, bool) {
-	cl, ok := cleanAbs(p)
-	if !ok {
-		return "", false
-	}
-	rel, ok := homeRelative(cl)
+	rel, ok := homePath(p)
 	if !ok {
 		return "", false
 	}
@@ -793,11 +789,7 @@ func credentialDirOf(p string) (string, bool) {
 // login: a launchd agent (~/Library/LaunchAgents/NAME.plist) or a systemd
 // user unit (~/.config/systemd/user/NAME.service).
 func isAgentFile(p string) bool {
-	c, ok := cleanAbs(p)
-	if !ok {
-		return false
-	}
-	rel, ok := homeRelative(c)
+	rel, ok := homePath(p)
 	if !ok {
 		return false
 	}

@@ -387,11 +387,7 @@ var codeDirs = []string{"src", "projects", "Projects", "code", "Code", "repos", 
 // ~/projects/*): deleting it from a job is deleting outside the job's own
 // directory, like rm -rf ../shop.
 func userProject(p string) bool {
-	c, ok := cleanAbs(p)
-	if !ok {
-		return false
-	}
-	rel, ok := homeRelative(c)
+	rel, ok := homePath(p)
 	if !ok {
 		return false
 	}

@@ -151,6 +151,15 @@ func isSystemFile(p string) bool {
 	return false
 }
 
+// homePath returns p, cleaned, relative to the home directory it is in.
+func homePath(p string) (string, bool) {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return "", false
+	}
+	return homeRelative(c)
+}
+
 // homeRelative returns p relative to the home directory it is in (~/x,
 // /root/x, /home/NAME/x, /Users/NAME/x).
 func homeRelative(c string) (string, bool) {
