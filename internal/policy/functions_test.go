@@ -613,3 +613,29 @@ func TestWindowsDownloadsAndProxies(t *testing.T) {
 		{`netsh winhttp show proxy`, ""},
 	})
 }
+
+// TestSecondLongTail: BMCs, switches and host networking taken down,
+// other version-control systems' discards, secrets stores read out,
+// machine keys, rulesets and merge checks switched off, Yugabyte SQL.
+func TestSecondLongTail(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"ipmitool -I lanplus -H bmc1.acme.internal -U admin -E chassis power off", "devices:machine-stop"},
+		{"ipmitool -I lanplus -H bmc1.acme.internal -U admin -E chassis power status", ""},
+		{"networkctl down eth0", "devices:network-off"},
+		{"firewall-cmd --panic-on", "devices:network-off"},
+		{"ssh admin@sw2.acme.internal 'write erase'", "devices:network-off"},
+		{"ssh admin@sw2.acme.internal 'show running-config'", ""},
+		{"fail2ban-client stop", "devices:integrity-off"},
+		{"hg revert --all --no-backup", "git:worktree-discard"},
+		{"hg revert --all", ""},
+		{"svn revert -R .", "git:worktree-discard"},
+		{"fossil revert", "git:worktree-discard"},
+		{"berglas access acme-secrets/stripe-key", "secrets:secret-print"},
+		{"cat /etc/wireguard/wg0.conf", ruleCredentialRead},
+		{"gh api -X PUT repos/acme/shop/rulesets/4711 -f enforcement=disabled", "git:forge-protection-off"},
+		{`ysqlsh -h yb.acme.internal -d shop -c "TRUNCATE orders CASCADE;"`, ruleSQLDestructive},
+		{"puppet resource service sshd ensure=stopped enable=false", "iac:fleet-destroy"},
+	})
+}

@@ -26,6 +26,7 @@ var sdkDestroyWords = map[string]bool{
 	"delete": true, "destroy": true, "terminate": true, "purge": true, "drop": true, "flush": true, "flushall": true,
 	"flushdb": true, "truncate": true, "wipe": true, "erase": true, "deregister": true, "empty": true, "nuke": true,
 	"obliterate": true, "unlink": true, "remove": true, "rm": true,
+	"disable": true, // disable_secrets_engine, disable_key, disable_audit_device: a control or a store switched off
 }
 
 // sdkLeadWords may come before the verb: begin_delete, batch_delete_image,

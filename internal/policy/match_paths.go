@@ -67,6 +67,9 @@ func browserSecrets(rel string) bool {
 var systemCredentials = []string{
 	"/etc/shadow", "/etc/gshadow", "/etc/master.passwd", "/etc/security/opasswd", "/var/run/secrets", "/run/secrets",
 	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
+	// private keys of the machine's TLS, VPN and certificate authorities
+	"/etc/ssl/private", "/etc/pki/tls/private", "/etc/wireguard", "/etc/letsencrypt/live", "/etc/letsencrypt/archive",
+	"/etc/cfssl", "/etc/ipsec.secrets", "/etc/openvpn/server.key", "/etc/kubernetes/pki", "/etc/kubernetes/admin.conf",
 }
 
 // isCredentialPath reports whether p names a credential or key, or a

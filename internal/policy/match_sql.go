@@ -13,6 +13,7 @@ type sqlArgs func(args []arg) (sql []arg, stdin bool)
 // sqlClients are the database clients whose SQL the detector reads.
 var sqlClients = map[string]sqlArgs{
 	"psql":              optionSQL(optSpec{short: "cdfhpUvLoTFRPS", long: []string{"command", "dbname", "file", "host", "port", "username", "set", "variable", "log-file", "output", "table-attr", "field-separator", "record-separator", "pset"}}, "c", "command", "", "f"),
+	"ysqlsh":            optionSQL(optSpec{short: "cdfhpUvLoTFRPS", long: []string{"command", "dbname", "file", "host", "port", "username", "set", "variable", "log-file", "output"}}, "c", "command", "", "f"),
 	"mysql":             optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"mariadb":           optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"clickhouse-client": optionSQL(optSpec{short: "qhdu", long: []string{"query", "host", "port", "user", "password", "database", "format"}}, "q", "query", "", ""),
