@@ -639,3 +639,24 @@ func TestSecondLongTail(t *testing.T) {
 		{"puppet resource service sshd ensure=stopped enable=false", "iac:fleet-destroy"},
 	})
 }
+
+// TestNestingPacksKeepGenericVerbs: a program a pack knows only for the
+// commands it runs (knife exec) still has its own verbs read generically;
+// and the second long tail's systemd, storage and monitoring forms.
+func TestNestingPacksKeepGenericVerbs(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"knife node delete web-03.acme.internal -y", "generic:resource-delete"},
+		{"knife node list", ""},
+		{"machinectl remove shop-build", "devices:volume-destroy"},
+		{"drbdadm invalidate shopdata", "devices:volume-destroy"},
+		{"amtool silence add 'alertname=~.+' --duration=720h --comment=quiet", "data:monitoring-off"},
+		{"amtool silence add alertname=DiskFull instance=db1 --duration=2h --comment=maintenance", ""},
+		{"myloader --directory /backups/shop --database shop --overwrite-tables", "data:restore-replace"},
+		{"hdfs dfs -rm -r /tmp/shop-job-4711", ""},
+		{"hg purge --all --print", ""},
+		{"emerge --depclean", "devices:packages-purge"},
+		{"emerge --pretend --depclean", ""},
+	})
+}

@@ -85,8 +85,33 @@ func addPackMatchers() {
 	for _, name := range []string{"echo", "printf"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchSecretPrint)
 	}
-	for name := range packTools {
+	for name, tools := range packTools {
+		goMatched := matcherTable[name] != nil
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacks)
+		if !goMatched && nestingOnly(name, tools) {
+			// a pack only says what the program runs (knife exec, gdb -ex):
+			// its own verbs are still read by the generic tools' rules
+			matcherTable[name] = append(matcherTable[name], matchGenericVerbs)
+		}
+	}
+}
+
+// nestingOnly reports a program whose packs give no rule of its own, only
+// the commands it runs, and that no shell, interpreter, database client or
+// wrapper table knows.
+func nestingOnly(name string, tools []*packTool) bool {
+	_, wrapper := wrappers[name]
+	if wrapper || shells[name] || interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name] {
+		return false
+	}
+	return !slices.ContainsFunc(tools, func(t *packTool) bool { return len(t.Rules) > 0 })
+}
+
+// matchGenericVerbs runs the generic tools' rules for a program a pack
+// knows only for what it runs, unless the program is the project's own.
+func matchGenericVerbs(c *command, h *hits) {
+	if !projectProgram(c.prog) && !strings.ContainsAny(c.name, "./\\$=") {
+		matchPacksAny(c, h)
 	}
 }
 
