@@ -20,12 +20,12 @@ type tokenPrinter struct {
 }
 
 var tokenPrinters = []tokenPrinter{
-	{"gh", []string{"auth", "token"}, []string{"github.com", "githubusercontent.com", "ghcr.io", "github.io"}},
+	{"gh", []string{"auth", "token"}, []string{"github.com", "githubusercontent.com", "github.io"}},
 	{"glab", []string{"auth", "token"}, []string{"gitlab.com", "gitlab"}},
 	{"gcloud", []string{"auth", "print-access-token"}, googleHosts},
 	{"gcloud", []string{"auth", "print-identity-token"}, googleHosts},
 	{"gcloud", []string{"auth", "application-default", "print-access-token"}, googleHosts},
-	{"az", []string{"account", "get-access-token"}, []string{"azure.com", "azure.net", "windows.net", "microsoft.com", "microsoftonline.com", "azurecr.io", "azure-api.net"}},
+	{"az", []string{"account", "get-access-token"}, []string{"azure.com", "azure.net", "windows.net", "microsoft.com", "microsoftonline.com", "azure-api.net"}},
 	{"aws", []string{"ecr", "get-login-password"}, []string{"amazonaws.com"}},
 	{"aws", []string{"codeartifact", "get-authorization-token"}, []string{"amazonaws.com"}},
 	{"heroku", []string{"auth:token"}, []string{"heroku.com"}},
@@ -35,7 +35,7 @@ var tokenPrinters = []tokenPrinter{
 	{"vault", []string{"print", "token"}, []string{"vault"}},
 }
 
-var googleHosts = []string{"googleapis.com", "google.com", "gcr.io", "pkg.dev", "run.app", "cloudfunctions.net", "appspot.com"}
+var googleHosts = []string{"googleapis.com", "google.com", "run.app", "cloudfunctions.net", "appspot.com"}
 
 // printsToken reports a command line that prints an access token.
 func printsToken(words []arg) bool {
