@@ -660,3 +660,21 @@ func TestNestingPacksKeepGenericVerbs(t *testing.T) {
 		{"emerge --pretend --depclean", ""},
 	})
 }
+
+// TestPrivateKeysAndDottedTools: a private key file printed wherever it
+// lies (cosign.key, tls.key, *-key.pem; not a public one), and a tool on
+// the PATH whose name has a dot (kcadm.sh) read by the generic verbs,
+// unlike the project's own ./deploy.sh.
+func TestPrivateKeysAndDottedTools(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"cat cosign.key && cosign public-key --key cosign.key", ruleCredentialRead},
+		{"cat /etc/cfssl/ca-key.pem", ruleCredentialRead},
+		{"cat public.key", ""},
+		{"cat certs/server.pem", ""},
+		{"K=$(cat tls.key) && openssl rsa -in tls.key -check -noout", ""},
+		{"kcadm.sh delete realms/shop -r master", "generic:resource-delete"},
+		{"./deploy.sh delete prod", ""},
+	})
+}

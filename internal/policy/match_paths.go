@@ -325,6 +325,10 @@ func matchCredentialRead(c *command, h *hits) {
 			h.add(ruleCredentialRead, c.name+" reads credentials a search by name found")
 			return
 		}
+		if base := path.Base(a.val); a.lit && keyPrinters[c.name] && privateKeyFile.MatchString(base) && !strings.Contains(strings.ToLower(base), "pub") && !c.captured {
+			h.add(ruleCredentialRead, c.name+" prints the private key "+quoteDetail(a.val))
+			return
+		}
 		for _, p := range readPaths(a) {
 			for _, t := range c.targets(p) {
 				if isCredentialPath(t.path) {
@@ -880,3 +884,12 @@ func xtraceSecret(c *command, h *hits) {
 		}
 	}
 }
+
+// keyPrinters print the files they are given into the job's output.
+var keyPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "tail": true, "less": true, "more": true, "nl": true,
+	"xxd": true, "od": true, "hexdump": true, "base64": true, "strings": true, "bat": true, "batcat": true}
+
+// privateKeyFile matches the names private keys are kept under in a
+// project or a system directory (cosign.key, tls.key, privkey.pem,
+// server-key.pem), wherever they are.
+var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privkey)\.pem$|^[\w.-]+\.key$|^id_(rsa|dsa|ecdsa|ed25519)$`)

@@ -546,7 +546,7 @@ func projectProgram(prog string) bool {
 // bare command name (not a script or a path: ./deploy.sh destroy is the
 // project's own), that the detector does not otherwise know.
 func genericProgram(name string) bool {
-	if len(packAny) == 0 || name == "" || strings.ContainsAny(name, "./\\$=") || knownProgram(name) {
+	if len(packAny) == 0 || name == "" || strings.ContainsAny(name, "/\\$=") || knownProgram(name) {
 		return false
 	}
 	return true
