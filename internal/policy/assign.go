@@ -179,9 +179,12 @@ func (w *walker) sideEffects(c *command) {
 		}
 	case "set":
 		w.setPositional(c.args, cond)
+	xtrace:
 		for i, a := range c.args {
 			switch {
-			case !a.lit || a.val == "--":
+			case a.val == "--" || a.val == "-":
+				break xtrace // what follows are positional parameters
+			case !a.lit:
 			case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "x"),
 				a.val == "-o" && i+1 < len(c.args) && c.args[i+1].val == "xtrace":
 				w.env.xtrace = true

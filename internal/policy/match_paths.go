@@ -517,7 +517,7 @@ func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) 
 			switch {
 			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path):
 				w.d.add(w.f, ruleCredentialRead, "input redirection from credentials "+t.show, "", sp)
-			case (strings.HasPrefix(t.path, "/dev/tcp/") || strings.HasPrefix(t.path, "/dev/udp/")) && stmtShell(s) && !unusedSocket(w.f.src, s, r):
+			case (strings.HasPrefix(t.path, "/dev/tcp/") || strings.HasPrefix(t.path, "/dev/udp/")) && stmtShell(s) && !portCheck(w.f, s, r):
 				w.d.add(w.f, ruleShellSocket, "shell redirected to "+t.show, "", sp)
 			}
 		}
@@ -543,6 +543,23 @@ func unusedSocket(src string, s *syntax.Stmt, r *syntax.Redirect) bool {
 		return false
 	}
 	return onlyMessages.MatchString(src[:start]) && onlyMessages.MatchString(src[end:])
+}
+
+// portCheck reports a socket opened only to see that it opens, in a
+// shell process of its own.
+func portCheck(f *frame, s *syntax.Stmt, r *syntax.Redirect) bool {
+	return ownProcess(f) && unusedSocket(f.src, s, r)
+}
+
+// ownProcess reports a frame whose script is a shell process of its own:
+// the job's script, or one given to sh -c. What eval, source or a trap
+// runs shares the descriptors of the script around it, which may use them.
+func ownProcess(f *frame) bool {
+	if f.parent == nil {
+		return true
+	}
+	last := f.via[strings.LastIndex(f.via, " > ")+1:]
+	return strings.HasSuffix(last, " -c")
 }
 
 // onlyMessages matches script text that runs nothing but echo or printf
@@ -731,14 +748,18 @@ func grepCounts(c *command) bool {
 		switch {
 		case a.val == "--count" || a.val == "--files-with-matches" || a.val == "--files-without-match" || a.val == "--quiet" || a.val == "--silent":
 			return true
-		case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.ContainsAny(a.val[1:], "clLq"):
+		case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-':
 			// a cluster such as -rc; an option taking a value (-e, -f, -m)
 			// ends the cluster, so -ecx is -e with the pattern cx
 			cluster := a.val[1:]
 			if k := strings.IndexAny(cluster, "efmABCdD"); k >= 0 {
 				cluster = cluster[:k]
 			}
-			if strings.ContainsAny(cluster, "clLq") {
+			quiet := "clLq"
+			if c.name == "rg" {
+				quiet = "clq" // rg's -L follows symbolic links
+			}
+			if strings.ContainsAny(cluster, quiet) {
 				return true
 			}
 		}
@@ -822,16 +843,24 @@ func agentDefinitionCommands(p, text string) ([]string, bool) {
 	}
 	var out []string
 	if strings.HasSuffix(p, ".plist") {
-		if m := plistProgramArgs.FindStringSubmatch(text); m != nil {
-			var words []string
-			for _, s := range plistString.FindAllStringSubmatch(m[1], -1) {
+		args := plistProgramArgs.FindAllStringSubmatch(text, -1)
+		prog := plistProgram.FindAllStringSubmatch(text, -1)
+		if len(args) > 1 || len(prog) > 1 {
+			return nil, false // a key given twice: which one launchd keeps is not read here
+		}
+		var words []string
+		if len(args) == 1 {
+			for _, s := range plistString.FindAllStringSubmatch(args[0][1], -1) {
 				words = append(words, shellQuote(s[1]))
 			}
-			if len(words) > 0 {
-				out = append(out, strings.Join(words, " "))
-			}
-		} else if m := plistProgram.FindStringSubmatch(text); m != nil {
-			out = append(out, shellQuote(m[1]))
+		}
+		if len(prog) == 1 {
+			// Program is what runs; ProgramArguments is then its argv,
+			// whose first word is only argv[0]
+			words = append([]string{shellQuote(prog[0][1])}, words[min(1, len(words)):]...)
+		}
+		if len(words) > 0 {
+			out = append(out, strings.Join(words, " "))
 		}
 		return out, len(out) == 1
 	}

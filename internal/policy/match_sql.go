@@ -12,8 +12,8 @@ type sqlArgs func(args []arg) (sql []arg, stdin bool)
 
 // sqlClients are the database clients whose SQL the detector reads.
 var sqlClients = map[string]sqlArgs{
-	"psql":              optionSQL(optSpec{short: "cdfhpUvLoTFRPS", long: []string{"command", "dbname", "file", "host", "port", "username", "set", "variable", "log-file", "output", "table-attr", "field-separator", "record-separator", "pset"}}, "c", "command", "", "f"),
-	"ysqlsh":            optionSQL(optSpec{short: "cdfhpUvLoTFRPS", long: []string{"command", "dbname", "file", "host", "port", "username", "set", "variable", "log-file", "output"}}, "c", "command", "", "f"),
+	"psql":              psqlSQL,
+	"ysqlsh":            psqlSQL, // YugabyteDB's psql
 	"mysql":             optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"mariadb":           optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"clickhouse-client": optionSQL(optSpec{short: "qhdu", long: []string{"query", "host", "port", "user", "password", "database", "format"}}, "q", "query", "", ""),
@@ -42,6 +42,9 @@ var sqlClients = map[string]sqlArgs{
 	"sqlite3":           positionalSQL,
 	"duckdb":            positionalSQL,
 }
+
+// psqlSQL reads psql's -c and -f, and its fork ysqlsh's.
+var psqlSQL = optionSQL(optSpec{short: "cdfhpUvLoTFRPS", long: []string{"command", "dbname", "file", "host", "port", "username", "set", "variable", "log-file", "output", "table-attr", "field-separator", "record-separator", "pset"}}, "c", "command", "", "f")
 
 // optionSQL reads SQL from options (psql -c, mysql -e); a file option
 // (psql -f) means the SQL is in a file; otherwise it is read from stdin.
@@ -235,7 +238,7 @@ func matchDropDB(c *command, h *hits) {
 // sqlite3 .shell and .system) is walked as a script.
 func (w *walker) sql(f *frame, client string) {
 	sts := sqlStatements(f.src)
-	if client != "psql" || !rolledBack(f.src, sts) {
+	if client != "psql" && client != "ysqlsh" || !rolledBack(f.src, sts) {
 		for _, st := range sts {
 			if detail, ok := destructiveStatement(st.words); ok {
 				w.d.add(f, ruleSQLDestructive, detail, "", st.sp)

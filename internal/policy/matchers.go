@@ -110,7 +110,7 @@ func nestingOnly(name string, tools []*packTool) bool {
 // matchGenericVerbs runs the generic tools' rules for a program a pack
 // knows only for what it runs, unless the program is the project's own.
 func matchGenericVerbs(c *command, h *hits) {
-	if !projectProgram(c.prog) && !strings.ContainsAny(c.name, "./\\$=") {
+	if !projectProgram(c.prog) && plainName(c.name) {
 		matchPacksAny(c, h)
 	}
 }

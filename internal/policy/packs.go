@@ -546,10 +546,13 @@ func projectProgram(prog string) bool {
 // bare command name (not a script or a path: ./deploy.sh destroy is the
 // project's own), that the detector does not otherwise know.
 func genericProgram(name string) bool {
-	if len(packAny) == 0 || name == "" || strings.ContainsAny(name, "/\\$=") || knownProgram(name) {
-		return false
-	}
-	return true
+	return len(packAny) > 0 && plainName(name) && !knownProgram(name)
+}
+
+// plainName reports a program named by a word the generic rules read: not
+// a path, a variable or an assignment.
+func plainName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "/\\$=")
 }
 
 // packCall is a tool's command line as the rules read it.

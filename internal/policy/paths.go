@@ -182,6 +182,9 @@ func homeRelative(c string) (string, bool) {
 	return "", false
 }
 
+// shellHistoryFiles are the base names of shells' history files.
+var shellHistoryFiles = []string{".bash_history", ".zsh_history", ".zhistory", ".history", ".sh_history", ".ksh_history", "fish_history"}
+
 // historyFiles are the base names of shell and REPL history files.
 var historyFiles = []string{
 	".bash_history", ".zsh_history", ".zhistory", ".history", ".sh_history", ".ksh_history",
@@ -192,7 +195,7 @@ var historyFiles = []string{
 // isShellHistory reports a shell's history file (not a REPL's or an
 // editor's), in any directory.
 func isShellHistory(p string) bool {
-	return slices.Contains(historyFiles[:6], path.Base(p)) || path.Base(p) == "fish_history"
+	return slices.Contains(shellHistoryFiles, path.Base(p))
 }
 
 // isHistoryFile reports whether p names a history file, in any directory.

@@ -21,7 +21,7 @@ type tokenPrinter struct {
 
 var tokenPrinters = []tokenPrinter{
 	{"gh", []string{"auth", "token"}, []string{"github.com", "githubusercontent.com", "github.io"}},
-	{"glab", []string{"auth", "token"}, []string{"gitlab.com", "gitlab"}},
+	{"glab", []string{"auth", "token"}, []string{"gitlab.com"}},
 	{"gcloud", []string{"auth", "print-access-token"}, googleHosts},
 	{"gcloud", []string{"auth", "print-identity-token"}, googleHosts},
 	{"gcloud", []string{"auth", "application-default", "print-access-token"}, googleHosts},
@@ -32,8 +32,17 @@ var tokenPrinters = []tokenPrinter{
 	{"fly", []string{"auth", "token"}, []string{"fly.io", "fly.dev"}},
 	{"flyctl", []string{"auth", "token"}, []string{"fly.io", "fly.dev"}},
 	{"doctl", []string{"auth", "token"}, []string{"digitalocean.com"}},
-	{"vault", []string{"print", "token"}, []string{"vault"}},
+	{"vault", []string{"print", "token"}, nil}, // its servers are the operator's: $VAULT_ADDR
 }
+
+// tokenPrinterNames are the programs of tokenPrinters.
+var tokenPrinterNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range tokenPrinters {
+		m[p.name] = true
+	}
+	return m
+}()
 
 var googleHosts = []string{"googleapis.com", "google.com", "run.app", "cloudfunctions.net", "appspot.com"}
 
@@ -48,6 +57,9 @@ func tokenPrinterOf(words []arg) (tokenPrinter, bool) {
 		return tokenPrinter{}, false
 	}
 	name := path.Base(words[0].val)
+	if !tokenPrinterNames[name] {
+		return tokenPrinter{}, false // the common case: no scan of the words
+	}
 	var ops []string
 	for _, a := range words[1:] {
 		if !a.lit {
@@ -120,6 +132,11 @@ func tokenSentAway(c *command) (string, bool) {
 	}
 	allowed := issuerHosts(c)
 	for i, a := range c.args {
+		if a.lit && reroutes(a.val) {
+			// the request may not go to the host the URL names
+			// (--connect-to HOST:PORT:ELSEWHERE, a proxy, -k)
+			return a.val, true
+		}
 		if a.taint&taintToken != 0 || i > 0 && c.args[i-1].lit && payloadOpts[c.args[i-1].val] {
 			continue
 		}
@@ -152,11 +169,22 @@ func tokenSentAway(c *command) (string, bool) {
 		if slices.Contains(localish, host) {
 			continue
 		}
-		if !slices.ContainsFunc(allowed, func(d string) bool {
-			return host == d || strings.HasSuffix(host, "."+d) || !strings.Contains(d, ".") && strings.Contains(host, d)
-		}) {
+		if !slices.ContainsFunc(allowed, func(d string) bool { return host == d || strings.HasSuffix(host, "."+d) }) {
 			return a.val, true
 		}
 	}
 	return "", false
+}
+
+// reroutes reports a network program's option that sends the request
+// somewhere other than the URL's host, or accepts any certificate there:
+// curl --connect-to, --resolve, -x/--proxy, --preproxy, --socks5*, -k.
+func reroutes(v string) bool {
+	name, _, _ := strings.Cut(v, "=")
+	switch name {
+	case "--connect-to", "--resolve", "-x", "--proxy", "--preproxy", "-k", "--insecure", "--proxy-insecure", "--doh-url",
+		"--socks4", "--socks4a", "--socks5", "--socks5-hostname", "-e", "--no-check-certificate":
+		return true
+	}
+	return strings.HasPrefix(v, "-x") && len(v) > 2 && !strings.HasPrefix(v, "--") // -xhttp://proxy
 }
