@@ -170,3 +170,35 @@ func mustConn(t *testing.T, b *Backend) *conn {
 	}
 	return c
 }
+
+// TestRunEndsWhenReapedBetweenPolls: a reaper may stop a run and remove
+// its directory between two polls of the worker following it, so that
+// the worker never sees the exit status. Its streams are open by then
+// (and read on after their files are removed); Run still returns, with
+// an error, rather than following the removed run for ever.
+func TestRunEndsWhenReapedBetweenPolls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cfg := f.config(t)
+	b := backend(t, cfg)
+	spec := backends.Spec{JobID: "reaped-between-polls", Attempt: 1, Command: "echo ready; exec sleep 300", KillGrace: time.Second}
+	var stdout, stderr testenv.Buffer
+	done := start(t.Context(), b, spec, &stdout, &stderr)
+	stdout.WaitFor(t, "ready", 20*time.Second)
+	// One remote script removes the directory first, then kills the job:
+	// the supervisor's exit status has nowhere to go.
+	dir := filepath.Join(cfg.RunRoot, spec.JobID+"-1")
+	if _, err := b.exec(t.Context(), mustConn(t, b), `main() { p=$(cat "$1/pid"); rm -rf -- "$1"; kill -KILL -"$p"; }
+main "$@"
+`, dir); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-done:
+		if !errors.Is(o.err, errGone) {
+			t.Fatalf("Run of a reaped run: %+v, %v; want an error naming the run directory gone", o.res, o.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run still follows a run whose directory was removed a minute ago")
+	}
+}

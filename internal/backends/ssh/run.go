@@ -242,6 +242,10 @@ func (r *remoteRun) reconnect(ctx context.Context) error {
 
 // step checks for the exit status, then reads both streams to their
 // current end: once exit is seen before a read, that read is the last.
+// A step that finds neither exit nor new output checks that the run
+// directory is still there: streams already open read on after their
+// files are removed, so a run reaped (stopped and removed) between two
+// steps would otherwise be followed for ever.
 func (r *remoteRun) step() (ended bool, n int64, err error) {
 	_, err = r.c.sftp.Stat(r.dir + "/exit")
 	switch {
@@ -256,6 +260,13 @@ func (r *remoteRun) step() (ended bool, n int64, err error) {
 		n += k
 		if err != nil {
 			return false, n, err
+		}
+	}
+	if !ended && n == 0 {
+		if _, err := r.c.sftp.Stat(r.dir); errors.Is(err, fs.ErrNotExist) {
+			return false, 0, errGone
+		} else if err != nil {
+			return false, 0, err
 		}
 	}
 	return ended, n, nil
