@@ -142,7 +142,8 @@ func (w *walker) sideEffects(c *command) {
 		case !rest[0].lit:
 			v := value{vals: c.paths(rest[0])} // "$PWD/..": a known place relative to the job's directory
 			if len(v.vals) == 0 {
-				v = unknownValue
+				from := rest[0]
+				v = value{unknown: true, from: &from}
 				if a := rest[0]; a.taint&taintUnknown == 0 && a.taint&taintEnv != 0 {
 					// "$HOME/$WORKSPACE" with WORKSPACE unset is the home: the
 					// operator's value, or the empty reading

@@ -704,3 +704,21 @@ func TestReviewHoles(t *testing.T) {
 		{"ysqlsh -d shop <<'SQL'\nBEGIN;\nDELETE FROM carts;\nROLLBACK;\nSQL", ""},
 	})
 }
+
+// TestCdThroughUnresolvedWord: rm -rf ./* after cd "$DIR" is rm -rf
+// "$DIR"/*, judged the same way; a word with alternatives ("${D:-$HOME}")
+// may leave the shell in any of them.
+func TestCdThroughUnresolvedWord(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cd "$(go env GOPATH)/.." && rm -rf ./*`, ruleRmRoot},
+		{`cd "$BUILD_DIR" && rm -rf *`, ruleRmRoot},
+		{`cd "${DEPLOY_DIR:-$HOME}" && rm -rf ./*`, ruleRmRoot},
+		{`cd "$(mktemp -d)" && rm -rf ./*`, ""},
+		{`cd "${BUILD_DIR:?}" && rm -rf ./*`, ""},
+		{`cd "$BUILD_DIR/out" && rm -rf ./*`, ""},
+		{`cd "$BUILD_DIR" && rm -rf out`, ""},
+		{`cd "${BUILD_DIR:-build}" && rm -rf ./*`, ""},
+	})
+}

@@ -38,6 +38,9 @@ func matchRm(c *command, h *hits) {
 		if recursive && c.unresolvedRoot(o) {
 			h.add(ruleRmRoot, c.name+" -r on "+unresolvedShow(o))
 		}
+		if d, ok := c.cwdEntries(o); recursive && ok && c.unresolvedRoot(d) {
+			h.add(ruleRmRoot, c.name+" -r on "+quoteDetail(o.val)+" after cd "+unresolvedShow(*c.cwd.from))
+		}
 		for _, t := range c.targets(o) {
 			n := len(*h)
 			deleteHits(c.name, t, recursive, h)
@@ -56,6 +59,23 @@ func matchRm(c *command, h *hits) {
 	if recursive && noPreserve {
 		h.add(ruleRmRoot, c.name+" -r --no-preserve-root")
 	}
+}
+
+// cwdEntries returns, for an operand that names all the working
+// directory's entries ("*", "./*") when cd reached that directory
+// through a word the detector cannot resolve, the operand written from
+// that word ("$DIR"/*): what the walker knows of the one is what it knows
+// of the other.
+func (c *command) cwdEntries(o arg) (arg, bool) {
+	if c.cwd.from == nil || !o.lit {
+		return arg{}, false
+	}
+	if o.val != "*" && o.val != "./*" { // rm refuses . and ..
+		return arg{}, false
+	}
+	d := *c.cwd.from
+	d.val, d.tail, d.src = d.val+"/*", d.tail+"/*", d.src+"/*"
+	return d, true
 }
 
 // remoteRunners are the nesting steps (see frame.via) whose command runs

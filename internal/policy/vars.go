@@ -24,6 +24,10 @@ type value struct {
 	cred    bool   // the unknown value names credential files (see taintCredential)
 	token   bool   // the unknown value holds an access token (see taintToken)
 	over    string // the limit bounded cut vals at, "" if none
+	// from is, for a working directory, the word cd reached it through
+	// when the detector cannot resolve that word: rm -rf ./* there is
+	// rm -rf "$WORD"/*.
+	from *arg
 }
 
 func known(vals ...string) value { return value{vals: vals} }
@@ -32,7 +36,7 @@ var unknownValue = value{unknown: true}
 
 // union returns the values either a or b may hold.
 func union(a, b value) value {
-	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred, token: a.token || b.token}
+	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred, token: a.token || b.token, from: cmp.Or(a.from, b.from)}
 	out.env = out.unknown && (a.env || !a.unknown) && (b.env || !b.unknown)
 	for _, v := range b.vals {
 		if !slices.Contains(out.vals, v) {

@@ -514,7 +514,13 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 	}
 	w.commandEnv(ce.Assigns, sp)
 	var out stream
-	for i, words := range w.argLists(ce.Args) {
+	lists := w.argLists(ce.Args)
+	if len(lists) > 1 {
+		// each alternative's side effects (cd "${DIR:-$HOME}") may be the one
+		w.cond++
+		defer func() { w.cond-- }()
+	}
+	for i, words := range lists {
 		o := w.run(words, in, sp, "", false)
 		if i == 0 {
 			out = o
