@@ -33,9 +33,7 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 				v.vals = append(v.vals, alt.val)
 			} else {
 				v.unknown = true
-				v.secret = v.secret || alt.taint&taintSecret != 0
-				v.cred = v.cred || alt.taint&taintCredential != 0
-				v.token = v.token || alt.taint&taintToken != 0
+				v.carried |= alt.taint & carriedTaints
 			}
 		}
 	}
@@ -62,7 +60,7 @@ func loneSubst(word *syntax.Word) bool {
 
 // concat returns every value a followed by b may give.
 func concat(a, b value) value {
-	out := value{unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred, token: a.token || b.token}
+	out := value{unknown: a.unknown || b.unknown, carried: a.carried | b.carried}
 	for _, x := range a.vals {
 		for _, y := range b.vals {
 			out.vals = append(out.vals, x+y)
@@ -117,9 +115,7 @@ func (w *walker) declWords(words []*syntax.Word, sp span) {
 				v.vals = append(v.vals, val)
 			} else {
 				v.unknown = true
-				v.secret = v.secret || alt.taint&taintSecret != 0
-				v.cred = v.cred || alt.taint&taintCredential != 0
-				v.token = v.token || alt.taint&taintToken != 0
+				v.carried |= alt.taint & carriedTaints
 			}
 		}
 		w.env.set(name, v, w.cond > 0)

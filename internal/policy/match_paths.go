@@ -258,6 +258,13 @@ func matchEnvSend(c *command, h *hits) {
 		h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory it reads on stdin")
 		return
 	}
+	// ssh and openssl are left out: cat .env | ssh host 'cat > /srv/app/.env'
+	// deploys it, openssl enc encrypts it
+	envFileSender := c.name != "ssh" && c.name != "openssl"
+	if envFileSender && c.stdin.taint&taintEnvFile != 0 {
+		h.add(ruleEnvSend, c.name+" sends the project's secrets file it reads on stdin")
+		return
+	}
 	if dest, ok := tokenSentAway(c); ok {
 		h.add(ruleEnvSend, c.name+" sends an access token to "+quoteDetail(dest)+", not to the service that issued it")
 		return
@@ -273,6 +280,10 @@ func matchEnvSend(c *command, h *hits) {
 		}
 		if a.taint&taintSecret != 0 {
 			h.add(ruleEnvSend, c.name+" sends the environment in "+quoteDetail(a.src))
+			return
+		}
+		if envFileSender && a.taint&taintEnvFile != 0 {
+			h.add(ruleEnvSend, c.name+" sends the project's secrets file in "+quoteDetail(a.src))
 			return
 		}
 		for _, p := range readPaths(a)[1:] { // @FILE, file://FILE: a file the script wrote the environment to
@@ -292,6 +303,32 @@ func matchEnvSend(c *command, h *hits) {
 				return
 			}
 		}
+	}
+}
+
+// fileSharers send the files they are given, or their standard input, to
+// someone else: a gist, a transfer service, another machine.
+var fileSharers = []string{"gh", "croc", "wormhole", "magic-wormhole", "ffsend", "transfer", "sendme"}
+
+// matchEnvFileShare judges a file sharer given the project's secrets file,
+// or standard input holding it or the environment (env | gh gist create -).
+func matchEnvFileShare(c *command, h *hits) {
+	ops, _ := operands(c.args, optSpec{short: "dRfp", long: []string{"desc", "filename", "repo", "code", "relay", "pass", "expiry", "downloads"}})
+	if c.name == "gh" {
+		if len(ops) < 2 || ops[0].val != "gist" || ops[1].val != "create" {
+			return
+		}
+		ops = ops[2:]
+	}
+	for _, a := range ops {
+		if a.lit && isProjectEnvFile(a.val) {
+			h.add(ruleEnvSend, c.name+" shares the project's secrets file "+quoteDetail(a.val))
+			return
+		}
+	}
+	stdin := len(ops) == 0 || slices.ContainsFunc(ops, func(a arg) bool { return a.lit && a.val == "-" })
+	if stdin && c.stdin.taint&(taintEnvFile|taintSecret) != 0 {
+		h.add(ruleEnvSend, c.name+" shares the project's secrets file or the environment it reads on stdin")
 	}
 }
 

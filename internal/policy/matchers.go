@@ -73,6 +73,9 @@ func addPackMatchers() {
 	for _, name := range netSenders {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvSend)
 	}
+	for _, name := range fileSharers {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvFileShare)
+	}
 	matcherTable["find"] = append(slices.Clip(matcherTable["find"]), matchFindCredentials)
 	for name, tools := range packTools {
 		if slices.ContainsFunc(tools, func(t *packTool) bool { return t.pack == "windows" }) {

@@ -37,6 +37,9 @@ func produce(c *command) stream {
 		if dumpsData(c) {
 			out.taint |= taintData
 		}
+		if readsEnvFile(c) {
+			out.taint |= taintEnvFile
+		}
 		return out
 	case "true", ":", "false":
 		return stream{present: true, known: true, start: -1, base: -1}
@@ -78,7 +81,7 @@ func produce(c *command) stream {
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
 	case "jq", "gojq", "jaq":
 		out := generated()
-		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken)
+		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
 		out.shape = jqFilter(c.args)
 		return out
 	case "grep", "egrep":
@@ -112,9 +115,12 @@ func produce(c *command) stream {
 		return out
 	}
 	out := generated()
-	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken)
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
 	if dumpsData(c) {
 		out.taint |= taintData
+	}
+	if readsEnvFile(c) {
+		out.taint |= taintEnvFile
 	}
 	if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && sqlGenerator.MatchString(a.val) }) {
 		out.taint |= taintSQLGen
@@ -169,6 +175,16 @@ func dumpsData(c *command) bool {
 		}
 	}
 	return false
+}
+
+// readsEnvFile reports a reader (cat, grep, base64, ...) given the
+// project's secrets file: what it prints is the file's secrets, or made of
+// them.
+func readsEnvFile(c *command) bool {
+	if !slices.Contains(credentialReaders, c.name) {
+		return false
+	}
+	return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && isProjectEnvFile(a.val) })
 }
 
 // grepLines returns the lines grep can print when its patterns match whole

@@ -165,6 +165,9 @@ func (w *walker) inputRedirects(s *syntax.Stmt, in stream) stream {
 				in = stream{present: true, known: true, start: -1, base: -1}
 			default:
 				in = stream{present: true, file: true, start: -1, base: -1, anchor: a.pos}
+				if a.lit && isProjectEnvFile(a.val) {
+					in.taint |= taintEnvFile
+				}
 				if f, ok := w.writtenScript(a); ok {
 					in.taint |= f.s.taint & taintSecret // the environment, written to a file earlier
 				}

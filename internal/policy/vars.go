@@ -20,9 +20,7 @@ type value struct {
 	vals    []string
 	unknown bool
 	env     bool   // the unknown value is only the worker's environment's, or unset (see taintEnv)
-	secret  bool   // the unknown value holds the environment's values (see taintSecret)
-	cred    bool   // the unknown value names credential files (see taintCredential)
-	token   bool   // the unknown value holds an access token (see taintToken)
+	carried taint  // what the unknown value holds, of carriedTaints: the environment's values, credential files' names, a token, a secrets file's content
 	over    string // the limit bounded cut vals at, "" if none
 	// from is, for a working directory, the word cd reached it through
 	// when the detector cannot resolve that word: rm -rf ./* there is
@@ -34,9 +32,13 @@ func known(vals ...string) value { return value{vals: vals} }
 
 var unknownValue = value{unknown: true}
 
+// carriedTaints are the taints a variable keeps from the value assigned
+// to it, and gives to the words it is expanded in.
+const carriedTaints = taintSecret | taintCredential | taintToken | taintEnvFile
+
 // union returns the values either a or b may hold.
 func union(a, b value) value {
-	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, secret: a.secret || b.secret, cred: a.cred || b.cred, token: a.token || b.token, from: cmp.Or(a.from, b.from)}
+	out := value{vals: slices.Clone(a.vals), unknown: a.unknown || b.unknown, carried: a.carried | b.carried, from: cmp.Or(a.from, b.from)}
 	out.env = out.unknown && (a.env || !a.unknown) && (b.env || !b.unknown)
 	for _, v := range b.vals {
 		if !slices.Contains(out.vals, v) {

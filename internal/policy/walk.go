@@ -175,9 +175,7 @@ func (w *walker) forClause(c *syntax.ForClause) {
 						v.vals = append(v.vals, a.val)
 					} else {
 						v.unknown = true
-						v.secret = v.secret || a.taint&taintSecret != 0
-						v.cred = v.cred || a.taint&taintCredential != 0
-						v.token = v.token || a.taint&taintToken != 0
+						v.carried |= a.taint & carriedTaints
 					}
 				}
 			}

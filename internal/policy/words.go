@@ -52,6 +52,10 @@ const (
 	// auth print-access-token), and what is made of it: sent anywhere but
 	// to its issuer, it is a leak (see matchEnvSend).
 	taintToken
+	// taintEnvFile is the content of the project's secrets file (.env,
+	// .env.production) read out, and what is made of it: the project's
+	// own to read, a leak once sent to a network program.
+	taintEnvFile
 )
 
 // arg is one word of a command after expansion and quote removal.
@@ -349,15 +353,7 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 		}
 		name = "" // the value depends on more than the variable
 	}
-	if v.secret {
-		t |= taintSecret
-	}
-	if v.cred {
-		t |= taintCredential
-	}
-	if v.token {
-		t |= taintToken
-	}
+	t |= v.carried
 	x.branchVar(name, v, !quoted, t)
 }
 
