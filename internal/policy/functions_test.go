@@ -750,3 +750,37 @@ func TestEnvFileSent(t *testing.T) {
 		{"gh gist create notes.md", ""},
 	})
 }
+
+// TestServiceManagers: stopping or disabling a service is service-stop
+// under every init system and service manager, not only systemd's;
+// restarts, status and enabling are not.
+func TestServiceManagers(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"brew services list | awk '$2==\"started\"{print $1}' | xargs -n1 brew services stop", ruleServiceStop},
+		{"sv down nginx", ruleServiceStop},
+		{"supervisorctl stop all", ruleServiceStop},
+		{"s6-svc -d /run/service/nginx", ruleServiceStop},
+		{"rcctl disable nginx", ruleServiceStop},
+		{"initctl stop nginx", ruleServiceStop},
+		{"svcadm disable ssh", ruleServiceStop},
+		{"dinitctl stop nginx", ruleServiceStop},
+		{"update-rc.d -f nginx remove", ruleServiceStop},
+		{"chkconfig nginx off", ruleServiceStop},
+		{"chkconfig --del nginx", ruleServiceStop},
+		{"rc-update del nginx default", ruleServiceStop},
+		{"sysrc sshd_enable=NO", ruleServiceStop},
+		{"brew services restart nginx", ""},
+		{"brew services list", ""},
+		{"sv status nginx", ""},
+		{"supervisorctl restart web", ""},
+		{"s6-svc -u /run/service/nginx", ""},
+		{"rcctl check nginx", ""},
+		{"svcadm restart ssh", ""},
+		{"update-rc.d nginx defaults", ""},
+		{"chkconfig --list", ""},
+		{"rc-update show", ""},
+		{"sysrc nginx_enable=YES", ""},
+	})
+}

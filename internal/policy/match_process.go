@@ -173,22 +173,64 @@ func matchShutdown(c *command, h *hits) {
 	}
 }
 
-// stopVerbs are the service-manager verbs that stop or disable a service.
+// stopVerbs are the service-manager verbs that stop or disable a service:
+// systemd, SysV, OpenRC, launchd, runit, supervisord, upstart, OpenBSD's
+// rcctl, illumos's svcadm, dinit, Homebrew's services.
 var stopVerbs = map[string][]string{
-	"systemctl":  {"stop", "disable", "mask", "kill", "isolate"},
-	"service":    {"stop", "force-stop"},
-	"rc-service": {"stop", "zap"},
-	"launchctl":  {"unload", "bootout", "disable", "remove", "stop"},
+	"systemctl":     {"stop", "disable", "mask", "kill", "isolate"},
+	"service":       {"stop", "force-stop"},
+	"rc-service":    {"stop", "zap"},
+	"launchctl":     {"unload", "bootout", "disable", "remove", "stop"},
+	"sv":            {"stop", "down", "d", "exit", "x", "kill", "k", "force-stop", "shutdown", "force-shutdown"},
+	"supervisorctl": {"stop", "remove", "shutdown"},
+	"initctl":       {"stop"},
+	"rcctl":         {"stop", "disable"},
+	"svcadm":        {"disable"},
+	"dinitctl":      {"stop", "disable"},
+	"update-rc.d":   {"disable", "remove"},
+	"chkconfig":     {"off"},
+	"rc-update":     {"del", "delete"},
+	"brew":          {"stop", "kill"},
 }
+
+// stopVerbAt is where the verb stands among a service manager's operands
+// when it is not first: service NAME stop, chkconfig NAME off, brew
+// services stop.
+var stopVerbAt = map[string]int{"service": 1, "rc-service": 1, "update-rc.d": 1, "chkconfig": 1, "brew": 1}
 
 // matchServiceStop judges stopping or disabling system services.
 func matchServiceStop(c *command, h *hits) {
-	ops, _ := operands(c.args, systemctlSpec)
-	i := 0
-	if c.name == "service" || c.name == "rc-service" {
-		i = 1 // service NAME stop
+	ops, opts := operands(c.args, systemctlSpec)
+	i := stopVerbAt[c.name]
+	switch c.name {
+	case "brew":
+		if len(ops) == 0 || ops[0].val != "services" {
+			return
+		}
+	case "chkconfig":
+		if hasOpt(opts, "del") {
+			h.add(ruleServiceStop, "chkconfig --del")
+			return
+		}
+	case "s6-svc":
+		if hasOpt(opts, "d", "D", "x", "X") {
+			h.add(ruleServiceStop, "s6-svc -d")
+		}
+		return
+	case "sysrc":
+		for _, o := range ops {
+			if k, v, ok := strings.Cut(o.val, "="); ok && o.lit && strings.HasSuffix(k, "_enable") && strings.EqualFold(v, "no") {
+				h.add(ruleServiceStop, "sysrc "+o.val)
+				return
+			}
+		}
+		return
 	}
 	if len(ops) > i && ops[i].lit && slices.Contains(stopVerbs[c.name], ops[i].val) {
+		if c.name == "brew" {
+			h.add(ruleServiceStop, "brew services "+ops[i].val)
+			return
+		}
 		h.add(ruleServiceStop, c.name+" "+ops[i].val)
 	}
 }

@@ -32,7 +32,10 @@ var matcherTable = map[string][]matcher{
 	"shutdown": {matchShutdown}, "reboot": {matchShutdown}, "halt": {matchShutdown}, "poweroff": {matchShutdown},
 	"init": {matchShutdown}, "telinit": {matchShutdown}, "kexec": {matchShutdown},
 	"systemctl": {matchShutdown, matchServiceStop}, "service": {matchServiceStop},
-	"rc-service": {matchServiceStop}, "launchctl": {matchServiceStop},
+	"rc-service": {matchServiceStop}, "launchctl": {matchServiceStop}, "sv": {matchServiceStop}, "supervisorctl": {matchServiceStop},
+	"initctl": {matchServiceStop}, "rcctl": {matchServiceStop}, "svcadm": {matchServiceStop}, "dinitctl": {matchServiceStop},
+	"update-rc.d": {matchServiceStop}, "chkconfig": {matchServiceStop}, "rc-update": {matchServiceStop}, "s6-svc": {matchServiceStop},
+	"sysrc": {matchServiceStop},
 	// permissions and privilege
 	"chmod": {matchChmod}, "chown": {matchChmod}, "chgrp": {matchChmod}, "setfacl": {matchChmod},
 	"sudo": {matchPrivilege}, "su": {matchPrivilege}, "doas": {matchPrivilege}, "pkexec": {matchPrivilege},
@@ -44,7 +47,7 @@ var matcherTable = map[string][]matcher{
 	"apt": {matchPackages}, "apt-get": {matchPackages}, "aptitude": {matchPackages}, "dpkg": {matchPackages},
 	"yum": {matchPackages}, "dnf": {matchPackages}, "microdnf": {matchPackages}, "tdnf": {matchPackages},
 	"zypper": {matchPackages}, "rpm": {matchPackages}, "apk": {matchPackages}, "pacman": {matchPackages},
-	"brew": {matchPackages}, "snap": {matchPackages}, "flatpak": {matchPackages}, "port": {matchPackages},
+	"brew": {matchPackages, matchServiceStop}, "snap": {matchPackages}, "flatpak": {matchPackages}, "port": {matchPackages},
 	// history, databases, version control
 	"history": {matchHistory}, "set": {matchHistory},
 	"git": {matchGit}, "dropdb": {matchDropDB}, "mysqladmin": {matchDropDB}, "mariadb-admin": {matchDropDB},
