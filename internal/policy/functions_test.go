@@ -784,3 +784,16 @@ func TestServiceManagers(t *testing.T) {
 		{"sysrc nginx_enable=YES", ""},
 	})
 }
+
+// TestWindowsShellInShell: a PowerShell started by cmd /c, with its
+// script as words or encoded (-enc), is read like one started directly.
+func TestWindowsShellInShell(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cmd /c "powershell -NoProfile -Command Remove-Item -Recurse -Force C:\Users\dev\Documents"`, ruleWinTreeDelete},
+		{`cmd /c "powershell -NoProfile -EncodedCommand UgBlAG0AbwB2AGUALQBJAHQAZQBtACAALQBSAGUAYwB1AHIAcwBlACAALQBGAG8AcgBjAGUAIABDADoAXABVAHMAZQByAHMAXABkAGUAdgA="`, ruleWinTreeDelete},
+		{`cmd /c "pwsh -c Remove-Item -Recurse -Force .\dist"`, ""},
+		{`cmd /c "powershell -enc RwBlAHQALQBDAGgAaQBsAGQASQB0AGUAbQA="`, ""},
+	})
+}

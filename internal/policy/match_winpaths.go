@@ -134,15 +134,20 @@ func winDeletes(script string) []string {
 			continue
 		}
 		verb := strings.ToLower(toks[0])
-		if i == 0 || winShells[verb] {
+		// the shell's own options, before its script; a shell it starts
+		// (cmd /c powershell -Command ...) is read through the same way
+		for n := 0; n < 4 && (n == 0 && i == 0 || winShells[verb]); n++ {
 			if winShells[verb] {
 				toks = toks[1:]
 			}
-			toks = winSkipShellOptions(toks) // the shell's own options, before its script
+			toks = winSkipShellOptions(toks)
 			if len(toks) == 0 {
-				continue
+				break
 			}
 			verb = strings.ToLower(toks[0])
+		}
+		if len(toks) == 0 {
+			continue
 		}
 		if verb == "do" && len(toks) > 1 { // a loop's body (cmdLoops)
 			toks = toks[1:]

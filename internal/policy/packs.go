@@ -1099,6 +1099,9 @@ var (
 	cmdVarRef = regexp.MustCompile(`[%!]([A-Za-z_]\w*)(?::~(-?\d+)(?:,(-?\d+))?)?[%!]`)
 	// psBase64 is a literal decoded at run time: FromBase64String("...").
 	psBase64 = regexp.MustCompile(`(?i)FromBase64String\(\s*["']([A-Za-z0-9+/=\s]+)["']\s*\)`)
+	// psNestedEncoded is a PowerShell started inside the script with an
+	// encoded script of its own: cmd /c "powershell -enc ...".
+	psNestedEncoded = regexp.MustCompile(`(?i)\b(?:powershell|pwsh)(?:\.exe)?\b[^|&;\n]*?\s[-/](?:e|en|enc|ec|encodedcommand)\s+["']?([A-Za-z0-9+/]{8,}={0,2})`)
 	// psCallName is the call operator given a command's name as a string
 	// or through Get-Command: & "Remove-Item" ..., & (gcm Remove-Item) ...
 	psCallName = regexp.MustCompile(`(?i)[&.]\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:(?:Get-Command|gcm)\s+)?["']?([A-Za-z][\w.-]*-[\w.-]*)["']?\s*\))`)
@@ -1168,6 +1171,11 @@ func psUnfold(s string) string {
 	}
 	out = psNames(out)
 	out = cmdLoops(out)
+	for _, m := range psNestedEncoded.FindAllStringSubmatch(out, 8) {
+		if text, ok := decodeUTF16Base64(m[1]); ok {
+			out += "\n" + text
+		}
+	}
 	for _, m := range psBase64.FindAllStringSubmatch(out, 8) {
 		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(m[1]), ""))
 		if err != nil {
