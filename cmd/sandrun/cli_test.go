@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,7 +29,17 @@ func setup(t *testing.T) (string, *jobs.Store) {
 	t.Helper()
 	s := sandruntest.Server(t, "")
 	st := sandruntest.Store(t, s.ClientURL())
-	sandruntest.StartWorker(t, st, sandruntest.FastConfig())
+	w := sandruntest.StartWorker(t, st, sandruntest.FastConfig())
+	// Registered too, not only started: submit's placement warning reads
+	// the registry, and a test that submits at once must find it there.
+	sandruntest.Eventually(t, 30*time.Second, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := st.Workers.Get(ctx, w.Name()); err != nil {
+			return false, fmt.Sprintf("worker %s not registered: %v", w.Name(), err)
+		}
+		return true, ""
+	})
 	return s.ClientURL(), st
 }
 
