@@ -797,3 +797,18 @@ func TestWindowsShellInShell(t *testing.T) {
 		{`cmd /c "powershell -enc RwBlAHQALQBDAGgAaQBsAGQASQB0AGUAbQA="`, ""},
 	})
 }
+
+// TestWindowsKeptNouns: unmounting an image and unregistering an event
+// source remove nothing that holds data; dismounting a database and
+// removing an event log do.
+func TestWindowsKeptNouns(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`pwsh -c 'Dismount-DiskImage -ImagePath C:\src\shop\out\installer.iso'`, ""},
+		{`pwsh -c 'Dismount-VHD -Path C:\src\shop\out\ci.vhdx'`, ""},
+		{`powershell -c 'Remove-EventLog -Source ShopSvc'`, ""},
+		{`powershell -c 'Remove-EventLog -LogName ShopLog'`, "windows:security-off"},
+		{`pwsh -c 'Dismount-Database -Identity shop-db'`, ruleWinResource},
+	})
+}

@@ -291,6 +291,10 @@ func psRemoveVerb(cmd string, args []string) string {
 		return ""
 	}
 	n := strings.ToLower(noun)
+	if strings.EqualFold(verb, "dismount") && (n == "diskimage" || n == "vhd" || n == "windowsimage") ||
+		n == "eventlog" && slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, "-Source") }) {
+		return "" // an image unmounted, its file kept; an event source's registration, its log kept
+	}
 	if slices.Contains(psKeepNouns, n) || strings.EqualFold(verb, "clear") && (n == "host" || n == "content" || n == "variable" || n == "dnsclientcache" || n == "history") ||
 		strings.EqualFold(verb, "disable") && !strings.Contains(n, "firewall") && !strings.Contains(n, "account") && !strings.Contains(n, "user") && !strings.Contains(n, "scheduledtask") && !strings.Contains(n, "bitlocker") {
 		return ""
