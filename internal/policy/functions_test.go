@@ -812,3 +812,16 @@ func TestWindowsKeptNouns(t *testing.T) {
 		{`pwsh -c 'Dismount-Database -Identity shop-db'`, ruleWinResource},
 	})
 }
+
+// TestTokenEchoed: an access token a CLI printed into a variable is a
+// secret when echoed to the job's output, not when piped to a program
+// that reads it as a credential or when only its length is printed.
+func TestTokenEchoed(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`T=$(gh auth token); echo "$T"`, ruleSecretPrint},
+		{`T=$(gh auth token); echo "$T" | docker login registry.acme.internal -u me --password-stdin`, ""},
+		{`T=$(gh auth token); echo "len ${#T}"`, ""},
+	})
+}

@@ -232,7 +232,8 @@ var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PA
 
 // matchSecretPrint judges echo and printf printing, into the job's output,
 // a variable of the worker's environment (one the job does not set) whose
-// name says it holds a secret: echo "$OPENAI_API_KEY". A job's own secrets
+// name says it holds a secret: echo "$OPENAI_API_KEY"; or an access token
+// a CLI printed into a variable: T=$(gh auth token); echo "$T". A job's own secrets
 // are masked in its output; the worker's are not the submitter's to read.
 func matchSecretPrint(c *command, h *hits) {
 	if c.captured {
@@ -241,6 +242,10 @@ func matchSecretPrint(c *command, h *hits) {
 	for _, a := range c.args {
 		if a.taint&taintEnv != 0 && secretVarName.MatchString(a.src) {
 			h.add(ruleSecretPrint, c.name+" prints the worker's secret "+quoteDetail(a.src))
+			return
+		}
+		if a.taint&taintToken != 0 {
+			h.add(ruleSecretPrint, c.name+" prints an access token a CLI gave it, in "+quoteDetail(a.src))
 			return
 		}
 	}
