@@ -825,3 +825,20 @@ func TestTokenEchoed(t *testing.T) {
 		{`T=$(gh auth token); echo "len ${#T}"`, ""},
 	})
 }
+
+// TestWindowsQuotedPaths: a cmd script in sh's double quotes gets \" as
+// ", so a quoted path with spaces is read whole; WSL's and Docker
+// Desktop's virtual disks and ProgramData\Microsoft are protected.
+func TestWindowsQuotedPaths(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cmd /c "rd /s /q \"%USERPROFILE%\Documents\""`, ruleWinTreeDelete},
+		{`cmd /c "rd /s /q \"%ProgramData%\Microsoft\Windows Defender\""`, ruleWinTreeDelete},
+		{`cmd /c "rd /s /q %LOCALAPPDATA%\Packages\CanonicalGroupLimited.Ubuntu22.04LTS_79rhkp1fndgsc\LocalState"`, ruleWinTreeDelete},
+		{`pwsh -c 'Remove-Item -Recurse -Force "$env:LOCALAPPDATA\Docker\wsl"'`, ruleWinTreeDelete},
+		{`cmd /c "rd /s /q \"build\out\""`, ""},
+		{`cmd /c "rd /s /q %LOCALAPPDATA%\Packages\Microsoft.Foo_8wekyb\TempState"`, ""},
+		{`pwsh -c 'Remove-Item -Recurse -Force "$env:LOCALAPPDATA\Docker\log"'`, ""},
+	})
+}

@@ -45,8 +45,10 @@ func matchWindowsDeletes(c *command, h *hits) {
 		// As written: sh reads C:\Users unquoted as C:Users, the Windows
 		// shell that runs it keeps the backslashes.
 		w := a.src
-		if len(w) >= 2 && (w[0] == '\'' && w[len(w)-1] == '\'' || w[0] == '"' && w[len(w)-1] == '"') {
+		if len(w) >= 2 && w[0] == '\'' && w[len(w)-1] == '\'' {
 			w = w[1 : len(w)-1]
+		} else if len(w) >= 2 && w[0] == '"' && w[len(w)-1] == '"' {
+			w = shDoubleQuoted(w[1 : len(w)-1])
 		}
 		if w == "" || !a.lit {
 			w = a.val
@@ -71,6 +73,23 @@ func matchWindowsDeletes(c *command, h *hits) {
 			h.add(ruleWinTreeDelete, d)
 		}
 	}
+}
+
+// shDoubleQuoted is the text of a "..." word as sh passes it on: a
+// backslash is removed before $, `, " and \ only (C:\Users keeps its
+// backslash; \"C:\x\" is "C:\x").
+func shDoubleQuoted(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // winQuoted are the quoted strings of a script.
@@ -723,6 +742,8 @@ func winProtected(p string, recursive bool) string {
 			return "on " + show + ", the home directory or a child of it"
 		case strings.EqualFold(parts[1], "AppData") && len(parts) <= 4:
 			return "on " + show + ", an application's data"
+		case winVirtualDisks(parts):
+			return "on " + show + ", the virtual disk of a WSL distribution or of Docker Desktop"
 		}
 	case len(parts[0]) == 2 && parts[0][1] == ':':
 		switch {
@@ -731,13 +752,30 @@ func winProtected(p string, recursive bool) string {
 		case strings.EqualFold(parts[1], "Users") && len(parts) <= 4:
 			return "on " + show + ", a user's home directory or a child of it"
 		case strings.EqualFold(parts[1], "Windows") || strings.HasPrefix(strings.ToLower(parts[1]), "program files") && len(parts) <= 3 ||
-			strings.EqualFold(parts[1], "ProgramData") && len(parts) <= 3:
+			strings.EqualFold(parts[1], "ProgramData") && (len(parts) <= 3 || len(parts) == 4 && strings.EqualFold(parts[2], "Microsoft")):
 			return "on " + show + ", a system directory"
 		}
 	case strings.HasPrefix(clean, `..`):
 		return "on " + show + ", outside the working directory"
 	}
 	return ""
+}
+
+// winVirtualDisks reports, in a home's parts, a WSL distribution's state
+// (AppData\Local\Packages\<distribution>\LocalState, its ext4.vhdx) or
+// Docker Desktop's disks (AppData\Local\Docker\wsl): every file, image
+// and volume inside them.
+func winVirtualDisks(parts []string) bool {
+	if len(parts) < 5 || !strings.EqualFold(parts[1], "AppData") || !strings.EqualFold(parts[2], "Local") {
+		return false
+	}
+	switch {
+	case strings.EqualFold(parts[3], "Packages") && len(parts) <= 6:
+		return len(parts) == 5 || strings.EqualFold(parts[5], "LocalState")
+	case strings.EqualFold(parts[3], "Docker") && len(parts) <= 6:
+		return strings.EqualFold(parts[4], "wsl")
+	}
+	return false
 }
 
 // winPersonal reports the home directory itself or one of its personal
