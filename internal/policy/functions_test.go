@@ -842,3 +842,23 @@ func TestWindowsQuotedPaths(t *testing.T) {
 		{`pwsh -c 'Remove-Item -Recurse -Force "$env:LOCALAPPDATA\Docker\log"'`, ""},
 	})
 }
+
+// TestChmodWorldWritable: chmod -R that lets every user write a home, a
+// service's data or a system directory's child is chmod-system; a mode
+// without the others' write bit, the sticky 1777, the project and
+// scratch directories are not.
+func TestChmodWorldWritable(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"chmod -R 777 ~ && npm run build", ruleChmodSystem},
+		{"chmod -R a+w $HOME", ruleChmodSystem},
+		{"chmod -R 777 /etc/shop && systemctl restart shopd", ruleChmodSystem},
+		{"chmod -R 0777 /var/www/html", ruleChmodSystem},
+		{"chmod -R 755 ~", ""},
+		{"chmod -R g+w /srv/app", ""},
+		{"chmod -R 1777 /srv/app/tmp", ""},
+		{"chmod -R 777 /tmp/ci-4711", ""},
+		{"chmod -R 777 build", ""},
+	})
+}

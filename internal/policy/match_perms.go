@@ -1,10 +1,14 @@
 package policy
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // matchChmod judges chmod, chown, chgrp and setfacl on /, /* or a system
 // directory (home directories of users are left out: chown -R me ~ is a
-// routine fix).
+// routine fix), and a chmod -R that makes a home, a service's data or a
+// system directory's child writable by every user (see opensTree).
 func matchChmod(c *command, h *hits) {
 	spec := optSpec{long: []string{"reference", "from"}}
 	if c.name == "setfacl" {
@@ -21,8 +25,9 @@ func matchChmod(c *command, h *hits) {
 			}
 		}
 	}
+	var mode []arg
 	if c.name != "setfacl" && !hasOpt(opts, "reference") && len(ops) > 0 {
-		ops = ops[1:] // the mode or owner
+		mode, ops = ops[:1], ops[1:] // the mode or owner
 	}
 	recursive := c.tree || hasOpt(opts, "R", "recursive")
 	for _, o := range ops {
@@ -40,9 +45,53 @@ func matchChmod(c *command, h *hits) {
 					detail = c.name + " -R on "
 				}
 				h.add(ruleChmodSystem, detail+t.show)
+				continue
+			}
+			if recursive && c.name == "chmod" && len(mode) > 0 && worldWritable(mode[0]) && opensTree(t.path) {
+				h.add(ruleChmodSystem, "chmod -R "+mode[0].val+" on "+t.show+": anyone may write every file in it")
 			}
 		}
 	}
+}
+
+// opensTree reports a tree whose files a world-writable chmod -R opens
+// to every user of the machine: the home directory (its keys with it), a
+// service's or a mounted disk's data, a system directory's child
+// (/etc/app, /var/www/html).
+func opensTree(p string) bool {
+	if protectedRoot(p, true) || serviceDataDir(p) {
+		return true
+	}
+	c, ok := deletedTree(p)
+	return ok && c != "/" && isSystemDir(path.Dir(c), false) && !strings.HasPrefix(c, "/tmp") && !strings.HasPrefix(c, "/var/tmp") && !strings.HasPrefix(c, "/dev/shm")
+}
+
+// worldWritable reports a chmod mode that lets every user write: octal
+// with the others' write bit (777, 0666, 1777 excepted: /tmp's sticky
+// mode), or symbolic o+w, a+w, a=rwx, ugo+w.
+func worldWritable(a arg) bool {
+	if !a.lit || a.val == "" {
+		return false
+	}
+	v := a.val
+	if strings.Trim(v, "01234567") == "" {
+		if len(v) == 4 && v[0] == '1' {
+			return false
+		}
+		d := v[len(v)-1] - '0'
+		return d&2 != 0
+	}
+	for _, clause := range strings.Split(v, ",") {
+		i := strings.IndexAny(clause, "+=")
+		if i < 0 {
+			continue
+		}
+		who, perms := clause[:i], clause[i+1:]
+		if (strings.ContainsAny(who, "oa") || who == "") && strings.Contains(perms, "w") && (who != "" || clause[i] == '=') {
+			return true
+		}
+	}
+	return false
 }
 
 // matchPrivilege judges the privilege programs run on their own (sudo -s,

@@ -86,7 +86,8 @@ var rules = []rule{
 		desc: "stopping the machine: shutdown (not -c), reboot, halt, poweroff, init/telinit 0|6, " +
 			"systemctl poweroff|reboot|halt|kexec|soft-reboot, kexec -e, writes to /proc/sysrq-trigger"},
 	{id: ruleChmodSystem, hostOnly: true,
-		desc: "chmod, chown, chgrp or setfacl on / , /* or a system directory (recursively, or on the directory itself), e.g. chmod -R 777 /"},
+		desc: "chmod, chown, chgrp or setfacl on / , /* or a system directory (recursively, or on the directory itself), e.g. chmod -R 777 /; " +
+			"a chmod -R that lets every user write a home, a service's data or a system directory's child (chmod -R 777 ~, /var/www/html)"},
 	{id: ruleWriteSystem, hostOnly: true,
 		desc: "writing or deleting files under /etc, /boot, /usr, /bin, /sbin, /lib*, /proc/sys, /sys or cron spools, " +
 			"shell start-up files (~/.bashrc, ~/.profile, ~/.zshrc, ...), ~/.ssh/authorized_keys, autostart and systemd user units " +
