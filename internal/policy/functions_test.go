@@ -862,3 +862,20 @@ func TestChmodWorldWritable(t *testing.T) {
 		{"chmod -R 777 build", ""},
 	})
 }
+
+// TestRemoteServiceData: on another host, a first-level tree of a
+// service's directory (its releases, its uploads) is what the service
+// serves; its tmp, cache and logs, and one old release, are not.
+func TestRemoteServiceData(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"ssh deploy@app1.acme.internal 'rm -rf /srv/shop/releases/* /srv/shop/shared/uploads'", ruleRmRoot},
+		{"ssh deploy@web1.example.com 'cd /srv/shop && rm -rf releases/* shared/uploads'", ruleRmRoot},
+		{"ssh app1 'rm -rf /var/www/html/uploads'", ruleRmRoot},
+		{"ssh app1 'rm -rf /srv/shop/releases/20240101'", ""},
+		{"ssh app1 'rm -rf /srv/shop/tmp/cache /srv/shop/log'", ""},
+		{"ssh app1 'rm -rf /opt/shop/releases/2024*'", ""},
+		{"ssh app1 'rm -rf /var/lib/apt/lists'", ""},
+	})
+}

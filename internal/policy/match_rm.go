@@ -46,7 +46,7 @@ func matchRm(c *command, h *hits) {
 			deleteHits(c.name, t, recursive, h)
 			switch {
 			case len(*h) > n || !recursive:
-			case c.remote && remoteServiceDir(t.path):
+			case c.remote && (remoteServiceDir(t.path) || remoteServiceData(t.path)):
 				h.add(ruleRmRoot, c.name+" -r on "+t.show+" on another host")
 			case serviceDataDir(t.path):
 				h.add(ruleRmRoot, c.name+" -r on "+t.show+", a service's or a mounted disk's data")
@@ -120,6 +120,41 @@ func remoteServiceDir(p string) bool {
 		return false
 	}
 	return isSystemDir(dir, false)
+}
+
+// remoteServiceData reports, on a server, a tree inside a service's
+// directory under one of serviceDataDirs that holds what the service
+// serves or keeps: a first-level tree (/srv/shop/releases, or all its
+// entries) other than what is rebuilt (tmp, cache, logs, build output),
+// or a data tree one level further (/srv/shop/shared/uploads).
+func remoteServiceData(p string) bool {
+	c, ok := deletedTree(p)
+	if !ok || strings.ContainsAny(path.Base(c), "*?[") ||
+		slices.ContainsFunc(serviceStateRebuilt, func(r string) bool { return c == r || strings.HasPrefix(c, r+"/") }) {
+		return false
+	}
+	for _, base := range serviceDataDirs {
+		rest, ok := strings.CutPrefix(c, base+"/")
+		if !ok || base == "/Volumes" || base == "/mnt" || base == "/media" {
+			continue
+		}
+		parts := strings.Split(rest, "/") // parts[0] is the service's directory: shop, html, postgresql
+		switch len(parts) {
+		case 2:
+			switch strings.ToLower(parts[1]) {
+			case "tmp", "temp", "cache", ".cache", "log", "logs", "build", "dist", "node_modules", "vendor", "__pycache__", "run", "pids", "sockets", "lock", "locks":
+				return false
+			}
+			return true
+		case 3:
+			switch strings.ToLower(parts[2]) {
+			case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "public", "assets":
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // serviceDataDirs are the directories whose direct children hold a
