@@ -879,3 +879,22 @@ func TestRemoteServiceData(t *testing.T) {
 		{"ssh app1 'rm -rf /var/lib/apt/lists'", ""},
 	})
 }
+
+// TestSQLPrivilegeAndSessions: making a login the server's superuser,
+// granting every privilege on every database, and terminating every
+// session are sql-destructive; narrow grants and terminating one
+// database's sessions are not.
+func TestSQLPrivilegeAndSessions(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`psql -h db.acme.internal -U postgres -c "ALTER USER app WITH SUPERUSER;"`, ruleSQLDestructive},
+		{`mysql -e "GRANT ALL PRIVILEGES ON *.* TO 'x'@'%';"`, ruleSQLDestructive},
+		{`psql -c 'GRANT rds_superuser TO app;'`, ruleSQLDestructive},
+		{`psql "$DATABASE_URL" -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid();"`, ruleSQLDestructive},
+		{`psql -c "ALTER USER app WITH NOSUPERUSER;"`, ""},
+		{`mysql -e "GRANT ALL PRIVILEGES ON shop.* TO 'app'@'%';"`, ""},
+		{`mysql -e "GRANT SELECT ON *.* TO 'ro'@'%';"`, ""},
+		{`psql -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'shop_ci_4711' AND pid <> pg_backend_pid();"`, ""},
+	})
+}

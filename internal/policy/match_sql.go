@@ -393,6 +393,20 @@ func destructiveStatement(words []string) (string, bool) {
 			if slices.Contains(words[i:], "NOW") || slices.Contains(words[i:], "CURRENT_TIMESTAMP") {
 				return "drop_chunks older than now", true // TimescaleDB: every chunk
 			}
+		case "SUPERUSER":
+			if (words[0] == "ALTER" || words[0] == "CREATE") && len(words) > 1 && (words[1] == "USER" || words[1] == "ROLE") {
+				return words[0] + " " + words[1] + " ... SUPERUSER", true // every check of the server off for that login
+			}
+		case "GRANT":
+			if i == 0 && grantsEverything(words) {
+				return "GRANT of every privilege on every database, or of a superuser role", true
+			}
+		case "PG_TERMINATE_BACKEND":
+			if slices.Contains(words, "PG_STAT_ACTIVITY") && !slices.ContainsFunc(words, func(w string) bool {
+				return w == "DATNAME" || w == "USENAME" || w == "APPLICATION_NAME" || w == "CLIENT_ADDR" || w == "STATE" || w == "QUERY_START" || w == "BACKEND_START"
+			}) {
+				return "pg_terminate_backend of every session", true
+			}
 		case "RESET", "PURGE":
 			// RESET MASTER, RESET BINARY LOGS AND GTIDS, PURGE BINARY LOGS:
 			// the binary logs replicas and point-in-time recovery read.
@@ -402,6 +416,24 @@ func destructiveStatement(words []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// grantsEverything reports GRANT ALL [PRIVILEGES] ON *.* (MySQL) or the
+// grant of a role that is the server's superuser (rds_superuser,
+// cloudsqlsuperuser, azure_pg_admin, pg_execute_server_program), or SUPER.
+func grantsEverything(words []string) bool {
+	for i, w := range words {
+		switch w {
+		case "RDS_SUPERUSER", "CLOUDSQLSUPERUSER", "AZURE_PG_ADMIN", "PG_EXECUTE_SERVER_PROGRAM", "PG_READ_SERVER_FILES", "PG_WRITE_SERVER_FILES", "SUPER", "SYSADMIN":
+			return true
+		case "ON":
+			// * is not kept in a token: ON *.* TO reads ON . TO
+			if i+1 < len(words) && (words[i+1] == "." || words[i+1] == "TO") && slices.Contains(words[:i], "ALL") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // selectsRows reports a WHERE clause among words that is not always true
