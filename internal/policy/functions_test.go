@@ -898,3 +898,18 @@ func TestSQLPrivilegeAndSessions(t *testing.T) {
 		{`psql -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'shop_ci_4711' AND pid <> pg_backend_pid();"`, ""},
 	})
 }
+
+// TestAPIDeleteExemptionsInTheURL: the exemptions of an HTTP DELETE (a
+// label, a record, a dry run) are read from the URL only: a header or a
+// query value naming them does not exempt a delete of something else.
+func TestAPIDeleteExemptionsInTheURL(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`curl -X DELETE https://connect.acme.internal/v1/connectors/orders-sink -H "X-Note: /labels/"`, "api:resource-delete"},
+		{`curl -X DELETE "https://connect.acme.internal/v1/connectors/orders-sink?q=/labels/"`, "api:resource-delete"},
+		{`curl -X DELETE https://connect.acme.internal/v1/connectors/orders-sink -H "X-Note: ?dry_run=true"`, "api:resource-delete"},
+		{`curl -X DELETE https://api.example.com/repos/acme/shop/issues/4/labels/bug`, ""},
+		{`curl -X DELETE "https://api.example.com/v1/workspaces/ws-1?dry_run=true"`, ""},
+	})
+}

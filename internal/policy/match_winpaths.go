@@ -48,7 +48,7 @@ func matchWindowsDeletes(c *command, h *hits) {
 		if len(w) >= 2 && w[0] == '\'' && w[len(w)-1] == '\'' {
 			w = w[1 : len(w)-1]
 		} else if len(w) >= 2 && w[0] == '"' && w[len(w)-1] == '"' {
-			w = shDoubleQuoted(w[1 : len(w)-1])
+			w = unescapeDouble(w[1 : len(w)-1]) // \"C:\x\" is "C:\x" once sh has read it
 		}
 		if w == "" || !a.lit {
 			w = a.val
@@ -73,23 +73,6 @@ func matchWindowsDeletes(c *command, h *hits) {
 			h.add(ruleWinTreeDelete, d)
 		}
 	}
-}
-
-// shDoubleQuoted is the text of a "..." word as sh passes it on: a
-// backslash is removed before $, `, " and \ only (C:\Users keeps its
-// backslash; \"C:\x\" is "C:\x").
-func shDoubleQuoted(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // winQuoted are the quoted strings of a script.
