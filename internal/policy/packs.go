@@ -179,6 +179,10 @@ type packRule struct {
 	// Piped requires the command's standard input to come from a pipe or
 	// a redirection.
 	Piped bool `yaml:"piped"`
+	// Input matches Match against what the command reads instead of its
+	// arguments: the known text of its standard input, or of a file
+	// operand the script wrote earlier (a database shell's script).
+	Input bool `yaml:"input"`
 	// PipedEnv requires the standard input to hold the environment's
 	// values (env, printenv, set piped in).
 	PipedEnv bool `yaml:"piped_env"`
@@ -787,7 +791,7 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.Dynamic && !dynamicOperands(c) {
 		return "", false
 	}
-	if r.match != nil && !matchText(r.match, c) {
+	if r.match != nil && (r.Input && !matchInput(r.match, c) || !r.Input && !matchText(r.match, c)) {
 		return "", false
 	}
 	for _, re := range r.matchAll {
@@ -862,6 +866,24 @@ func matchText(re *regexp.Regexp, c *command) bool {
 		return c.stdin.shape != "" && re.MatchString(c.stdin.shape) // built by jq from a literal filter
 	}
 	return re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)
+}
+
+// matchInput reports whether re matches what c reads: the known text of
+// its standard input, or of a literal operand naming a file the script
+// wrote earlier in the job.
+func matchInput(re *regexp.Regexp, c *command) bool {
+	if c.stdin.known && (re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)) {
+		return true
+	}
+	for _, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		if f, ok := c.files[fileKey(strings.TrimPrefix(a.val, "@"))]; ok && f.s.known && re.MatchString(f.s.text) {
+			return true
+		}
+	}
+	return false
 }
 
 // packNest walks the commands a pack's tool runs: the values of its Script
