@@ -913,3 +913,55 @@ func TestAPIDeleteExemptionsInTheURL(t *testing.T) {
 		{`curl -X DELETE "https://api.example.com/v1/workspaces/ws-1?dry_run=true"`, ""},
 	})
 }
+
+// TestKeyListPrint: a filter that picks the values of a key or secret
+// list a service's API returned prints them; one that picks names, ids or
+// counts does not, and a user's public keys are not secret.
+func TestKeyListPrint(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`curl -sS http://search.internal:7700/keys -H "Authorization: Bearer $K" | jq -r '.results[] | .name + " " + .key'`, "secrets:secret-print"},
+		{`curl -sS https://influx.internal/api/v2/authorizations | jq -r '.authorizations[].token'`, "secrets:secret-print"},
+		{`curl -sS "https://api.example.com/v1/sites/4/env?context=prod" | jq -r '.[] | .key + "=" + .values[0].value'`, "secrets:secret-print"},
+		{`curl -sS http://search.internal:7700/keys | tee keys.json | jq -r '.results[].key'`, "secrets:secret-print"},
+		{`curl -sS http://search.internal:7700/keys | jq -r '.results[] | .name + " " + .expiresAt'`, ""},
+		{`curl -sS "https://api.example.com/v1/sites/4/env" | jq -r '.[].key'`, ""},
+		{`curl -sS https://api.github.com/users/octocat/keys | jq -r '.[].key'`, ""},
+		{`K=$(curl -sS http://search.internal:7700/keys | jq -r '.results[0].key')`, ""},
+		{`curl -sS https://api.example.com/v1/tokens | jq 'length'`, ""},
+	})
+}
+
+// TestSQLSecretColumns: a SELECT whose result columns hold credentials
+// prints them; the same column counted or only in WHERE does not.
+func TestSQLSecretColumns(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`psql -d shop -c 'SELECT email, password_hash FROM users;'`, "secrets:secret-print"},
+		{`mysql -e 'select u.id, u.api_token from shop.users u'`, "secrets:secret-print"},
+		{`psql -d shop <<< 'SELECT client_secret FROM oauth_apps'`, "secrets:secret-print"},
+		{`psql -d shop -c 'SELECT count(*) FROM users WHERE password_hash IS NULL'`, ""},
+		{`psql -d shop -c 'SELECT count(api_token) FROM users'`, ""},
+		{`psql -d shop -c 'SELECT id, email FROM users ORDER BY id LIMIT 5'`, ""},
+	})
+}
+
+// TestStdinScriptOfUnknownTools: an unknown program that reads a script
+// dropping, removing or truncating its data, on stdin or from a file the
+// job wrote, is refused; a script that only reads, or deletes selected
+// rows, is not, and neither is the same text given to a known filter.
+func TestStdinScriptOfUnknownTools(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`echo 'REMOVE TABLE order;' | dbshell sql`, "generic:stdin-destroy"},
+		{"dbshell sql <<'EOF'\nSELECT 1;\nDROP TABLE orders;\nEOF", "generic:stdin-destroy"},
+		{"cat > /tmp/w.q <<'EOF'\nTRUNCATE sessions;\nEOF\ndbshell import /tmp/w.q", "generic:stdin-destroy"},
+		{`echo 'SELECT * FROM orders LIMIT 3;' | dbshell sql`, ""},
+		{"cat > /tmp/r.q <<'EOF'\nSELECT 1;\nEOF\ndbshell import /tmp/r.q", ""},
+		{`echo 'DROP TABLE orders;' | grep -c DROP`, ""},
+		{`dbshell import /tmp/unknown.q`, ""},
+	})
+}

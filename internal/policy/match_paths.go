@@ -964,3 +964,55 @@ var keyPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "tail"
 // project or a system directory (cosign.key, tls.key, privkey.pem,
 // server-key.pem), wherever they are.
 var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privkey)\.pem$|^[\w.-]+\.key$|^id_(rsa|dsa|ecdsa|ed25519)$`)
+
+// keyListPath is the last segment of an HTTP API path that lists a
+// service's keys or tokens, varListPath one that lists its secret
+// variables; userKeysPath is a list of a user's public keys (GET
+// /users/alice/keys), which is not secret.
+var (
+	keyListPath  = regexp.MustCompile(`(?i)/(keys|api[-_]?keys|authorizations|tokens|access[-_]tokens|personal[-_]access[-_]tokens|secrets|credentials|service[-_]?keys)(\.json)?/?$`)
+	varListPath  = regexp.MustCompile(`(?i)/(env|envs|env[-_]?vars|environment[-_]variables|config[-_]?vars|variables)(\.json)?/?$`)
+	userKeysPath = regexp.MustCompile(`(?i)/users?(/[^/]+)?/keys/?$`)
+)
+
+// keyListURL returns the taint of a word that is the URL of such a list.
+func keyListURL(a arg) taint {
+	v := a.val
+	if !a.lit {
+		v = strings.Trim(a.src, `"'`)
+	}
+	if !strings.Contains(v, "://") {
+		return 0
+	}
+	if i := strings.IndexAny(v, "?#"); i >= 0 {
+		v = v[:i]
+	}
+	switch {
+	case keyListPath.MatchString(v) && !userKeysPath.MatchString(v):
+		return taintKeyList
+	case varListPath.MatchString(v):
+		return taintVarList
+	}
+	return 0
+}
+
+// jqSecretField is a jq filter's pick of a secret's value: .key, .token,
+// .api_key, .secret, .password, .value (an environment variable's).
+var jqSecretField = regexp.MustCompile(`\.(key|token|api_?key|apiKey|secret|secret_?key|secretKey|secretText|value|password|access_?token|accessToken|plaintext|private_?key|privateKey|client_?secret|clientSecret)\b`)
+
+// matchKeyListPrint judges a JSON filter printing, into the job's output,
+// the values of a key or secret list a service's API returned:
+// curl .../keys | jq -r '.results[].key'. Picking names, counts or dates is
+// a read; picking the keys prints what the job was not given.
+func matchKeyListPrint(c *command, h *hits) {
+	if c.captured || c.stdin.taint&(taintKeyList|taintVarList) == 0 {
+		return
+	}
+	filter := jqFilter(c.args)
+	if c.stdin.taint&taintKeyList == 0 || strings.Contains(filter, "to_entries") || strings.Contains(filter, "with_entries") || strings.Contains(filter, "keys") {
+		filter = strings.ReplaceAll(filter, ".key", "") // a variable's or an object's keys are its names
+	}
+	if jqSecretField.MatchString(filter) {
+		h.add(ruleSecretPrint, c.name+" prints the keys or secrets a service's API listed, with "+quoteDetail(filter))
+	}
+}

@@ -242,6 +242,8 @@ func (w *walker) sql(f *frame, client string) {
 		for _, st := range sts {
 			if detail, ok := destructiveStatement(st.words); ok {
 				w.d.add(f, ruleSQLDestructive, detail, "", st.sp)
+			} else if col, ok := selectsSecret(st.words); ok {
+				w.d.add(f, ruleSecretPrint, "SELECT of the secret column "+col, "", st.sp)
 			}
 		}
 	}
@@ -413,6 +415,36 @@ func destructiveStatement(words []string) (string, bool) {
 			if i == 0 && len(words) > 1 && (words[1] == "MASTER" || words[1] == "BINARY" && len(words) > 2 && words[2] == "LOGS") {
 				return w + " " + words[1], true
 			}
+		}
+	}
+	return "", false
+}
+
+// secretColumns are the column names applications keep credentials in.
+var secretColumns = map[string]bool{
+	"PASSWORD": true, "PASSWD": true, "PASSWORD_HASH": true, "PASSWORD_DIGEST": true, "ENCRYPTED_PASSWORD": true, "HASHED_PASSWORD": true,
+	"API_TOKEN": true, "API_KEY": true, "APIKEY": true, "SECRET": true, "SECRET_KEY": true, "CLIENT_SECRET": true, "ACCESS_TOKEN": true,
+	"REFRESH_TOKEN": true, "AUTH_TOKEN": true, "SESSION_TOKEN": true, "PRIVATE_KEY": true, "OTP_SECRET": true, "TOTP_SECRET": true,
+	"MFA_SECRET": true, "RESET_PASSWORD_TOKEN": true, "REMEMBER_TOKEN": true,
+}
+
+// selectsSecret reports a SELECT whose result columns include a column
+// that holds credentials (SELECT email, password_hash FROM users): the
+// rows print them. A secret column in an aggregate or only in the WHERE
+// clause (count(*) ... WHERE password_hash IS NULL) is not read out.
+func selectsSecret(words []string) (string, bool) {
+	if len(words) == 0 || words[0] != "SELECT" {
+		return "", false
+	}
+	for i, w := range words[1:] {
+		if w == "FROM" {
+			break
+		}
+		if dot := strings.LastIndexByte(w, '.'); dot >= 0 {
+			w = w[dot+1:] // users.password_hash, shop.users.password_hash
+		}
+		if secretColumns[w] && (i == 0 || !slices.Contains([]string{"COUNT", "LENGTH", "OCTET_LENGTH", "CHAR_LENGTH", "MD5", "BOOL", "COALESCE"}, words[i])) {
+			return strings.ToLower(w), true
 		}
 	}
 	return "", false

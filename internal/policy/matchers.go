@@ -91,6 +91,9 @@ func addPackMatchers() {
 	for _, name := range []string{"echo", "printf"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchSecretPrint)
 	}
+	for _, name := range []string{"jq", "gojq", "jaq"} {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchKeyListPrint)
+	}
 	for name, tools := range packTools {
 		goMatched := matcherTable[name] != nil
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacks)

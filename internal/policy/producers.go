@@ -101,6 +101,9 @@ func produce(c *command) stream {
 	if downloaders[c.name] {
 		out := generated()
 		out.taint |= taintDownload | c.stdin.taint&taintDownload
+		for _, a := range c.args {
+			out.taint |= keyListURL(a)
+		}
 		return out
 	}
 	if decode, ok := decoder(c); ok {

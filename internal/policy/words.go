@@ -56,6 +56,12 @@ const (
 	// .env.production) read out, and what is made of it: the project's
 	// own to read, a leak once sent to a network program.
 	taintEnvFile
+	// taintKeyList is a service's list of its keys or tokens, downloaded
+	// from its HTTP API (GET /keys, /api-keys, /authorizations), and
+	// taintVarList its list of secret variables (GET /env, /config-vars):
+	// a filter that picks their values prints them.
+	taintKeyList
+	taintVarList
 )
 
 // arg is one word of a command after expansion and quote removal.
