@@ -84,7 +84,12 @@ func (c *command) cwdEntries(o arg) (arg, bool) {
 // compute ssh --command, az vm run-command --scripts, aws ssm
 // send-command --parameters commands=....
 var remoteRunners = []string{"ssh", "| ssh", "ssh <<", "ssh <<<", "autossh", "mosh", "kubectl", "oc", "kubecolor", "microk8s.kubectl",
-	"pdsh", "pssh", "parallel-ssh", "clush", "dsh", "gcloud --command", "az --scripts", "az --script", "aws --parameters"}
+	"pdsh", "pssh", "parallel-ssh", "clush", "dsh", "gcloud --command", "az --scripts", "az --script", "aws --parameters",
+	"pyinfra", "fab", "fab2", "mussh -c"}
+
+// remoteRunnerPaths begin the nesting steps of runners whose step names
+// the hosts too: knife ssh QUERY, bolt command run, mco shell run, tsh ssh HOST.
+var remoteRunnerPaths = []string{"knife ssh ", "bolt command run", "mco shell run", "tsh ssh "}
 
 // remoteVia reports whether a nesting path passes through a command that
 // runs on another machine.
@@ -93,7 +98,7 @@ func remoteVia(via string) bool {
 		return false
 	}
 	for part := range strings.SplitSeq(via, " > ") {
-		if slices.Contains(remoteRunners, part) ||
+		if slices.Contains(remoteRunners, part) || slices.ContainsFunc(remoteRunnerPaths, func(p string) bool { return strings.HasPrefix(part, p) }) ||
 			(strings.HasPrefix(part, "salt ") || strings.HasPrefix(part, "salt-ssh ")) && strings.Contains(part, " cmd.") {
 			return true
 		}
