@@ -965,3 +965,23 @@ func TestStdinScriptOfUnknownTools(t *testing.T) {
 		{`dbshell import /tmp/unknown.q`, ""},
 	})
 }
+
+// TestWindowsObjectDeletes: a directory deleted through a .NET object
+// ((New-Object IO.DirectoryInfo X).Delete($true), (Get-Item X).Delete($true))
+// or each entry [IO.Directory]::EnumerateDirectories lists is judged by its
+// path like Remove-Item; Set-Acl onto a system file is like icacls.
+func TestWindowsObjectDeletes(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`pwsh -c '(New-Object IO.DirectoryInfo "$HOME\Pictures").Delete($true)'`, "windows:tree-delete"},
+		{`pwsh -c '(Get-Item C:\Users\dev\Documents).Delete($true)'`, "windows:tree-delete"},
+		{`pwsh -c '[IO.Directory]::EnumerateDirectories($HOME) | ForEach-Object { [IO.Directory]::Delete($_, $true) }'`, "windows:tree-delete"},
+		{`pwsh -c 'Get-Acl C:\src\shop | Set-Acl C:\Windows\System32\drivers\etc\hosts'`, "windows:system-file-delete"},
+		{`pwsh -c '(New-Object IO.DirectoryInfo ".\dist").Delete($true)'`, ""},
+		{`pwsh -c '(Get-Item .\build).Delete($true)'`, ""},
+		{`pwsh -c '[IO.Directory]::EnumerateDirectories(".\build") | ForEach-Object { [IO.Directory]::Delete($_, $true) }'`, ""},
+		{`pwsh -c '[IO.Directory]::GetDirectories($HOME) | ForEach-Object { $_ }'`, ""},
+		{`pwsh -c 'Get-Acl C:\src\a | Set-Acl C:\src\b'`, ""},
+	})
+}

@@ -156,6 +156,14 @@ func winDeletes(script string) []string {
 			verb = strings.ToLower(toks[0])
 		}
 		args := toks[1:]
+		if m := dirInfoDelete.FindStringSubmatch(s); m != nil {
+			for _, p := range winResolve(m[1], vars) {
+				if why := winProtected(winJoin(cwd, p), true); why != "" {
+					out = append(out, ".Delete($true) "+why)
+				}
+			}
+			continue
+		}
 		switch verb {
 		case "set-location", "sl", "cd", "chdir", "push-location", "pushd":
 			if p, ok := winPathArg(args, vars); ok {
@@ -260,6 +268,13 @@ func winDeletes(script string) []string {
 			if why := psRemoveVerb(toks[0], args); why != "" {
 				out = append(out, why)
 			}
+			if m := ioDirList.FindStringSubmatch(s); m != nil && i < len(seps) && seps[i] == "|" {
+				// [IO.Directory]::EnumerateDirectories($HOME) | % { [IO.Directory]::Delete($_, $true) }
+				if ps := winResolve(m[1], vars); len(ps) > 0 {
+					listed, listedDeep, listedAt, listedSelf = winJoin(cwd, ps[0]), true, depth, false // each entry's whole tree
+				}
+				continue
+			}
 			if m := ioDirDelete.FindStringSubmatch(s); m != nil {
 				for _, p := range winResolve(m[1], vars) {
 					if why := winProtected(winJoin(cwd, p), true); why != "" {
@@ -335,8 +350,16 @@ var cmdForSet = regexp.MustCompile(`(?i)\bfor\s+(?:/[dr]\s+)?(%%?[A-Za-z])\s+in\
 // psJoinPath is (Join-Path A B) with literal or variable parts.
 var psJoinPath = regexp.MustCompile(`(?i)\(\s*Join-Path\s+(?:-Path\s+)?["']?([^\s"'()]+)["']?\s+(?:-ChildPath\s+)?["']?([^\s"'()]+)["']?\s*\)`)
 
-// ioDirDelete is [System.IO.Directory]::Delete(PATH, $true).
-var ioDirDelete = regexp.MustCompile(`(?i)\[(?:System\.)?IO\.Directory\]::Delete\(\s*(["']?[^,)]+?["']?)\s*,\s*\$true\s*\)`)
+// ioDirDelete is [System.IO.Directory]::Delete(PATH, $true);
+// dirInfoDelete the same through an object, (New-Object
+// IO.DirectoryInfo PATH).Delete($true) or (Get-Item PATH).Delete($true);
+// ioDirList lists a directory's entries for a pipeline:
+// [IO.Directory]::EnumerateDirectories(PATH).
+var (
+	ioDirDelete   = regexp.MustCompile(`(?i)\[(?:System\.)?IO\.Directory\]::Delete\(\s*(["']?[^,)]+?["']?)\s*,\s*\$true\s*\)`)
+	dirInfoDelete = regexp.MustCompile(`(?i)\(\s*(?:New-Object\s+(?:-TypeName\s+)?(?:System\.)?IO\.DirectoryInfo\s+(?:-ArgumentList\s+)?|(?:Get-Item|gi)\s+(?:-Path\s+|-LiteralPath\s+)?)(["'][^"']+["']|[^\s"'()]+)\s*\)\s*\.Delete\(\s*\$true\s*\)`)
+	ioDirList     = regexp.MustCompile(`(?i)\[(?:System\.)?IO\.Directory\]::(?:Enumerate|Get)(?:Directories|FileSystemEntries)\(\s*(["']?[^,)]+?["']?)\s*\)\s*$`)
+)
 
 // winTokens splits a statement into words, keeping quoted strings whole
 // (their quotes stay, for winResolve to read).
