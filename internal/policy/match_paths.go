@@ -970,7 +970,7 @@ var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privk
 // variables; userKeysPath is a list of a user's public keys (GET
 // /users/alice/keys), which is not secret.
 var (
-	keyListPath  = regexp.MustCompile(`(?i)/(keys|api[-_]?keys|authorizations|tokens|access[-_]tokens|personal[-_]access[-_]tokens|secrets|credentials|service[-_]?keys)(\.json)?/?$`)
+	keyListPath  = regexp.MustCompile(`(?i)/(keys|api[-_]?keys|authorizations|tokens|access[-_]tokens|personal[-_]access[-_]tokens|secrets|credentials|service[-_]?keys|client[-_]?secrets?)(\.json)?/?$`)
 	varListPath  = regexp.MustCompile(`(?i)/(env|envs|env[-_]?vars|environment[-_]variables|config[-_]?vars|variables)(\.json)?/?$`)
 	userKeysPath = regexp.MustCompile(`(?i)/users?(/[^/]+)?/keys/?$`)
 )

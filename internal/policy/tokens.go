@@ -17,22 +17,27 @@ type tokenPrinter struct {
 	name  string   // the program
 	words []string // its leading operands
 	hosts []string // the issuer's domains (a host equal to one or under it)
+	flag  string   // an option it needs to print the secret, or ""
 }
 
 var tokenPrinters = []tokenPrinter{
-	{"gh", []string{"auth", "token"}, []string{"github.com", "githubusercontent.com", "github.io"}},
-	{"glab", []string{"auth", "token"}, []string{"gitlab.com"}},
-	{"gcloud", []string{"auth", "print-access-token"}, googleHosts},
-	{"gcloud", []string{"auth", "print-identity-token"}, googleHosts},
-	{"gcloud", []string{"auth", "application-default", "print-access-token"}, googleHosts},
-	{"az", []string{"account", "get-access-token"}, []string{"azure.com", "azure.net", "windows.net", "microsoft.com", "microsoftonline.com", "azure-api.net"}},
-	{"aws", []string{"ecr", "get-login-password"}, []string{"amazonaws.com"}},
-	{"aws", []string{"codeartifact", "get-authorization-token"}, []string{"amazonaws.com"}},
-	{"heroku", []string{"auth:token"}, []string{"heroku.com"}},
-	{"fly", []string{"auth", "token"}, []string{"fly.io", "fly.dev"}},
-	{"flyctl", []string{"auth", "token"}, []string{"fly.io", "fly.dev"}},
-	{"doctl", []string{"auth", "token"}, []string{"digitalocean.com"}},
-	{"vault", []string{"print", "token"}, nil}, // its servers are the operator's: $VAULT_ADDR
+	{"gh", []string{"auth", "token"}, []string{"github.com", "githubusercontent.com", "github.io"}, ""},
+	{"glab", []string{"auth", "token"}, []string{"gitlab.com"}, ""},
+	{"gcloud", []string{"auth", "print-access-token"}, googleHosts, ""},
+	{"gcloud", []string{"auth", "print-identity-token"}, googleHosts, ""},
+	{"gcloud", []string{"auth", "application-default", "print-access-token"}, googleHosts, ""},
+	{"az", []string{"account", "get-access-token"}, []string{"azure.com", "azure.net", "windows.net", "microsoft.com", "microsoftonline.com", "azure-api.net"}, ""},
+	{"aws", []string{"ecr", "get-login-password"}, []string{"amazonaws.com"}, ""},
+	{"aws", []string{"codeartifact", "get-authorization-token"}, []string{"amazonaws.com"}, ""},
+	{"heroku", []string{"auth:token"}, []string{"heroku.com"}, ""},
+	{"fly", []string{"auth", "token"}, []string{"fly.io", "fly.dev"}, ""},
+	{"flyctl", []string{"auth", "token"}, []string{"fly.io", "fly.dev"}, ""},
+	{"doctl", []string{"auth", "token"}, []string{"digitalocean.com"}, ""},
+	{"vault", []string{"print", "token"}, nil, ""}, // its servers are the operator's: $VAULT_ADDR
+	// a macOS keychain's password (security find-generic-password -s NAME -w)
+	// belongs to whatever service stored it: any host is away
+	{"security", []string{"find-generic-password"}, nil, "-w"},
+	{"security", []string{"find-internet-password"}, nil, "-w"},
 }
 
 // tokenPrinterNames are the programs of tokenPrinters.
@@ -70,7 +75,8 @@ func tokenPrinterOf(words []arg) (tokenPrinter, bool) {
 		}
 	}
 	for _, p := range tokenPrinters {
-		if p.name == name && len(ops) >= len(p.words) && slices.Equal(ops[:len(p.words)], p.words) {
+		if p.name == name && len(ops) >= len(p.words) && slices.Equal(ops[:len(p.words)], p.words) &&
+			(p.flag == "" || slices.ContainsFunc(words[1:], func(a arg) bool { return a.val == p.flag })) {
 			return p, true
 		}
 	}
