@@ -1006,3 +1006,18 @@ func TestSecretInURLNotInBody(t *testing.T) {
 		{`security find-generic-password -s npm`, ""},
 	})
 }
+
+// TestSQLServerDestructive: DBCC repairs that may deallocate data, and
+// taking a database single-user or offline while rolling every other
+// session back, are sql-destructive; a check without repair is not.
+func TestSQLServerDestructive(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`sqlcmd -S db -Q "DBCC CHECKDB (shop, REPAIR_ALLOW_DATA_LOSS)"`, "sql-destructive"},
+		{`sqlcmd -S db -Q "ALTER DATABASE shop SET SINGLE_USER WITH ROLLBACK IMMEDIATE"`, "sql-destructive"},
+		{`sqlcmd -S db -Q "ALTER DATABASE shop SET OFFLINE WITH ROLLBACK IMMEDIATE"`, "sql-destructive"},
+		{`sqlcmd -S db -Q "DBCC CHECKDB (shop) WITH NO_INFOMSGS"`, ""},
+		{`sqlcmd -S db -Q "ALTER DATABASE shop SET MULTI_USER"`, ""},
+	})
+}

@@ -409,6 +409,15 @@ func destructiveStatement(words []string) (string, bool) {
 			}) {
 				return "pg_terminate_backend of every session", true
 			}
+		case "REPAIR_ALLOW_DATA_LOSS":
+			return "DBCC ... REPAIR_ALLOW_DATA_LOSS", true // SQL Server repairs by deallocating what it cannot read
+		case "IMMEDIATE":
+			// ALTER DATABASE x SET SINGLE_USER|OFFLINE WITH ROLLBACK IMMEDIATE:
+			// every other session is ended and its transaction rolled back
+			if i >= 1 && words[i-1] == "ROLLBACK" && len(words) > 1 && words[0] == "ALTER" && words[1] == "DATABASE" &&
+				(slices.Contains(words, "SINGLE_USER") || slices.Contains(words, "OFFLINE")) {
+				return "ALTER DATABASE ... WITH ROLLBACK IMMEDIATE", true
+			}
 		case "RESET", "PURGE":
 			// RESET MASTER, RESET BINARY LOGS AND GTIDS, PURGE BINARY LOGS:
 			// the binary logs replicas and point-in-time recovery read.
