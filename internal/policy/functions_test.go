@@ -1021,3 +1021,26 @@ func TestSQLServerDestructive(t *testing.T) {
 		{`sqlcmd -S db -Q "ALTER DATABASE shop SET MULTI_USER"`, ""},
 	})
 }
+
+// TestFileServerExposure: a file server serving the root, a system
+// directory or a home (named, or the working directory) to the network
+// hands every file in it to whoever reaches the port; a build directory,
+// or any directory on the loopback address only, does not.
+func TestFileServerExposure(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`python3 -m http.server 8000 --bind 0.0.0.0 --directory ~`, "egress:data-send"},
+		{`cd ~ && python3 -m http.server 8000`, "egress:data-send"},
+		{`python3 -m http.server -d /etc 9000`, "egress:data-send"},
+		{`php -S 0.0.0.0:8000 -t ~`, "egress:data-send"},
+		{`npx http-server ~ -p 8080`, "egress:data-send"},
+		{`ruby -run -e httpd ~ -p 8000`, "egress:data-send"},
+		{`python3 -m http.server 8000 --directory ./dist`, ""},
+		{`cd /tmp/site && python3 -m http.server 8000`, ""},
+		{`python3 -m http.server --bind 127.0.0.1 --directory ~`, ""},
+		{`php -S localhost:8000 -t ~`, ""},
+		{`npx serve dist`, ""},
+		{`python3 -m http.server 8000`, ""},
+	})
+}

@@ -91,6 +91,10 @@ func addPackMatchers() {
 	for _, name := range []string{"echo", "printf"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchSecretPrint)
 	}
+	for _, name := range []string{"python", "python2", "python3", "php", "ruby", "http-server", "serve", "miniserve", "darkhttpd",
+		"live-server", "servez", "static-web-server", "caddy", "webfsd"} {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchFileServer)
+	}
 	for _, name := range []string{"jq", "gojq", "jaq"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchKeyListPrint)
 	}
