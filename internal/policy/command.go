@@ -35,6 +35,9 @@ type command struct {
 	// in another command's words or an assignment, or a pipe into a
 	// command that reads a credential on stdin.
 	captured bool
+	// scratch are the resources made on the left of the && chains this
+	// command is on the right of (see scratch.go).
+	scratch []created
 	// xtrace says set -x is on: the shell prints the command expanded.
 	xtrace bool
 }

@@ -1044,3 +1044,42 @@ func TestFileServerExposure(t *testing.T) {
 		{`python3 -m http.server 8000`, ""},
 	})
 }
+
+// TestScratchResources: a delete on the right of an && chain whose left
+// made the same resource (same tool, command path, scope options, and the
+// created name as its only target) deletes only what the job made: a
+// create fails when the name is taken. After ";", after a create that may
+// succeed on a taken name (docker, Azure, --ignore-existing), or with a
+// second target, another scope or a widening option, it is judged as usual.
+func TestScratchResources(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`hcloud server create --name ci-4711 --type cx22 && ./e2e.sh && hcloud server delete ci-4711`, ""},
+		{`kubectl create ns ci-4711 && kubectl apply -n ci-4711 -f k8s/ && kubectl delete ns ci-4711`, ""},
+		{`createdb -h localhost -U postgres shop_test && pytest && dropdb -h localhost -U postgres shop_test`, ""},
+		{`mc mb local/ci-4711 && mc cp -r fixtures local/ci-4711 && mc rb --force local/ci-4711`, ""},
+		{`multipass launch --name ci-4711 24.04 && multipass delete --purge ci-4711`, ""},
+		{`tart clone base-image ci-4711 && tart run ci-4711 && tart delete ci-4711`, ""},
+		// not reached only after the create: the name may be someone else's
+		{`hcloud server create --name ci-4711 --type cx22 && ./e2e.sh; hcloud server delete ci-4711`, "cloud:resource-delete"},
+		{`(hcloud server create --name x || true) && hcloud server delete x`, "cloud:resource-delete"},
+		{`hcloud server create --name x || hcloud server delete x`, "cloud:resource-delete"},
+		{`! hcloud server create --name x && hcloud server delete x`, "cloud:resource-delete"},
+		{`hcloud server create --name x | tee log && hcloud server delete x`, "cloud:resource-delete"},
+		// a create that succeeds on a taken name, or may replace it
+		{`docker volume create v1 && docker volume rm v1`, "containers:volume-delete"},
+		{`az group create -n rg-prod -l westeurope && az group delete -n rg-prod --yes`, "cloud:resource-delete"},
+		{`mc mb -p local/prod && mc rb --force local/prod`, "cloud:object-delete"},
+		// something else than the resource made
+		{`hcloud server create --name ci && hcloud server delete prod-db`, "cloud:resource-delete"},
+		{`hcloud server create --name a && hcloud server delete a b`, "cloud:resource-delete"},
+		{`tart clone prod-vm ci-4711 && tart delete prod-vm ci-4711`, "generic:resource-delete"},
+		{`createdb -h localhost shop_test && dropdb -h prod-db shop_test`, "sql-destructive"},
+		{`neonctl branches create --name ci --project-id scratch && neonctl branches delete ci --project-id prod`, "cloud:resource-delete"},
+		{`kubectl create ns ci-4711 && kubectl delete ns --all`, "kube:delete"},
+		{`kubectl create deployment web -n prod && kubectl delete ns prod`, "kube:delete"},
+		{`hcloud server create --name x && hcloud volume delete x`, "cloud:resource-delete"},
+		{`hcloud server create --name x && hcloud server delete "$NAME"`, "cloud:resource-delete"},
+	})
+}

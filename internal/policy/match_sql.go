@@ -222,6 +222,9 @@ func matchDropDB(c *command, h *hits) {
 		}
 	}
 	if c.name == "dropdb" {
+		if deletesScratch(c, "dropdb", nil) {
+			return // the database createdb made on the same && chain
+		}
 		h.add(ruleSQLDestructive, "dropdb")
 		return
 	}

@@ -731,6 +731,9 @@ func (t *packTool) judge(c *command, h *hits) {
 	if t.safe(pc) {
 		return
 	}
+	if deletesScratch(c, canonical(c.name), func(w string) bool { return matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) }) {
+		return // the resource the same && chain made
+	}
 	for i := range t.Rules {
 		r := &t.Rules[i]
 		if detail, ok := t.matches(r, c, pc); ok {

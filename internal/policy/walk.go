@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,12 @@ type walker struct {
 	// inDecl > 0: walking a function's body at its definition, with its
 	// arguments unknown (calls walk it again with theirs).
 	inDecl int
+	// scratch are the resources the left sides of the && chains being
+	// walked made: the commands here run only if they were made (see
+	// scratch.go). made is what the last statement walked makes when it
+	// succeeds; making is what the top-level command of a call makes.
+	scratch      []created
+	made, making []created
 }
 
 // Bounds on nesting within one script. Deeper statements are not walked
@@ -75,11 +82,18 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 	}
 	sp := stmtSpan(s)
 	in = w.redirects(s, in, sp)
+	var made []created // what this statement makes when it succeeds
+	defer func() { w.made = made }()
 	switch c := s.Cmd.(type) {
 	case nil:
 		return stream{}
 	case *syntax.CallExpr:
+		w.making = nil
 		out := w.call(c, in, sp)
+		if !s.Negated && !s.Background && !s.Coprocess {
+			made = w.making
+		}
+		w.making = nil
 		w.recordRedirects(s, out)
 		return out
 	case *syntax.BinaryCmd:
@@ -87,9 +101,18 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 			return w.pipeline(s, in)
 		}
 		out := w.stmt(c.X, in)
+		left := w.made
+		n := len(w.scratch)
+		if c.Op == syntax.AndStmt && !s.Negated && !s.Background {
+			w.scratch = append(w.scratch, left...) // the right side runs only if the left succeeded
+		}
 		w.cond++
 		out = out.merge(w.stmt(c.Y, stream{}))
 		w.cond--
+		w.scratch = w.scratch[:n]
+		if c.Op == syntax.AndStmt && !s.Negated && !s.Background {
+			made = append(slices.Clip(left), w.made...)
+		}
 		return out
 	case *syntax.Subshell:
 		w.cond++

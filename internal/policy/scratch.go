@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// A scratch resource is one the script made itself and deletes again:
+//
+//	hcloud server create --name ci-4711 ... && ./e2e.sh && hcloud server delete ci-4711
+//
+// The delete is reached only if the create succeeded, and a create fails
+// when the name is taken, so what it deletes is what the script made, not
+// something that was there before. A delete after ";" (or in a trap) runs
+// whether or not the create succeeded: there the name may be someone
+// else's, and it is judged like any delete.
+
+// created is a resource a command made: the tool, the command path before
+// its create verb, the operands after it, the options given with a value
+// (--project-id X: the scope), and the name (--name X, or the last operand).
+type created struct {
+	prog     string
+	prefix   []string
+	operands []string
+	pairs    map[string]string
+	name     string
+}
+
+// cmdWords is a command line read without knowing its options: each
+// option followed by a word is taken to give it that value.
+type cmdWords struct {
+	positional []string
+	pairs      map[string]string
+	flags      []string // options given without a value
+	dynamic    bool     // a word built at run time
+}
+
+func readWords(args []arg) cmdWords {
+	cw := cmdWords{pairs: map[string]string{}}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.lit:
+			cw.dynamic = true
+		case a.val == "--":
+			cw.dynamic = true // what follows is a command or a list: not read here
+			return cw
+		case strings.HasPrefix(a.val, "-") && len(a.val) > 1:
+			if name, val, ok := strings.Cut(a.val, "="); ok {
+				cw.pairs[name] = val
+			} else if booleanOptions[a.val] {
+				cw.flags = append(cw.flags, a.val)
+			} else if i+1 < len(args) && args[i+1].lit && !strings.HasPrefix(args[i+1].val, "-") {
+				cw.pairs[a.val] = args[i+1].val
+				i++
+			} else {
+				cw.flags = append(cw.flags, a.val)
+			}
+		default:
+			cw.positional = append(cw.positional, a.val)
+		}
+	}
+	return cw
+}
+
+// booleanOptions are options that take no value in the tools that have
+// them: the word after one is an operand.
+var booleanOptions = map[string]bool{"--force": true, "-f": true, "--yes": true, "-y": true, "--purge": true, "--wait": true,
+	"--quiet": true, "-q": true, "--confirm": true, "--now": true, "--recursive": true, "-r": true, "-R": true, "--permanent": true,
+	"--no-wait": true, "--json": true, "--verbose": true, "-v": true, "--async": true}
+
+// createVerb reports a word that makes a new resource and fails when its
+// name is taken (create, snapshot-create-as, mb, clone, launch). add is
+// not one: several tools' add succeeds on an existing name (nats stream
+// add, helm repo add).
+func createVerb(w string) bool {
+	switch w {
+	case "create", "new", "mb", "launch", "clone":
+		return true
+	}
+	return strings.HasPrefix(w, "create-") || strings.HasPrefix(w, "create_") || strings.HasSuffix(w, "-create") ||
+		strings.HasSuffix(w, "_create") || strings.Contains(w, "-create-")
+}
+
+// idempotentCreators are tools whose create succeeds on an existing name
+// (docker volume create, aws s3 mb in its home region, Azure's
+// create-or-update), or whose names are not unique (a DigitalOcean
+// droplet's, a Scaleway or Vultr instance's).
+var idempotentCreators = map[string]bool{"docker": true, "nerdctl": true, "aws": true, "az": true, "doctl": true, "scw": true, "vultr-cli": true}
+
+// resourceTypes are words that name a kind of resource, not one: a
+// verb-first tool's delete names the kind before the name (kubectl delete
+// ns ci-4711).
+var resourceTypes = map[string]bool{"ns": true, "namespace": true, "namespaces": true, "deployment": true, "deploy": true,
+	"pod": true, "svc": true, "service": true, "configmap": true, "cm": true, "secret": true, "job": true, "cronjob": true,
+	"pvc": true, "statefulset": true, "sts": true, "daemonset": true, "ds": true, "ingress": true, "serviceaccount": true, "sa": true,
+	"db": true, "database": true, "bucket": true, "branch": true, "volume": true, "vm": true, "instance": true, "server": true,
+	"cluster": true, "topic": true, "queue": true, "stream": true, "snapshot": true, "image": true, "network": true, "project": true,
+	"repo": true, "app": true, "site": true, "realm": true}
+
+// reuseOptions make a create succeed on an existing name or replace it.
+var reuseOptions = []string{"--ignore-existing", "--ignore", "-p", "--if-not-exists", "--exist-ok", "--exists-ok", "--upsert",
+	"--or-update", "--update", "--force", "-f", "--overwrite", "--replace", "--reuse", "--idempotent", "--skip-existing", "--if-missing"}
+
+// broadeningOptions make a delete reach beyond the names it is given.
+var broadeningOptions = []string{"--all", "-a", "-A", "--all-namespaces", "--selector", "-l", "--prefix", "--filter", "--match",
+	"--pattern", "--everything", "--field-selector"}
+
+// createdBy returns the resource c makes, when it is a create of a tool
+// the packs know (or the generic tools read) or createdb.
+func createdBy(c *command) []created {
+	name := canonical(c.name)
+	if idempotentCreators[name] || name != "createdb" && !slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && createVerb(a.val) }) {
+		return nil // the common case: no word is a create verb
+	}
+	cw := readWords(c.args)
+	if cw.dynamic || slices.ContainsFunc(reuseOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
+		return nil
+	}
+	if name == "createdb" {
+		if len(cw.positional) == 0 {
+			return nil
+		}
+		return []created{{prog: "dropdb", pairs: cw.pairs, operands: cw.positional, name: cw.positional[0]}}
+	}
+	if packTools[name] == nil && !(genericProgram(c.name) && !projectProgram(c.prog)) {
+		return nil
+	}
+	i := slices.IndexFunc(cw.positional, createVerb)
+	if i < 0 {
+		return nil
+	}
+	r := created{prog: name, prefix: cw.positional[:i], operands: cw.positional[i+1:], pairs: cw.pairs}
+	switch {
+	case cw.pairs["--name"] != "":
+		r.name = cw.pairs["--name"]
+	case len(r.operands) > 0:
+		r.name = r.operands[len(r.operands)-1]
+	case cw.pairs["-n"] != "":
+		r.name = cw.pairs["-n"] // with no operand, -n is the name (multipass launch -n ci)
+	default:
+		return nil
+	}
+	return []created{r}
+}
+
+// deletesScratch reports whether c, a delete by the tool prog whose verb
+// isVerb recognises (nil: every operand is a target, as for dropdb), names
+// exactly a resource a create made earlier on the same && chain: the same
+// command path, the same scope options, and as its target the created name
+// (or the create's own operands). Anything built at run time, a second
+// target or an option that widens the delete gives no exemption.
+func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
+	if len(c.scratch) == 0 {
+		return false
+	}
+	cw := readWords(c.args)
+	if cw.dynamic || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
+		return false
+	}
+	prefix, targets := []string(nil), cw.positional
+	if isVerb != nil {
+		i := slices.IndexFunc(cw.positional, isVerb)
+		if i < 0 {
+			return false
+		}
+		prefix, targets = cw.positional[:i], cw.positional[i+1:]
+	}
+	pairs, named := cw.pairs, ""
+	if v, ok := pairs["--name"]; ok {
+		named = "--name"
+		targets = append(slices.Clip(targets), v)
+	} else if v, ok := pairs["-n"]; ok && len(targets) == 0 {
+		named = "-n"
+		targets = []string{v}
+	}
+	if len(targets) == 0 {
+		return false
+	}
+	for _, r := range c.scratch {
+		if r.prog != prog || !slices.Equal(r.prefix, prefix) || targets[len(targets)-1] != r.name {
+			continue
+		}
+		// before the name, only kinds the create named the same way
+		// (kubectl create ns X ... kubectl delete ns X); a second name
+		// (tart delete SOURCE CLONE) is not the scratch resource
+		kinds := targets[:len(targets)-1]
+		if len(kinds) > len(r.operands) || !slices.Equal(kinds, r.operands[:len(kinds)]) ||
+			slices.ContainsFunc(kinds, func(k string) bool { return !resourceTypes[k] }) {
+			continue
+		}
+		scoped := true
+		for k, v := range pairs {
+			if k == named {
+				continue
+			}
+			if r.pairs[k] != v {
+				scoped = false // a delete in another project, region or host
+				break
+			}
+		}
+		if scoped {
+			return true
+		}
+	}
+	return false
+}
