@@ -123,7 +123,7 @@ func createdBy(c *command) []created {
 		}
 		return []created{{prog: "dropdb", pairs: cw.pairs, operands: cw.positional, name: cw.positional[0]}}
 	}
-	if packTools[name] == nil && !(genericProgram(c.name) && !projectProgram(c.prog)) {
+	if packTools[name] == nil && (!genericProgram(c.name) || projectProgram(c.prog)) {
 		return nil
 	}
 	i := slices.IndexFunc(cw.positional, createVerb)
