@@ -1083,3 +1083,18 @@ func TestScratchResources(t *testing.T) {
 		{`hcloud server create --name x && hcloud server delete "$NAME"`, "cloud:resource-delete"},
 	})
 }
+
+// TestServiceDaemonKills: killall or pkill of a system service's daemon
+// stops the service behind its manager's back; a development server's
+// process is the job's own.
+func TestServiceDaemonKills(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`killall -9 postgres`, "service-stop"},
+		{`pkill -9 mysqld`, "service-stop"},
+		{`pkill '^sshd$'`, "service-stop"},
+		{`killall node`, ""},
+		{`pkill -f 'node server.js'`, ""},
+	})
+}

@@ -117,6 +117,14 @@ func matchPkill(c *command, h *hits) {
 			return
 		}
 	}
+	// killall postgres, pkill -9 mysqld: a system service's daemon, stopped
+	// behind its manager's back
+	for _, o := range ops {
+		if o.lit && slices.Contains(serviceDaemons, strings.TrimSuffix(strings.TrimPrefix(o.val, "^"), "$")) {
+			h.add(ruleServiceStop, c.name+" "+quoteDetail(o.val)+": a system service's daemon")
+			return
+		}
+	}
 	// pkill -u www-data, killall -u postgres: every process of a user
 	// (its services with them).
 	if len(ops) == 0 {
@@ -128,6 +136,13 @@ func matchPkill(c *command, h *hits) {
 		}
 	}
 }
+
+// serviceDaemons are the process names of system services: databases,
+// web servers, the SSH server, container and cluster daemons, logging.
+var serviceDaemons = []string{"postgres", "postmaster", "mysqld", "mariadbd", "mongod", "mongos", "redis-server", "valkey-server",
+	"memcached", "nginx", "httpd", "apache2", "sshd", "dockerd", "containerd", "kubelet", "etcd", "kube-apiserver", "rsyslogd",
+	"systemd-journald", "auditd", "crond", "cron", "haproxy", "rabbitmq-server", "beam.smp", "clickhouse-server", "elasticsearch",
+	"consul", "vault", "nomad", "k3s", "slapd", "named", "unbound", "chronyd", "ntpd", "sssd", "firewalld"}
 
 func matchKillall5(_ *command, h *hits) { h.add(ruleKillAll, "killall5") }
 
