@@ -1098,3 +1098,20 @@ func TestServiceDaemonKills(t *testing.T) {
 		{`pkill -f 'node server.js'`, ""},
 	})
 }
+
+// TestChmodLockout: chmod -R that takes read access from the owner of a
+// home directory (000, a-rwx, u=) locks its user out of every file; the
+// same on a project directory, or a mode that keeps the owner's access,
+// does not.
+func TestChmodLockout(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`chmod -R 000 ~`, "chmod-system"},
+		{`chmod -R a-rwx ~`, "chmod-system"},
+		{`chmod -R u= /home/dev`, "chmod-system"},
+		{`chmod -R 700 ~`, ""},
+		{`chmod -R go-rwx ~`, ""},
+		{`chmod -R 000 ./secret-dir`, ""},
+	})
+}

@@ -50,6 +50,9 @@ func matchChmod(c *command, h *hits) {
 			if recursive && c.name == "chmod" && len(mode) > 0 && worldWritable(mode[0]) && opensTree(t.path) {
 				h.add(ruleChmodSystem, "chmod -R "+mode[0].val+" on "+t.show+": anyone may write every file in it")
 			}
+			if recursive && c.name == "chmod" && len(mode) > 0 && locksOwnerOut(mode[0]) && protectedRoot(t.path, true) {
+				h.add(ruleChmodSystem, "chmod -R "+mode[0].val+" on "+t.show+": not even its owner may read it")
+			}
 		}
 	}
 }
@@ -64,6 +67,33 @@ func opensTree(p string) bool {
 	}
 	c, ok := deletedTree(p)
 	return ok && c != "/" && isSystemDir(path.Dir(c), false) && !strings.HasPrefix(c, "/tmp") && !strings.HasPrefix(c, "/var/tmp") && !strings.HasPrefix(c, "/dev/shm")
+}
+
+// locksOwnerOut reports a chmod mode that takes read access from the
+// owner: octal whose owner digit lacks the read bit (000, 0311), or
+// symbolic a-r, u-r, -r, a=, u=.
+func locksOwnerOut(a arg) bool {
+	if !a.lit || a.val == "" {
+		return false
+	}
+	v := a.val
+	if strings.Trim(v, "01234567") == "" {
+		if len(v) < 3 {
+			return false // 0, 44: a short octal is read with leading zeros; rare, left alone
+		}
+		return (v[len(v)-3]-'0')&4 == 0
+	}
+	for _, clause := range strings.Split(v, ",") {
+		who, rest, ok := strings.Cut(clause, "-")
+		if ok && strings.Trim(who, "ua") == "" && strings.Contains(rest, "r") {
+			return true
+		}
+		who, rest, ok = strings.Cut(clause, "=")
+		if ok && strings.Trim(who, "ua") == "" && !strings.Contains(rest, "r") {
+			return true
+		}
+	}
+	return false
 }
 
 // worldWritable reports a chmod mode that lets every user write: octal
