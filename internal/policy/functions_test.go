@@ -1115,3 +1115,22 @@ func TestChmodLockout(t *testing.T) {
 		{`chmod -R 000 ./secret-dir`, ""},
 	})
 }
+
+// TestServerStops: a web server or process manager told to stop every
+// service it runs is service-stop; a reload, a config test or one app of
+// the job's own is not.
+func TestServerStops(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`nginx -s stop`, "service-stop"},
+		{`apachectl graceful-stop`, "service-stop"},
+		{`caddy stop`, "service-stop"},
+		{`pm2 kill`, "service-stop"},
+		{`pm2 delete all`, "service-stop"},
+		{`forever stopall`, "service-stop"},
+		{`nginx -s reload`, ""},
+		{`apachectl configtest`, ""},
+		{`pm2 stop api`, ""},
+	})
+}

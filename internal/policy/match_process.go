@@ -206,6 +206,10 @@ var stopVerbs = map[string][]string{
 	"chkconfig":     {"off"},
 	"rc-update":     {"del", "delete"},
 	"brew":          {"stop", "kill"},
+	"apachectl":     {"stop", "graceful-stop"},
+	"apache2ctl":    {"stop", "graceful-stop"},
+	"caddy":         {"stop"},
+	"forever":       {"stopall"},
 }
 
 // stopVerbAt is where the verb stands among a service manager's operands
@@ -230,6 +234,22 @@ func matchServiceStop(c *command, h *hits) {
 	case "s6-svc":
 		if hasOpt(opts, "d", "D", "x", "X") {
 			h.add(ruleServiceStop, "s6-svc -d")
+		}
+		return
+	case "nginx", "openresty", "angie":
+		// nginx -s stop|quit: the running server exits
+		for i, a := range c.args {
+			if a.lit && a.val == "-s" && i+1 < len(c.args) && c.args[i+1].lit && (c.args[i+1].val == "stop" || c.args[i+1].val == "quit") {
+				h.add(ruleServiceStop, c.name+" -s "+c.args[i+1].val)
+				return
+			}
+		}
+		return
+	case "pm2":
+		// pm2 kill, pm2 stop|delete all: every application the daemon runs
+		if len(ops) > 0 && ops[0].lit && (ops[0].val == "kill" ||
+			(ops[0].val == "stop" || ops[0].val == "delete" || ops[0].val == "del") && len(ops) > 1 && ops[1].lit && ops[1].val == "all") {
+			h.add(ruleServiceStop, "pm2 "+ops[0].val)
 		}
 		return
 	case "sysrc":

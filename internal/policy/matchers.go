@@ -35,7 +35,8 @@ var matcherTable = map[string][]matcher{
 	"rc-service": {matchServiceStop}, "launchctl": {matchServiceStop}, "sv": {matchServiceStop}, "supervisorctl": {matchServiceStop},
 	"initctl": {matchServiceStop}, "rcctl": {matchServiceStop}, "svcadm": {matchServiceStop}, "dinitctl": {matchServiceStop},
 	"update-rc.d": {matchServiceStop}, "chkconfig": {matchServiceStop}, "rc-update": {matchServiceStop}, "s6-svc": {matchServiceStop},
-	"sysrc": {matchServiceStop},
+	"sysrc": {matchServiceStop}, "nginx": {matchServiceStop}, "openresty": {matchServiceStop}, "angie": {matchServiceStop},
+	"pm2": {matchServiceStop}, "apachectl": {matchServiceStop}, "apache2ctl": {matchServiceStop}, "forever": {matchServiceStop}, "caddy": {matchServiceStop},
 	// permissions and privilege
 	"chmod": {matchChmod}, "chown": {matchChmod}, "chgrp": {matchChmod}, "setfacl": {matchChmod},
 	"sudo": {matchPrivilege}, "su": {matchPrivilege}, "doas": {matchPrivilege}, "pkexec": {matchPrivilege},

@@ -121,7 +121,8 @@ var rules = []rule{
 		desc: "stopping or disabling system services: systemctl stop|disable|mask|kill|isolate, service X stop, /etc/init.d/X stop, " +
 			"rc-service X stop, launchctl unload|bootout|disable, sv down|stop, supervisorctl stop, initctl stop, rcctl stop|disable, " +
 			"svcadm disable, dinitctl stop, update-rc.d X disable|remove, chkconfig X off, rc-update del, s6-svc -d, sysrc X_enable=NO, " +
-			"brew services stop, killall|pkill of a service's daemon (postgres, mysqld, sshd, dockerd, ...)"},
+			"brew services stop, killall|pkill of a service's daemon (postgres, mysqld, sshd, dockerd, ...), nginx -s stop|quit, " +
+			"apachectl stop, caddy stop, pm2 kill|stop all|delete all, forever stopall"},
 	{id: rulePackageRemove, hostOnly: true,
 		desc: "removing system packages: apt/apt-get/aptitude remove|purge|autoremove, dpkg -r|-P, yum/dnf/zypper remove|erase, rpm -e, " +
 			"apk del, pacman -R*, brew uninstall, snap remove, flatpak uninstall (pip/npm uninstall are not flagged)"},
