@@ -1134,3 +1134,29 @@ func TestServerStops(t *testing.T) {
 		{`pm2 stop api`, ""},
 	})
 }
+
+// TestPrivilegedReports: under sudo, the reporting modes of account,
+// access-control, firewall, encryption, package and server tools only
+// read; their changing modes stay privileged.
+func TestPrivilegedReports(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`sudo chage -l deploy`, ""},
+		{`sudo visudo -c`, ""},
+		{`sudo sshd -T`, ""},
+		{`sudo aa-status`, ""},
+		{`sudo firewall-cmd --list-all --zone=public`, ""},
+		{`sudo cryptsetup luksDump /dev/sdb2`, ""},
+		{`sudo rpm -qa`, ""},
+		{`sudo nginx -t`, ""},
+		{`sudo virsh list --all`, ""},
+		{`sudo tune2fs -l /dev/sda1`, ""},
+		{`sudo chage -M 99999 deploy`, "privilege"},
+		{`sudo visudo`, "privilege"},
+		{`sudo firewall-cmd --add-port=22/tcp`, "privilege"},
+		{`sudo cryptsetup luksDump --dump-volume-key /dev/sdb2`, "privilege"},
+		{`sudo tune2fs -O ^has_journal /dev/sda1`, "privilege"},
+		{`sudo virsh destroy web`, "privilege"},
+	})
+}

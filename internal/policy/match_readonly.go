@@ -56,9 +56,73 @@ var readOnly = map[string]func(c *command) bool{
 	},
 	"ausearch": nil, "aureport": nil,
 	"crictl": firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
+	// security, account and server-configuration reports: what the
+	// mandatory access control enforces, an account's password ageing, a
+	// check of sudoers or sshd's configuration, the firewall's zones
+	"aa-status": nil, "apparmor_status": nil, "sestatus": nil, "getenforce": nil, "lscpu": nil, "lsattr": nil, "lshw": nil,
+	"lsns": nil, "lslocks": nil, "lsipc": nil, "iostat": nil, "vmstat": nil, "mpstat": nil, "pidstat": nil, "sensors": nil,
+	"chage":        optsOnly("l", "list"),
+	"visudo":       optsOnly("c", "check", "s", "strict", "q", "quiet"),
+	"sshd":         func(c *command) bool { return len(literalWords(c)) == 0 && !noneOf(c, "t", "T") },
+	"firewall-cmd": firewallCmdReadOnly,
+	"cryptsetup": func(c *command) bool {
+		return slices.Contains([]string{"luksDump", "status", "isLuks", "luksUUID", "benchmark"}, firstWord(c)) &&
+			noneOf(c, "dump-master-key", "dump-volume-key", "dump-json-metadata")
+	},
+	"virsh":     firstWordIn("list", "dominfo", "domstate", "domblklist", "domiflist", "net-list", "pool-list", "vol-list", "dumpxml", "capabilities", "nodeinfo", "version", "snapshot-list"),
+	"apt":       firstWordIn("list", "show", "search", "policy"),
+	"apt-cache": nil,
+	"dpkg":      optsOnly("l", "L", "s", "S", "list", "listfiles", "status", "search", "get-selections"),
+	"rpm": func(c *command) bool {
+		return noneOf(c, "e", "erase", "i", "install", "U", "upgrade", "F", "freshen", "import", "rebuilddb", "setperms", "setugids", "restore") && !noneOf(c, "q", "query", "V", "verify")
+	},
+	"nginx":       optsOnly("t", "T", "v", "V", "c", "p", "q"),
+	"apachectl":   firstWordIn("configtest", "-t", "-S", "-M", "status", "fullstatus"),
+	"apache2ctl":  firstWordIn("configtest", "-t", "-S", "-M", "status", "fullstatus"),
+	"hostnamectl": func(c *command) bool { return len(literalWords(c)) == 0 || firstWord(c) == "status" },
+	"timedatectl": func(c *command) bool {
+		return len(literalWords(c)) == 0 || firstWord(c) == "status" || firstWord(c) == "show"
+	},
+	"loginctl":  firstWordIn("list-sessions", "list-users", "list-seats", "show-session", "show-user", "session-status", "user-status"),
+	"swapon":    optsOnly("show", "s", "summary", "noheadings", "bytes"),
+	"tune2fs":   optsOnly("l"),
+	"dumpe2fs":  optsOnly("h"),
+	"xfs_info":  nil,
+	"ipset":     firstWordIn("list", "-L", "save"),
+	"conntrack": optsOnly("L", "dump", "S", "stats", "C", "count"),
 	// the partition tools in their listing modes (fdisk -l, parted -l, wipefs --no-act)
 	"fdisk": diskListing, "sfdisk": diskListing, "sgdisk": diskListing, "gdisk": diskListing,
 	"parted": diskListing, "wipefs": diskListing,
+}
+
+// optsOnly: a program given only these options, and no operand other
+// than their values: a reporting mode (chage -l USER, visudo -c).
+func optsOnly(names ...string) func(c *command) bool {
+	return func(c *command) bool {
+		_, opts := operands(c.args, optSpec{})
+		return onlyOpts(opts, names...)
+	}
+}
+
+// firewallCmdReadOnly: firewall-cmd asked only to list, get, query or
+// report its state.
+func firewallCmdReadOnly(c *command) bool {
+	if len(c.args) == 0 {
+		return false
+	}
+	for _, a := range c.args {
+		if !a.lit {
+			return false
+		}
+		name, _, _ := strings.Cut(a.val, "=")
+		switch {
+		case strings.HasPrefix(name, "--list-"), strings.HasPrefix(name, "--get-"), strings.HasPrefix(name, "--query-"),
+			strings.HasPrefix(name, "--info-"), name == "--state", name == "--zone", name == "--permanent":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // diskListing: a partition tool that matchMkfs finds in a listing mode.
