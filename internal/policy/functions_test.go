@@ -1160,3 +1160,21 @@ func TestPrivilegedReports(t *testing.T) {
 		{`sudo virsh destroy web`, "privilege"},
 	})
 }
+
+// TestWindowsDataDrivesAndShares: a recursive delete or mirror onto a
+// network share (or a directory at its top) or a data drive's shares,
+// data or backups directory is tree-delete; a build directory below a
+// share, or a CI workspace on D:, is not.
+func TestWindowsDataDrivesAndShares(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`powershell -c 'ri -Recurse -Force \\fs01.acme.internal\shares\Legal'`, "windows:tree-delete"},
+		{`robocopy C:\empty \\fs01.acme.internal\shares\Finance /MIR`, "windows:tree-delete"},
+		{`pwsh -c 'rm -r -fo D:\Shares\Engineering'`, "windows:tree-delete"},
+		{`cmd /c "del /f /s /q D:\Shares\Finance\*"`, "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item -Recurse -Force \\fs01\builds\ci\4711\out'`, ""},
+		{`pwsh -c 'Remove-Item -Recurse -Force D:\a\shop\shop\dist'`, ""},
+		{`pwsh -c 'Remove-Item -Recurse -Force D:\a\_work\1\s'`, ""},
+	})
+}

@@ -219,7 +219,8 @@ func winDeletes(script string) []string {
 					dst := winJoin(cwd, ps[1])
 					// a mirror onto a deploy directory of the home (~\site) is a deploy;
 					// onto the home, its personal folders or a drive's, destruction
-					if why := winProtected(dst, true); why != "" && (!strings.Contains(why, "home directory or a child") || winPersonal(dst)) {
+					if why := winProtected(dst, true); why != "" && (!strings.Contains(why, "home directory or a child") || winPersonal(dst)) &&
+						!strings.Contains(why, "a data drive's") { // mirroring into D:\Backups\app is how a backup is written
 						out = append(out, "robocopy /MIR "+why)
 					}
 				}
@@ -763,9 +764,23 @@ func winProtected(p string, recursive bool) string {
 		}
 	case strings.HasPrefix(clean, `..`):
 		return "on " + show + ", outside the working directory"
+	case len(parts) >= 4 && parts[0] == "" && parts[1] == "" && parts[2] != "":
+		// \\server\share, \\server\share\dir: a file share's data for everyone
+		// who maps it
+		if len(parts) <= 5 {
+			return "on " + show + ", a network share or a directory at its top"
+		}
+	}
+	if len(parts) == 3 && len(parts[0]) == 2 && parts[0][1] == ':' && !strings.EqualFold(parts[0], "C:") && slices.ContainsFunc(dataDirs, func(d string) bool { return strings.EqualFold(d, parts[1]) }) {
+		return "on " + show + ", a directory of a data drive's shares, data or backups"
 	}
 	return ""
 }
+
+// dataDirs are the top-level directories of a data drive that hold what
+// people and services keep (D:\Shares\Finance, E:\SQLBackups\Billing).
+var dataDirs = []string{"Shares", "Share", "Data", "Backups", "Backup", "Databases", "SQLData", "SQLBackups", "Home", "Homes",
+	"Profiles", "Departments", "Users", "Archive", "Archives", "Exchange", "VMs", "Hyper-V"}
 
 // winVirtualDisks reports, in a home's parts, a WSL distribution's state
 // (AppData\Local\Packages\<distribution>\LocalState, its ext4.vhdx) or
@@ -826,6 +841,9 @@ func winClean(p string) string {
 	}
 	if len(out) == 0 {
 		return "."
+	}
+	if strings.HasPrefix(p, `\\`) && len(out) >= 2 {
+		return `\\` + strings.Join(out, `\`) // \\server\share\...: a network share
 	}
 	return strings.Join(out, `\`)
 }
