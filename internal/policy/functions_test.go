@@ -931,6 +931,10 @@ func TestKeyListPrint(t *testing.T) {
 		{`curl -sS https://api.github.com/users/octocat/keys | jq -r '.[].key'`, ""},
 		{`K=$(curl -sS http://search.internal:7700/keys | jq -r '.results[0].key')`, ""},
 		{`curl -sS https://api.example.com/v1/tokens | jq 'length'`, ""},
+		{`curl -s --unix-socket /var/run/docker.sock http://localhost/containers/api/json | jq -r '.Config.Env[]'`, "secrets:secret-print"},
+		{`curl -sk https://k8s.internal:6443/api/v1/namespaces/pay/secrets/stripe | jq -r '.data | map_values(@base64d)'`, "secrets:secret-print"},
+		{`curl -s https://api.example.com/v1/databases/9 | jq -r '.database.connection.password'`, "secrets:secret-print"},
+		{`curl -s https://api.example.com/v1/users | jq -r '.[] | select(.password_set) | .id'`, ""},
 	})
 }
 

@@ -1000,15 +1000,27 @@ func keyListURL(a arg) taint {
 // .api_key, .secret, .password, .value (an environment variable's).
 var jqSecretField = regexp.MustCompile(`\.(key|token|api_?key|apiKey|secret|secret_?key|secretKey|secretText|value|password|access_?token|accessToken|plaintext|private_?key|privateKey|client_?secret|clientSecret)\b`)
 
+// jqStrongSecret is a jq filter's pick of a field that is a secret
+// whatever the service (a password, a client secret, a private key, a
+// container's environment, a Kubernetes secret's decoded data).
+var jqStrongSecret = regexp.MustCompile(`\.(password|passwd|client_secret|clientSecret|secret_key|secretKey|SecretID|private_key|privateKey|secretText|"connection\.password")\b|\.Config\.Env\b|\.payload\.data\b|@base64d`)
+
 // matchKeyListPrint judges a JSON filter printing, into the job's output,
 // the values of a key or secret list a service's API returned:
 // curl .../keys | jq -r '.results[].key'. Picking names, counts or dates is
 // a read; picking the keys prints what the job was not given.
 func matchKeyListPrint(c *command, h *hits) {
-	if c.captured || c.stdin.taint&(taintKeyList|taintVarList) == 0 {
+	if c.captured {
 		return
 	}
 	filter := jqFilter(c.args)
+	if c.stdin.taint&taintDownload != 0 && jqStrongSecret.MatchString(filter) {
+		h.add(ruleSecretPrint, c.name+" prints a secret field of what it downloaded, with "+quoteDetail(filter))
+		return
+	}
+	if c.stdin.taint&(taintKeyList|taintVarList) == 0 {
+		return
+	}
 	if c.stdin.taint&taintKeyList == 0 || strings.Contains(filter, "to_entries") || strings.Contains(filter, "with_entries") || strings.Contains(filter, "keys") {
 		filter = strings.ReplaceAll(filter, ".key", "") // a variable's or an object's keys are its names
 	}
