@@ -1021,6 +1021,8 @@ func TestSQLServerDestructive(t *testing.T) {
 		{`sqlcmd -S db -Q "DBCC CHECKDB (shop, REPAIR_ALLOW_DATA_LOSS)"`, "sql-destructive"},
 		{`sqlcmd -S db -Q "ALTER DATABASE shop SET SINGLE_USER WITH ROLLBACK IMMEDIATE"`, "sql-destructive"},
 		{`sqlcmd -S db -Q "ALTER DATABASE shop SET OFFLINE WITH ROLLBACK IMMEDIATE"`, "sql-destructive"},
+		{`sqlcmd -S db -E -Q "ALTER SERVER ROLE sysadmin ADD MEMBER [ACME\svc-reporting]"`, "sql-destructive"},
+		{`sqlcmd -S db -E -Q "ALTER SERVER ROLE dbcreator ADD MEMBER [ACME\svc-reporting]"`, ""},
 		{`sqlcmd -S db -Q "DBCC CHECKDB (shop) WITH NO_INFOMSGS"`, ""},
 		{`sqlcmd -S db -Q "ALTER DATABASE shop SET MULTI_USER"`, ""},
 	})

@@ -412,6 +412,11 @@ func destructiveStatement(words []string) (string, bool) {
 			}) {
 				return "pg_terminate_backend of every session", true
 			}
+		case "ADD":
+			// ALTER SERVER ROLE sysadmin ADD MEMBER x: SQL Server's superuser
+			if len(words) > 3 && words[0] == "ALTER" && words[1] == "SERVER" && words[2] == "ROLE" && words[3] == "SYSADMIN" {
+				return "ALTER SERVER ROLE sysadmin ADD MEMBER", true
+			}
 		case "REPAIR_ALLOW_DATA_LOSS":
 			return "DBCC ... REPAIR_ALLOW_DATA_LOSS", true // SQL Server repairs by deallocating what it cannot read
 		case "IMMEDIATE":
