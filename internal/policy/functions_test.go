@@ -1087,6 +1087,7 @@ func TestScratchResources(t *testing.T) {
 		{`kubectl create deployment web -n prod && kubectl delete ns prod`, "kube:delete"},
 		{`hcloud server create --name x && hcloud volume delete x`, "cloud:resource-delete"},
 		{`hcloud server create --name x && hcloud server delete "$NAME"`, "cloud:resource-delete"},
+		{`hcloud server create --name "${NAME:-a}" && hcloud server delete a`, "cloud:resource-delete"},
 	})
 }
 

@@ -549,6 +549,9 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 			out = out.merge(o)
 		}
 	}
+	if len(lists) > 1 {
+		w.making = nil // which alternative ran, and so which name a create made, is not known
+	}
 	return out
 }
 
