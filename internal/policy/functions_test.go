@@ -1185,3 +1185,20 @@ func TestWindowsDataDrivesAndShares(t *testing.T) {
 		{`pwsh -c 'Remove-Item -Recurse -Force D:\a\_work\1\s'`, ""},
 	})
 }
+
+// TestReviewWaysIn: what the session's review closed. rclone's local
+// targets outside /tmp are still deletes of local trees; nginx -t with
+// another configuration loads its modules as root; a vault field that
+// names an account is not exempt (a second -field decides what prints).
+func TestReviewWaysIn(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`rclone purge /`, "cloud:object-delete"},
+		{`rclone purge ~/`, "cloud:object-delete"},
+		{`rclone purge remote:prod --log-file /tmp/x`, "cloud:object-delete"},
+		{`rclone delete /tmp/rclone-staging --min-age 7d`, ""},
+		{`sudo nginx -t -c /tmp/evil.conf`, "privilege"},
+		{`vault kv get -field=username -field=password secret/prod/db`, "secrets:secret-print"},
+	})
+}

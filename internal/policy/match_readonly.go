@@ -76,7 +76,7 @@ var readOnly = map[string]func(c *command) bool{
 	"rpm": func(c *command) bool {
 		return noneOf(c, "e", "erase", "i", "install", "U", "upgrade", "F", "freshen", "import", "rebuilddb", "setperms", "setugids", "restore") && !noneOf(c, "q", "query", "V", "verify")
 	},
-	"nginx":       optsOnly("t", "T", "v", "V", "c", "p", "q"),
+	"nginx":       optsOnly("t", "T", "v", "V", "q"), // not -c or -p: a test loads the configuration's modules
 	"apachectl":   firstWordIn("configtest", "-t", "-S", "-M", "status", "fullstatus"),
 	"apache2ctl":  firstWordIn("configtest", "-t", "-S", "-M", "status", "fullstatus"),
 	"hostnamectl": func(c *command) bool { return len(literalWords(c)) == 0 || firstWord(c) == "status" },
