@@ -86,7 +86,12 @@ type Spec struct {
 	// earlier check and the start would otherwise start a lost attempt's
 	// process after another attempt took over. Backends that do not call
 	// it leave the worker's own check, made just before Run, as the gate.
-	StartGate func() error `json:"-"`
+	//
+	// until, when not zero, is the moment past which nothing may start:
+	// a freeze can also fall between the question and the start, so a
+	// backend that can (local, apptainer) has the started process check
+	// its own clock against it before it runs the workload.
+	StartGate func() (until time.Time, err error) `json:"-"`
 }
 
 // DefaultKillGrace is used when Spec.KillGrace is zero.

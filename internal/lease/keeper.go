@@ -73,15 +73,24 @@ func Keep(l *Lease, cfg KeeperConfig) *Keeper {
 // fires, which a frozen process (SIGSTOP, a long GC pause) wakes up past;
 // a holder about to start irreversible work (a job's process) asks first.
 func (k *Keeper) Valid() error {
+	_, err := k.Until()
+	return err
+}
+
+// Until returns the end of the window the last renewal vouches for, or
+// why the holder may not act now (Valid's answer). Work that starts later
+// than the question, in a process that cannot be frozen along with the
+// holder's, checks its own clock against it.
+func (k *Keeper) Until() (time.Time, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.err != nil {
-		return k.err
+		return time.Time{}, k.err
 	}
 	if !k.cfg.Now().Before(k.validUntil) {
-		return fmt.Errorf("%s: the last renewal vouches for the lease until %s: %w", k.l.key, k.validUntil.Format(time.RFC3339Nano), ErrLost)
+		return time.Time{}, fmt.Errorf("%s: the last renewal vouches for the lease until %s: %w", k.l.key, k.validUntil.Format(time.RFC3339Nano), ErrLost)
 	}
-	return nil
+	return k.validUntil, nil
 }
 
 // Lost is closed when the lease is lost. Err then says why.

@@ -140,7 +140,7 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 	// one a moment after it is acknowledged) stops the job here too. The
 	// backend asks the same gate again just before its start, where it
 	// can (Spec.StartGate).
-	switch gate := j.startGate(); {
+	switch _, gate := j.startGate(); {
 	case gate != nil:
 		err = gate
 	case context.Cause(tctx) != nil:
@@ -209,15 +209,18 @@ func (j *job) execute(ctx, stopCtx context.Context) {
 }
 
 // startGate is asked by a backend right before the workload starts: the
-// lease must still be valid by the clock, and no cancel request in.
-func (j *job) startGate() error {
-	if err := j.keeper.Valid(); err != nil {
-		return fmt.Errorf("%w: %w", errLeaseLost, err)
+// lease must still be valid by the clock, and no cancel request in. until
+// is the end of the lease's vouched-for window, which a backend checks
+// again in the started process.
+func (j *job) startGate() (until time.Time, err error) {
+	until, err = j.keeper.Until()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", errLeaseLost, err)
 	}
 	if j.w.cancelRequested(j.run.OwnerString(), j.spec.ID) {
-		return errCanceled
+		return time.Time{}, errCanceled
 	}
-	return nil
+	return until, nil
 }
 
 // abandonSlack is how long past its kill grace a backend may take to

@@ -136,7 +136,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 		return backends.Result{ExitCode: -1}, fmt.Errorf("fake: not started: %w", context.Cause(ctx))
 	}
 	if spec.StartGate != nil {
-		if err := spec.StartGate(); err != nil {
+		if _, err := spec.StartGate(); err != nil {
 			return backends.Result{ExitCode: -1}, err
 		}
 	}

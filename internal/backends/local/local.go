@@ -241,6 +241,9 @@ func checkEnv(k, v string) error {
 	if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 		return fmt.Errorf("%q: %w", k, errBadEnv)
 	}
+	if k == ReservedEnv {
+		return fmt.Errorf("%q: reserved: the start check reads the clock into it", k)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -147,6 +148,7 @@ func TestPermanentSpecErrors(t *testing.T) {
 		{"missing cwd", backends.Spec{Command: "exit 0", Dir: filepath.Join(file, "..", "missing")}, "cwd"},
 		{"cwd is a file", backends.Spec{Command: "exit 0", Dir: file}, "cwd"},
 		{"bad env key", backends.Spec{Command: "exit 0", Env: map[string]string{"A=B": "x"}}, "env"},
+		{"reserved env key", backends.Spec{Command: "exit 0", Env: map[string]string{ReservedEnv: "1.00"}}, ReservedEnv},
 		{"NUL in command", backends.Spec{Command: "echo \x00"}, "command"},
 	}
 	for _, tt := range tests {
@@ -223,17 +225,80 @@ func TestStartGateStopsTheStart(t *testing.T) {
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	closed := errors.New("lease gone")
-	_, err = l.Run(t.Context(), backends.Spec{Command: "touch " + marker, StartGate: func() error { return closed }}, backends.Output{})
+	_, err = l.Run(t.Context(), backends.Spec{Command: "touch " + marker, StartGate: func() (time.Time, error) { return time.Time{}, closed }}, backends.Output{})
 	if !errors.Is(err, closed) {
 		t.Fatalf("Run: %v, want the gate's error", err)
 	}
 	if _, serr := os.Stat(marker); serr == nil {
 		t.Fatal("the command ran though the gate said no")
 	}
-	if _, err := l.Run(t.Context(), backends.Spec{Command: "touch " + marker, StartGate: func() error { return nil }}, backends.Output{}); err != nil {
+	open := func() (time.Time, error) { return time.Now().Add(time.Minute), nil }
+	if _, err := l.Run(t.Context(), backends.Spec{Command: "touch " + marker, StartGate: open}, backends.Output{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, serr := os.Stat(marker); serr != nil {
 		t.Fatal("the command did not run though the gate said yes")
 	}
+}
+
+// TestStartGateDeadlineHoldsAcrossAFreeze: a worker frozen between the
+// gate's yes and the start (TestChaos seed 9) starts nothing once the
+// gate's deadline has passed: the started process checks the clock
+// itself. The run says why — the gate's error when it has one by then,
+// else a retryable late start — and a start in time runs the command in
+// the very process the check ran in, with the job's own environment.
+func TestStartGateDeadlineHoldsAcrossAFreeze(t *testing.T) {
+	l := newLocal(t, Config{})
+	freeze := func(d time.Duration) {
+		afterGate = func() { time.Sleep(d) }
+		t.Cleanup(func() { afterGate = func() {} })
+	}
+	lost := errors.New("lease lost meanwhile")
+	for _, tt := range []struct {
+		name  string
+		later error // the gate's answer when asked again
+		want  error
+	}{
+		{"lease lost", lost, lost},
+		{"lease renewed meanwhile", nil, backends.ErrUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			freeze(300 * time.Millisecond)
+			marker := filepath.Join(t.TempDir(), "ran")
+			asked := 0
+			gate := func() (time.Time, error) {
+				asked++
+				if asked == 1 {
+					return time.Now().Add(100 * time.Millisecond), nil
+				}
+				return time.Now().Add(time.Minute), tt.later
+			}
+			res, stdout, stderr, err := run(t, l, backends.Spec{Command: "echo ran; touch " + marker, StartGate: gate})
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "not started") {
+				t.Errorf("Run: %v, want a run not started wrapping %v", err, tt.want)
+			}
+			if _, serr := os.Stat(marker); serr == nil || stdout != "" || stderr != "" {
+				t.Errorf("the command ran past its deadline (stdout %q, stderr %q)", stdout, stderr)
+			}
+			if res.ExitCode != -1 {
+				t.Errorf("exit code %d, want -1 (no command ran)", res.ExitCode)
+			}
+		})
+	}
+
+	t.Run("in time", func(t *testing.T) {
+		freeze(50 * time.Millisecond)
+		gate := func() (time.Time, error) { return time.Now().Add(5 * time.Second), nil }
+		// $$ is the process the check ran in; fd 3 is closed; the
+		// check's variable is gone; $0 is the job's shell.
+		cmd := `echo "$0 ${` + ReservedEnv + `-unset} $$"; [ -e /proc/self/fd/3 ] && echo fd3 open; exit 7`
+		res, stdout, stderr, err := run(t, l, backends.Spec{Command: cmd, StartGate: gate})
+		if err != nil || res.ExitCode != 7 {
+			t.Fatalf("Run: exit %d, err %v, stderr %q", res.ExitCode, err, stderr)
+		}
+		f := strings.Fields(stdout)
+		if len(f) != 3 || f[0] != DefaultShell || f[1] != "unset" {
+			t.Fatalf("stdout %q, want the job's shell, its variable unset, its pid and nothing else", stdout)
+		}
+	})
 }

@@ -76,6 +76,9 @@ type Process struct {
 	Env []string
 	// Dir is its working directory; empty means the worker's.
 	Dir string
+	// StartGate, when set, is asked as Spec.StartGate is, and its
+	// deadline checked in the started process before it execs Path.
+	StartGate func() (until time.Time, err error)
 }
 
 // RunProcess runs p as Run runs a job command: in a process group of its
@@ -97,12 +100,12 @@ func RunProcess(ctx context.Context, p Process, grace time.Duration, out backend
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = outputDrain
-	return runCmd(ctx, cmd, grace, out, nil, nil)
+	return runCmd(ctx, cmd, grace, out, nil, p.StartGate)
 }
 
 // runCmd starts cmd (a process group leader, born in grp when grp is not
 // nil) and waits for it; see Run. It does not remove grp.
-func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output, grp *cgroup.Group, gate func() error) (backends.Result, error) {
+func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backends.Output, grp *cgroup.Group, gate func() (time.Time, error)) (backends.Result, error) {
 	res := backends.Result{ExitCode: -1}
 	stdout, stderr := guard(out.Stdout), guard(out.Stderr)
 	if stdout != nil {
@@ -112,19 +115,44 @@ func runCmd(ctx context.Context, cmd *exec.Cmd, grace time.Duration, out backend
 		cmd.Stderr = stderr
 	}
 
+	var late *os.File
 	if gate != nil {
-		if err := gate(); err != nil {
+		until, err := gate()
+		if err != nil {
 			return res, fmt.Errorf("local: not started: %w", err)
 		}
+		if !until.IsZero() {
+			if late, err = startBy(cmd, until); err != nil {
+				return res, err
+			}
+			defer func() { _ = late.Close() }()
+		}
 	}
+	afterGate()
 	res.StartedAt = time.Now()
-	if err := cmd.Start(); err != nil {
+	err := cmd.Start()
+	if late != nil {
+		// The started process holds the write end; this one is not needed.
+		_ = cmd.ExtraFiles[0].Close()
+	}
+	if err != nil {
 		if errors.Is(err, syscall.E2BIG) {
 			err = fmt.Errorf("%w: %w", err, backends.ErrPermanent)
 		}
 		return res, fmt.Errorf("local: start: %w", err)
 	}
 	stopped, ended, err := wait(ctx, cmd, grp, grace)
+	if late != nil && startedLate(late) {
+		// The process found the deadline passed and ran nothing: the
+		// holder was frozen between the gate and the start. Ask the gate
+		// again for why (a lost lease); if it has since recovered (a
+		// renewal came in between), the attempt failed to start in time.
+		res = backends.Result{ExitCode: -1, StartedAt: res.StartedAt, FinishedAt: ended}
+		if _, gerr := gate(); gerr != nil {
+			return res, fmt.Errorf("local: not started: %w", gerr)
+		}
+		return res, fmt.Errorf("local: not started: the process began after its start deadline: %w", backends.ErrUnavailable)
+	}
 	res.FinishedAt = ended
 	if cmd.ProcessState != nil {
 		fillResult(&res, cmd.ProcessState)

@@ -194,7 +194,7 @@ func (b *Backend) Run(ctx context.Context, spec backends.Spec, out backends.Outp
 		return res, err
 	}
 	stderr := &headWriter{w: out.Stderr}
-	res, err = local.RunProcess(ctx, local.Process{Path: b.binary, Args: inv.args, Env: inv.env},
+	res, err = local.RunProcess(ctx, local.Process{Path: b.binary, Args: inv.args, Env: inv.env, StartGate: spec.StartGate},
 		spec.Grace(), backends.Output{Stdout: out.Stdout, Stderr: stderr})
 	if err != nil {
 		// Stopped by ctx: the runtime reports the payload's signal as
