@@ -36,6 +36,9 @@ type Client struct {
 	// under; the server refuses any other (jobs.JobSubject).
 	owner string
 	seal  *sealKey
+	// onRecord, when set (tests), is called with each record a walk of
+	// the jobstate stream reads, before it is handled.
+	onRecord func(seq uint64)
 }
 
 // Options say how to reach a deployment's NATS. Empty fields are filled

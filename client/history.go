@@ -76,6 +76,9 @@ func (c *Client) walkRecords(ctx context.Context, from, until uint64, follow boo
 			if until > 0 && md.Sequence.Stream >= until {
 				return nil
 			}
+			if c.onRecord != nil {
+				c.onRecord(md.Sequence.Stream)
+			}
 			if len(m.Data()) == 0 || m.Headers().Get("KV-Operation") != "" || m.Headers().Get(jetstream.MarkerReasonHeader) != "" {
 				continue // a removal or an expiry's marker
 			}

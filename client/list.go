@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,8 +41,10 @@ func (c *Client) List(ctx context.Context, f ListFilter) ([]Status, error) {
 // ListPage returns one page of the job records matching f, most
 // recently changed first. It reads the jobstate stream backwards in
 // windows from the newest record (or from f.Continue), so a page costs
-// what it reads, not the number of jobs retained; a job changed between
-// two pages may show on both, or on neither.
+// what it reads, not the number of jobs retained. A job changed while
+// the first page is read is on it: its old record may be gone before
+// the walk reaches it, so the records written meanwhile are read last.
+// A job changed between two pages may show on both, or on neither.
 func (c *Client) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 	if f.Limit <= 0 {
 		f.Limit = 1000
@@ -54,40 +57,100 @@ func (c *Client) ListPage(ctx context.Context, f ListFilter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	hi := info.State.LastSeq + 1 // read below hi
-	if f.Continue != "" {
-		before, err := strconv.ParseUint(f.Continue, 10, 64)
-		if err != nil || before == 0 {
-			return Page{}, fmt.Errorf("continue: %q is not a page token of sandrun ls", f.Continue)
-		}
-		hi = min(hi, before)
+	found, err := c.walkPage(ctx, f, info.State)
+	if err != nil || f.Continue != "" {
+		return pageOf(found, f.Limit, max(info.State.FirstSeq, 1)), err
 	}
-	first := max(info.State.FirstSeq, 1)
-	var page Page
-	window := uint64(4 * f.Limit)
-	for hi > first && len(page.Jobs) < f.Limit {
-		lo := max(first, hi-min(window, hi-first))
-		found, err := c.readRecords(ctx, lo, hi)
+	// The first page: add what changed while it was read.
+	start := info.State.LastSeq + 1
+	if info, err = stream.Info(ctx); err != nil {
+		return Page{}, err
+	}
+	if info.State.LastSeq >= start {
+		changed, err := c.readRecords(ctx, start, info.State.LastSeq+1)
 		if err != nil {
 			return Page{}, err
 		}
-		for i := len(found) - 1; i >= 0; i-- { // newest first
-			st := found[i]
-			if (f.State != "" && st.State() != f.State) || (f.Queue != "" && st.Run.Spec.Queue != f.Queue) {
-				continue
-			}
-			page.Jobs = append(page.Jobs, st.Status)
-			if len(page.Jobs) == f.Limit {
-				if st.seq > first {
-					page.Next = strconv.FormatUint(st.seq, 10)
-				}
-				return page, nil
-			}
+		found = mergeChanged(found, changed, f)
+	}
+	return pageOf(found, f.Limit, max(info.State.FirstSeq, 1)), nil
+}
+
+// walkPage reads the records of f's page, newest first: at most
+// f.Limit of them, below the sequence f.Continue names, or below st's
+// last.
+func (c *Client) walkPage(ctx context.Context, f ListFilter, st jetstream.StreamState) ([]seqStatus, error) {
+	hi := st.LastSeq + 1 // read below hi
+	if f.Continue != "" {
+		before, err := strconv.ParseUint(f.Continue, 10, 64)
+		if err != nil || before == 0 {
+			return nil, fmt.Errorf("continue: %q is not a page token of sandrun ls", f.Continue)
 		}
+		hi = min(hi, before)
+	}
+	first := max(st.FirstSeq, 1)
+	var out []seqStatus
+	window := uint64(4 * f.Limit)
+	for hi > first && len(out) < f.Limit {
+		lo := max(first, hi-min(window, hi-first))
+		found, err := c.readRecords(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		slices.Reverse(found) // newest first
+		out = append(out, keep(found, f)...)
 		hi = lo
 		window *= 2
 	}
-	return page, nil
+	return out, nil
+}
+
+// keep returns the records of found that f selects.
+func keep(found []seqStatus, f ListFilter) []seqStatus {
+	return slices.DeleteFunc(found, func(st seqStatus) bool { return !f.selects(st.Status) })
+}
+
+func (f ListFilter) selects(st Status) bool {
+	return (f.State == "" || st.State() == f.State) && (f.Queue == "" || st.Run.Spec.Queue == f.Queue)
+}
+
+// mergeChanged puts the records written during a walk (oldest first)
+// that f selects before what the walk found (newest first): each job
+// once, as its newest record has it.
+func mergeChanged(found, changed []seqStatus, f ListFilter) []seqStatus {
+	seen := make(map[string]bool, len(changed))
+	out := make([]seqStatus, 0, len(changed)+len(found))
+	for _, st := range slices.Backward(changed) {
+		if !seen[st.Run.Spec.ID] {
+			seen[st.Run.Spec.ID] = true
+			if f.selects(st.Status) {
+				out = append(out, st)
+			}
+		}
+	}
+	for _, st := range found {
+		if !seen[st.Run.Spec.ID] {
+			seen[st.Run.Spec.ID] = true
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// pageOf makes the page of the first limit records of found (newest
+// first); its Next is the sequence of its last record, unless that is
+// the stream's first.
+func pageOf(found []seqStatus, limit int, first uint64) Page {
+	var p Page
+	for _, st := range found[:min(limit, len(found))] {
+		p.Jobs = append(p.Jobs, st.Status)
+	}
+	if len(found) >= limit && limit > 0 {
+		if last := found[limit-1].seq; last > first {
+			p.Next = strconv.FormatUint(last, 10)
+		}
+	}
+	return p
 }
 
 type seqStatus struct {

@@ -128,3 +128,72 @@ func TestBatchPages(t *testing.T) {
 		t.Fatal("a page of 0 items was taken")
 	}
 }
+
+// TestListShowsJobsChangedDuringIt: a job whose record changes while a
+// listing reads is listed, as it now is, once. Its old record is
+// replaced (and so gone from the stream) before the walk gets to it;
+// the new one lies past where the walk began.
+func TestListShowsJobsChangedDuringIt(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	c := sandruntest.Client(st)
+	ctx := sandruntest.Ctx(t)
+	const n = 1200 // more than one fetch of the walk
+	for i := range n {
+		spec := jobs.Spec{ID: fmt.Sprintf("job-%05d", i), Command: "true"}.WithDefaults()
+		if _, err := st.CreateRun(ctx, jobs.Run{Spec: spec, State: jobs.StateQueued}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// listChanging lists with f, starting id as the walk reads its first
+	// record.
+	listChanging := func(f client.ListFilter, id string) []client.Status {
+		t.Helper()
+		done := false
+		client.OnRecord(c, func(uint64) {
+			if done {
+				return
+			}
+			done = true
+			r, rev, err := st.GetRun(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.State = jobs.StateRunning
+			if _, err := st.UpdateRun(ctx, r, rev); err != nil {
+				t.Fatal(err)
+			}
+		})
+		defer client.OnRecord(c, nil)
+		list, err := c.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done {
+			t.Fatal("the walk read no record")
+		}
+		return list
+	}
+	all := listChanging(client.ListFilter{Limit: 100_000}, "job-01000")
+	seen := map[string]int{}
+	for _, j := range all {
+		seen[j.Run.Spec.ID]++
+	}
+	if len(all) != n || len(seen) != n {
+		t.Fatalf("listed %d jobs (%d distinct), want %d, each once", len(all), len(seen), n)
+	}
+	if all[0].Run.Spec.ID != "job-01000" || all[0].Run.State != jobs.StateRunning {
+		t.Fatalf("first listed %s (%s): want job-01000, running: the most recently changed", all[0].Run.Spec.ID, all[0].Run.State)
+	}
+	// Filtered: a job that no longer matches is not shown as it was.
+	queued := listChanging(client.ListFilter{State: jobs.StateQueued, Limit: 100_000}, "job-01100")
+	for _, j := range queued {
+		if j.Run.Spec.ID == "job-01000" || j.Run.Spec.ID == "job-01100" {
+			t.Errorf("%s listed as queued; it is running", j.Run.Spec.ID)
+		}
+	}
+	if len(queued) != n-2 {
+		t.Fatalf("listed %d queued jobs, want %d", len(queued), n-2)
+	}
+}

@@ -132,16 +132,20 @@ func TestLeadersKilled(t *testing.T) {
 	)
 	sandruntest.Eventually(t, time.Minute, func() (bool, string) {
 		fired, n = cronJobs(t, cl, names), 0
-		for _, slots := range fired {
+		listed := map[string]bool{}
+		for name, slots := range fired {
 			n += len(slots)
-		}
-		results := 0
-		for id := range writes.snapshot() {
-			if strings.HasPrefix(id, "cron-") {
-				results++
+			for _, slot := range slots {
+				listed[scheduler.SlotID(name, time.Unix(slot, 0))] = true
 			}
 		}
-		return n >= results, fmt.Sprintf("jobs listed %d, cron results %d", n, results)
+		var unlisted []string
+		for id := range writes.snapshot() {
+			if strings.HasPrefix(id, "cron-") && !listed[id] {
+				unlisted = append(unlisted, id)
+			}
+		}
+		return len(unlisted) == 0, fmt.Sprintf("jobs listed %d; cron results of jobs not listed: %v", n, unlisted)
 	})
 	writes.waitKeys(t, n, 2*time.Minute, "after the scheduler stopped")
 	// The workers stop; once the watch has seen a later write, no stray
