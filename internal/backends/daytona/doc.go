@@ -22,7 +22,12 @@
 //     01 01 01 and 02 02 02); GET …/command/{id} is polled for the exit
 //     code. A stream that breaks (a dropped connection) is opened again:
 //     the daemon replays the log from its start, and the bytes already
-//     copied are skipped, so no output is lost or repeated.
+//     copied are skipped, so no output is lost or repeated. A stream
+//     that goes silent without breaking (a link dead without a reset)
+//     cannot be told from one held open by the job's leftovers: once the
+//     exit code is known and nothing has come for
+//     httpsandbox.LogDrain, the log is read once more without follow and
+//     what was not copied yet is copied.
 //  3. DELETE /sandbox/{id} removes the sandbox, whatever happened: the
 //     job's leftover background processes end with it.
 //

@@ -186,3 +186,32 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 	t.Helper()
 	sandruntest.Eventually(t, within, func() (bool, string) { return cond(), "waiting for " + what })
 }
+
+// TestStalledStreamCaughtUp: the log stream goes silent partway, its
+// connection left open, as one whose link died without a reset. Once the
+// job has ended and nothing has come for httpsandbox.LogDrain, the log
+// is read once more without following it and the rest copied: both
+// streams arrive whole, nothing repeated, where the drain alone ended
+// the output short with no error.
+func TestStalledStreamCaughtUp(t *testing.T) {
+	t.Parallel()
+	f := daytonatest.Start(t)
+	f.StallFollows(200)
+	b := newBackend(t, fakeConfig(f))
+	const n = 30
+	var stdout, stderr testenv.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := fmt.Sprintf(`for i in $(seq 1 %d); do echo "line-$i"; echo "err-$i" >&2; done; exit 4`, n)
+	res, err := b.Run(ctx, backends.Spec{JobID: "stall", Attempt: 1, Command: cmd},
+		backends.Output{Stdout: &stdout, Stderr: &stderr})
+	if err != nil || res.ExitCode != 4 {
+		t.Fatalf("Run: %+v, %v; want exit 4", res, err)
+	}
+	if got, want := stdout.String(), wantNumbered("line", n); got != want {
+		t.Errorf("stdout has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+	if got, want := stderr.String(), wantNumbered("err", n); got != want {
+		t.Errorf("stderr has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+}

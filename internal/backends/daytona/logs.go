@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
@@ -17,16 +18,29 @@ var (
 	stderrMarker = []byte{0x02, 0x02, 0x02}
 )
 
-// follow copies the log stream at u to d until the server ends it (the
-// command has ended). A stream that breaks is opened again: the daemon
-// replays it from the start, and what was already copied is skipped.
-func follow(ctx context.Context, c *httpsandbox.Client, u *url.URL, d *demux) error {
-	defer d.flush()
-	var copied int64
+// logReader copies a command's marked log to d; copied is how far into
+// the log it has got, over every connection it opened.
+type logReader struct {
+	c      *httpsandbox.Client
+	u      *url.URL // the log, without follow
+	d      *demux
+	copied int64
+}
+
+// catchUpTimeout bounds catchUp.
+const catchUpTimeout = 30 * time.Second
+
+// follow copies the log stream until the server ends it (the command has
+// ended). A stream that breaks is opened again: the daemon replays it
+// from the start, and what was already copied is skipped. What the demux
+// holds back is left to flush.
+func (r *logReader) follow(ctx context.Context) error {
+	u := *r.u
+	u.RawQuery = "follow=true"
 	once := func() (bool, error) {
-		n, err := followOnce(ctx, c, u, d, copied)
-		if n > copied {
-			copied = n
+		n, err := followOnce(ctx, r.c, &u, r.d, r.copied)
+		if n > r.copied {
+			r.copied = n
 			return true, err
 		}
 		return false, err
@@ -35,6 +49,22 @@ func follow(ctx context.Context, c *httpsandbox.Client, u *url.URL, d *demux) er
 		return httpsandbox.HasStatus(err, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound)
 	})
 }
+
+// catchUp reads the ended command's log once more without following it
+// and copies what follow had not: a follow stream that stalled (its
+// connection gone dead without a reset) would otherwise end the output
+// short with no error. It must not run while follow does.
+func (r *logReader) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, catchUpTimeout)
+	defer cancel()
+	n, err := followOnce(ctx, r.c, r.u, r.d, r.copied)
+	r.copied = max(r.copied, n)
+	return err
+}
+
+// flush delivers what the demux held back; it must not run while follow
+// or catchUp does.
+func (r *logReader) flush() { r.d.flush() }
 
 // followOnce reads the stream once, skipping its first skip bytes, and
 // returns how far into it it got.

@@ -82,9 +82,8 @@ func (r *run) session(ctx context.Context) (backends.Result, error) {
 	lctx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLogs()
 	logs := r.logs
-	logs.Start(func() error {
-		return follow(lctx, r.tb.c, r.tb.logsURL(sessionID, cid), newDemux(r.out))
-	})
+	lr := &logReader{c: r.tb.c, u: r.tb.logsURL(sessionID, cid), d: newDemux(r.out)}
+	logs.Start(func() error { return lr.follow(lctx) })
 
 	poll := func(ctx context.Context, d time.Duration) (int, bool, error) {
 		return r.pollExit(ctx, cid, d, logs.Done())
@@ -95,7 +94,10 @@ func (r *run) session(ctx context.Context) (backends.Result, error) {
 		code, ended, st = r.stop(ctx, poll)
 	}
 	res.FinishedAt = time.Now()
-	logErr := logs.Drain(stopLogs, ended)
+	logErr := logs.Drain(stopLogs, ended, func() error {
+		return lr.catchUp(context.WithoutCancel(ctx))
+	})
+	lr.flush()
 	if err != nil {
 		return res, runErr(ctx, "wait for the job", err)
 	}

@@ -99,12 +99,11 @@ func (t *toolbox) command(ctx context.Context, sid, cid string) (commandStatus, 
 	return st, err
 }
 
-// logsURL is the URL of a session command's log stream
-// (…/command/{commandId}/logs?follow=true, a WebSocket).
+// logsURL is the URL of a session command's log
+// (…/command/{commandId}/logs, read over a WebSocket; follow=true
+// streams it).
 func (t *toolbox) logsURL(sid, cid string) *url.URL {
-	u := t.base.JoinPath("process", "session", sid, "command", cid, "logs")
-	u.RawQuery = "follow=true"
-	return u
+	return t.base.JoinPath("process", "session", sid, "command", cid, "logs")
 }
 
 // runScript runs a short command of sandrun's own (signalling the job)

@@ -47,7 +47,11 @@ func (l *LogStream) Done() <-chan struct{} { return l.done }
 // Drain waits for the stream to end and returns its error. Once the job
 // has ended, it gives up when no output has come for LogDrain, since
 // leftovers could hold the stream open; a backlog still flowing is read.
-func (l *LogStream) Drain(stop context.CancelFunc, ended bool) error {
+// When it gives up, catchUp (when not nil) is called once the copy has
+// stopped, to read what the stalled stream still held back by other
+// means, and its error is returned: a stream whose connection died
+// without a reset looks just like one held open by leftovers.
+func (l *LogStream) Drain(stop context.CancelFunc, ended bool, catchUp func() error) error {
 	if ended {
 		if now := time.Now().UnixNano(); l.last.Load() < now {
 			l.last.Store(now)
@@ -68,6 +72,9 @@ func (l *LogStream) Drain(stop context.CancelFunc, ended bool) error {
 	}
 	stop()
 	<-l.done
+	if ended && catchUp != nil {
+		return catchUp()
+	}
 	return nil
 }
 

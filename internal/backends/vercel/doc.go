@@ -27,7 +27,11 @@
 //     none — not the sandbox's — its standard input is empty, and the
 //     values travel in the env field, never in the command line. Its
 //     output streams from …/cmd/{cmdId}/logs (ND-JSON lines {stream,
-//     data}); its exit code comes from …/cmd/{cmdId}?wait=true.
+//     data}); its exit code comes from …/cmd/{cmdId}?wait=true. A stream
+//     that breaks is opened again and what was copied is skipped; one
+//     that goes silent without breaking, once the exit code is known and
+//     nothing has come for httpsandbox.LogDrain, is given up and the
+//     ended command's log read once more the same way.
 //  3. POST …/sessions/{id}/stop and DELETE /v2/sandboxes/{name} remove
 //     the sandbox, whatever happened: what the job left behind ends with
 //     it.

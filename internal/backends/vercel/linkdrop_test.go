@@ -95,3 +95,31 @@ func TestOutputSurvivesCuts(t *testing.T) {
 		t.Errorf("sandbox left behind: %+v", f.Sandboxes())
 	}
 }
+
+// TestStalledStreamCaughtUp: the log stream goes silent partway without
+// ending, as one whose link died without a reset. Once the job has ended
+// and nothing has come for httpsandbox.LogDrain, the ended command's log
+// is read once more and the rest copied: both streams arrive whole,
+// nothing repeated, where the drain alone ended the output short with
+// no error.
+func TestStalledStreamCaughtUp(t *testing.T) {
+	t.Parallel()
+	f := verceltest.Start(t)
+	f.StallLogs(5)
+	b := newBackend(t, fakeConfig(f))
+	const n = 30
+	var stdout, stderr testenv.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := b.Run(ctx, backends.Spec{JobID: "stall", Attempt: 1, Command: numbered(n, 4)},
+		backends.Output{Stdout: &stdout, Stderr: &stderr})
+	if err != nil || res.ExitCode != 4 {
+		t.Fatalf("Run: %+v, %v; want exit 4", res, err)
+	}
+	if got, want := stdout.String(), wantNumbered("line", n); got != want {
+		t.Errorf("stdout has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+	if got, want := stderr.String(), wantNumbered("err", n); got != want {
+		t.Errorf("stderr has gaps or repeats:\ngot  %q\nwant %q", got, want)
+	}
+}

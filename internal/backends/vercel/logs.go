@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/sandrun/sandrun/internal/backends/httpsandbox"
 )
@@ -26,12 +27,16 @@ type streamError struct{ Code, Message string }
 
 func (e *streamError) Error() string { return "log stream: " + e.Code + ": " + e.Message }
 
+// catchUpTimeout bounds the read of an ended command's log after its
+// stream stalled (httpsandbox.LogStream.Drain).
+const catchUpTimeout = 30 * time.Second
+
 // follow copies command cid's output to out (stdout, stderr) until its
 // log stream ends with the command. A stream that breaks is opened again:
 // it starts over, and what was already copied of each stream is skipped.
-func follow(ctx context.Context, a *api, sid, cid string, out [2]*httpsandbox.Sink) error {
-	var copied [2]int64
-	once := func() (bool, error) { return followOnce(ctx, a, sid, cid, out, &copied) }
+// copied counts the bytes copied of each stream, over every connection.
+func follow(ctx context.Context, a *api, sid, cid string, out [2]*httpsandbox.Sink, copied *[2]int64) error {
+	once := func() (bool, error) { return followOnce(ctx, a, sid, cid, out, copied) }
 	return httpsandbox.Follow(ctx, once, func(err error) bool {
 		var se *streamError
 		return errors.As(err, &se) ||

@@ -63,7 +63,8 @@ func (r *run) wait(ctx context.Context, res backends.Result) (backends.Result, e
 	lctx, stopLogs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLogs()
 	logs := r.logs
-	logs.Start(func() error { return follow(lctx, r.b.api, r.sid, r.cid, r.out) })
+	var copied [2]int64
+	logs.Start(func() error { return follow(lctx, r.b.api, r.sid, r.cid, r.out, &copied) })
 
 	code, ended, err := r.pollExit(ctx, -1)
 	var st httpsandbox.Stopped
@@ -71,7 +72,13 @@ func (r *run) wait(ctx context.Context, res backends.Result) (backends.Result, e
 		code, ended, st = r.stop(ctx)
 	}
 	res.FinishedAt = time.Now()
-	logErr := logs.Drain(stopLogs, ended)
+	logErr := logs.Drain(stopLogs, ended, func() error {
+		// The ended command's stream replays its log and ends.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpTimeout)
+		defer cancel()
+		_, err := followOnce(cctx, r.b.api, r.sid, r.cid, r.out, &copied)
+		return err
+	})
 	if err != nil {
 		return res, runErr(ctx, "wait for the job", err)
 	}

@@ -116,6 +116,7 @@ type Fake struct {
 	executeTimeout time.Duration
 	toolboxHost    string // host:port sandboxes report; "" is the fake's own
 	memoryScale    int64  // a sandbox's memory is enforced divided by it (SetMemoryScale)
+	stallFollows   int    // a follow stream goes silent after this many bytes; < 0 never
 }
 
 // Kill records a signal the fake sent to a command's process group.
@@ -131,16 +132,17 @@ type Kill struct {
 func Start(t testing.TB) *Fake {
 	t.Helper()
 	f := &Fake{
-		APIKey:      "dtn_test_" + randomHex(12),
-		root:        t.TempDir(),
-		closing:     make(chan struct{}),
-		sandboxes:   make(map[string]*sandbox),
-		volumes:     make(map[string]*volume),
-		volumePolls: 2,
-		snapshots:   map[string]bool{DefaultSnapshot: true},
-		badImages:   make(map[string]string),
-		startPolls:  1,
-		memoryScale: 1,
+		APIKey:       "dtn_test_" + randomHex(12),
+		root:         t.TempDir(),
+		closing:      make(chan struct{}),
+		sandboxes:    make(map[string]*sandbox),
+		volumes:      make(map[string]*volume),
+		volumePolls:  2,
+		snapshots:    map[string]bool{DefaultSnapshot: true},
+		badImages:    make(map[string]string),
+		startPolls:   1,
+		memoryScale:  1,
+		stallFollows: -1,
 	}
 	// Set f.srv before serving: handlers read its URL.
 	f.srv = httptest.NewUnstartedServer(f.routes())
@@ -227,6 +229,18 @@ func (f *Fake) SetMemoryScale(n int64) {
 // memoryLimit is how many bytes each process of sb may hold. f.mu is held.
 func (f *Fake) memoryLimit(sb *sandbox) int64 {
 	return int64(sb.dto.Memory) << 30 / f.memoryScale
+}
+
+// StallFollows makes every log stream that follows (follow=true) go
+// silent once it has sent n bytes of the log: it sends nothing more, not
+// even its close, and holds the connection open until the client leaves,
+// as a stream whose link died without a reset does. A read of the log
+// that does not follow is not affected. n < 0 (the default) restores
+// whole streams.
+func (f *Fake) StallFollows(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stallFollows = n
 }
 
 // SetExecuteTimeout makes every execute time out after d (then 408), as

@@ -32,14 +32,32 @@ func (f *Fake) commandLogs(w http.ResponseWriter, r *http.Request) {
 		wsDrain(brw.Reader)
 	})
 	follow := r.URL.Query().Get("follow") == "true"
-	for i := 0; ; {
+	f.mu.Lock()
+	stall := f.stallFollows
+	f.mu.Unlock()
+	if !follow {
+		stall = -1
+	}
+	for i, sent := 0, 0; ; {
 		chunks, ended, changed := c.p.Since(i)
 		i += len(chunks)
 		for data := markedLog(chunks); len(data) > 0; {
 			n := min(len(data), 64<<10)
+			if stall >= 0 && sent+n > stall {
+				// Silent from here on, until the client leaves.
+				if n = stall - sent; n > 0 {
+					_ = wsWrite(brw.Writer, opText, data[:n])
+				}
+				select {
+				case <-gone:
+				case <-f.closing:
+				}
+				return
+			}
 			if wsWrite(brw.Writer, opText, data[:n]) != nil {
 				return
 			}
+			sent += n
 			data = data[n:]
 		}
 		if ended || !follow {

@@ -178,10 +178,25 @@ func (f *Fake) commandLogs(w http.ResponseWriter, r *http.Request) {
 // streamLogs writes c's output as {stream, data} lines until it has
 // ended, the client leaves or the fake closes.
 func (f *Fake) streamLogs(r *http.Request, nd *ndjson, c *command) {
+	f.mu.Lock()
+	stall := f.stallLogs
+	f.mu.Unlock()
+	if c.p.Ended() {
+		stall = -1
+	}
 	var line []byte
-	for i := 0; ; {
+	for i, sent := 0, 0; ; {
 		chunks, ended, changed := c.p.Since(i)
 		for _, ch := range chunks {
+			if sent == stall {
+				// Silent from here on, until the client leaves.
+				select {
+				case <-r.Context().Done():
+				case <-f.closing:
+				}
+				return
+			}
+			sent++
 			line = append(line[:0], `{"stream":"`...)
 			line = append(line, [2]string{"stdout", "stderr"}[ch.Stream]...)
 			line = append(line, `","data":`...)

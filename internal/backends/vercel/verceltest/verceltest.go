@@ -80,6 +80,7 @@ type Fake struct {
 	created     []CreateRequest
 	startPolls  int
 	memoryScale int64 // a sandbox's memory is enforced divided by it (SetMemoryScale)
+	stallLogs   int   // a log stream opened while its command runs goes silent after this many lines; < 0 never
 }
 
 // Kill records a signal the fake sent to a command's process group.
@@ -104,6 +105,7 @@ func Start(t testing.TB) *Fake {
 		sessions:    make(map[string]*sandbox),
 		startPolls:  1,
 		memoryScale: 1,
+		stallLogs:   -1,
 	}
 	f.oidc = jwt(map[string]any{"owner_id": f.TeamID, "project_id": f.ProjectID, "exp": time.Now().Add(12 * time.Hour).Unix()})
 	// Set f.srv before serving: handlers read its URL.
@@ -163,6 +165,17 @@ func (f *Fake) SetMemoryScale(n int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.memoryScale = max(n, 1)
+}
+
+// StallLogs makes every log stream opened while its command still runs
+// go silent once it has sent n lines: it sends nothing more, and does
+// not end, until the client leaves, as a stream whose link died without
+// a reset does. A stream opened after the command ended is whole. n < 0
+// (the default) restores whole streams.
+func (f *Fake) StallLogs(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stallLogs = n
 }
 
 // Sandbox describes a sandbox of the fake.
