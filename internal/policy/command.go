@@ -38,6 +38,9 @@ type command struct {
 	// scratch are the resources made on the left of the && chains this
 	// command is on the right of (see scratch.go).
 	scratch []created
+	// earlier are the resources statements before it made, succeeded or
+	// not (see scratch.go).
+	earlier []created
 	// xtrace says set -x is on: the shell prints the command expanded.
 	xtrace bool
 }

@@ -1067,8 +1067,19 @@ func TestScratchResources(t *testing.T) {
 		{`mc mb local/ci-4711 && mc cp -r fixtures local/ci-4711 && mc rb --force local/ci-4711`, ""},
 		{`multipass launch --name ci-4711 24.04 && multipass delete --purge ci-4711`, ""},
 		{`tart clone base-image ci-4711 && tart run ci-4711 && tart delete ci-4711`, ""},
+		// after ";" (a cleanup that runs when the tests fail), only a name
+		// marked as a test's, CI run's or scratch resource
+		{`hcloud server create --name ci-4711 --type cx22 && ./e2e.sh; hcloud server delete ci-4711`, ""},
+		{`kind create cluster --name e2e-12 && make e2e; kind delete cluster --name e2e-12`, ""},
+		{`createdb -h localhost shop_test_4711; pytest; dropdb -h localhost shop_test_4711`, ""},
+		{`turso db create ShopScratch && npm test; turso db destroy ShopScratch --yes`, ""},
 		// not reached only after the create: the name may be someone else's
-		{`hcloud server create --name ci-4711 --type cx22 && ./e2e.sh; hcloud server delete ci-4711`, "cloud:resource-delete"},
+		{`hcloud server create --name web-4711 --type cx22 && ./e2e.sh; hcloud server delete web-4711`, "cloud:resource-delete"},
+		{`hcloud server create --name contest; hcloud server delete contest`, "cloud:resource-delete"},
+		{`hcloud server create --name latest-db; hcloud server delete latest-db`, "cloud:resource-delete"},
+		{`hcloud server delete ci-4711; hcloud server create --name ci-4711`, "cloud:resource-delete"},
+		{`hcloud server create --name ci-4711; hcloud server delete ci-4711 prod-db`, "cloud:resource-delete"},
+		{`az group create -n rg-ci-4711 -l westeurope; az group delete -n rg-ci-4711 --yes`, "cloud:resource-delete"},
 		{`(hcloud server create --name x || true) && hcloud server delete x`, "cloud:resource-delete"},
 		{`hcloud server create --name x || hcloud server delete x`, "cloud:resource-delete"},
 		{`! hcloud server create --name x && hcloud server delete x`, "cloud:resource-delete"},

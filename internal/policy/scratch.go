@@ -13,7 +13,15 @@ import (
 // when the name is taken, so what it deletes is what the script made, not
 // something that was there before. A delete after ";" (or in a trap) runs
 // whether or not the create succeeded: there the name may be someone
-// else's, and it is judged like any delete.
+// else's, and it is judged like any delete, unless the name is one no
+// lasting resource is given (ci-4711, shop_test_12, ScratchVol: a mark of
+// a test, CI or scratch resource; throwawayName), the cleanup idiom
+//
+//	kind create cluster --name ci-4711 && make e2e; kind delete cluster --name ci-4711
+//
+// whose delete must run when the tests fail. A script may still reach a
+// resource of that name it did not make; what it can reach that way is
+// what is named as disposable.
 
 // created is a resource a command made: the tool, the command path before
 // its create verb, the operands after it, the options given with a value
@@ -151,7 +159,13 @@ func createdBy(c *command) []created {
 // (or the create's own operands). Anything built at run time, a second
 // target or an option that widens the delete gives no exemption.
 func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
-	if len(c.scratch) == 0 {
+	made := c.scratch
+	for _, r := range c.earlier {
+		if throwawayName(r.name) {
+			made = append(slices.Clip(made), r)
+		}
+	}
+	if len(made) == 0 {
 		return false
 	}
 	cw := readWords(c.args)
@@ -177,7 +191,7 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 	if len(targets) == 0 {
 		return false
 	}
-	for _, r := range c.scratch {
+	for _, r := range made {
 		if r.prog != prog || !slices.Equal(r.prefix, prefix) || targets[len(targets)-1] != r.name {
 			continue
 		}
@@ -204,4 +218,49 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// throwawayWords mark a name as a test's, a CI run's or a scratch
+// resource's.
+var throwawayWords = map[string]bool{"ci": true, "tmp": true, "temp": true, "test": true, "tests": true, "testing": true,
+	"scratch": true, "e2e": true, "probe": true, "ephemeral": true, "throwaway": true, "disposable": true, "smoke": true}
+
+// throwawayName reports a resource name with a word of throwawayWords in
+// it: words are split at punctuation, at a lower-case letter followed by
+// an upper-case one and between letters and digits (CI4711, ShopScratch,
+// shop_test_4711, rg-ci-4711).
+func throwawayName(name string) bool {
+	if strings.Contains(strings.ToLower(name), "e2e") {
+		return true
+	}
+	var word []rune
+	kind := func(r rune) int {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 1
+		case r >= 'A' && r <= 'Z':
+			return 2
+		case r >= '0' && r <= '9':
+			return 3
+		}
+		return 0
+	}
+	flush := func() bool {
+		w := strings.ToLower(string(word))
+		word = word[:0]
+		return throwawayWords[w]
+	}
+	prev := 0
+	for _, r := range name {
+		k := kind(r)
+		boundary := k == 0 || prev != 0 && (prev == 3) != (k == 3) || prev == 1 && k == 2
+		if boundary && len(word) > 0 && flush() {
+			return true
+		}
+		if k != 0 {
+			word = append(word, r)
+		}
+		prev = k
+	}
+	return len(word) > 0 && flush()
 }

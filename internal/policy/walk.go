@@ -36,6 +36,9 @@ type walker struct {
 	// succeeds; making is what the top-level command of a call makes.
 	scratch      []created
 	made, making []created
+	// earlier are the resources statements walked before made, whether
+	// or not the statements after them depend on their success.
+	earlier []created
 }
 
 // Bounds on nesting within one script. Deeper statements are not walked
@@ -49,6 +52,7 @@ const (
 func (w *walker) stmts(list []*syntax.Stmt, in stream) {
 	for _, s := range list {
 		w.stmt(s, in)
+		w.earlier = append(w.earlier, w.made...)
 	}
 }
 
@@ -166,6 +170,7 @@ func (w *walker) list(list []*syntax.Stmt, in stream) stream {
 	var out stream
 	for _, s := range list {
 		out = out.merge(w.stmt(s, in))
+		w.earlier = append(w.earlier, w.made...)
 	}
 	return out
 }
