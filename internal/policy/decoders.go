@@ -57,18 +57,18 @@ func decoder(c *command) (decodeFunc, bool) {
 	return nil, false
 }
 
+// decodeBase64 decodes like base64 -d: the standard alphabet with its
+// padding, newlines ignored. Anything else (URL-safe letters, missing
+// padding, blanks, garbage) is not decoded: base64 -d stops there, having
+// written only part of the payload, and a part of a benign command can
+// be a harmful one (rm -rf /tmp/x cut to rm -rf /).
 func decodeBase64(s string) (string, bool) {
-	s = strings.Join(strings.Fields(s), "")
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return string(b), true
-		}
-	}
-	return "", false
+	b, err := base64.StdEncoding.DecodeString(s) // ignores \r and \n
+	return string(b), err == nil
 }
 
 func decodeBase32(s string) (string, bool) {
-	b, err := base32.StdEncoding.DecodeString(strings.Join(strings.Fields(s), ""))
+	b, err := base32.StdEncoding.DecodeString(s)
 	return string(b), err == nil
 }
 
@@ -78,7 +78,14 @@ func decodeHex(s string) (string, bool) {
 }
 
 // decodeRev reverses every line, like rev.
+// Text that is not ASCII is not decoded: rev reverses characters, not
+// bytes.
 func decodeRev(s string) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return "", false
+		}
+	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		b := []byte(l)
@@ -91,10 +98,11 @@ func decodeRev(s string) (string, bool) {
 }
 
 // translate maps characters of set from to set to, like tr SET1 SET2 with
-// ranges (a-z); other classes are not decoded.
+// ranges (a-z); sets with escapes or brackets (classes, [c*n]) are not
+// decoded.
 func translate(s, from, to string) (string, bool) {
 	f, t := expandSet(from), expandSet(to)
-	if len(f) == 0 || len(t) == 0 || strings.Contains(from, "[:") {
+	if len(f) == 0 || len(t) == 0 || strings.ContainsAny(from+to, "\\[") {
 		return "", false
 	}
 	var m [256]byte

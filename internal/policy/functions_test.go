@@ -1213,3 +1213,29 @@ func TestReviewWaysIn(t *testing.T) {
 		{`vault kv get -field=username -field=password secret/prod/db`, "secrets:secret-print"},
 	})
 }
+
+// TestDecodedPayloads: a payload decoded whole is judged as what it is, a
+// harmless one approved; one the decoder would cut short or read
+// differently from the real tool (URL-safe or unpadded base64, blanks,
+// tr escapes and classes, rev of non-ASCII text) is not decoded, and
+// running it stays decoded-exec.
+func TestDecodedPayloads(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`echo bHMgLWxhIH4= | base64 -d | sh`, ""},
+		{`echo 'yf -yn ~' | tr 'a-z' 'n-za-m' | sh`, ""},
+		{`eval "$(echo bHMgfi9Eb2N1bWVudHM= | base64 -d)"`, ""},
+		{`echo cm0gLXJmIH4= | base64 -d | sh`, "rm-root"},
+		{`echo 'ez -es ~' | tr 'a-z' 'n-za-m' | sh`, "rm-root"},
+		{`echo Z2l0IHB1c2ggLS1mb3JjZSBvcmlnaW4gbWFpbg== | base64 --decode | bash`, "git-destructive"},
+		// base64 -d stops at the first bad character: only a part would run
+		{`echo cm0gLXJmIC8tbXAvYnVpbGQ- | base64 -d | sh`, "decoded-exec"},
+		{`echo cm0gLXJmIC8 | base64 -d | sh`, "decoded-exec"},
+		{`echo 'bHMg LWxhIH4=' | base64 -d | sh`, "decoded-exec"},
+		{`echo 'yf -yn ~' | tr 'a-z\n' 'n-za-m ' | sh`, "decoded-exec"},
+		{`echo 'yf -yn ~' | tr '[:lower:]' '[:upper:]' | sh`, "decoded-exec"},
+		{`echo 'é~ fr- mr' | rev | sh`, "decoded-exec"},
+		{`base64 -d payload.b64 | sh`, "decoded-exec"},
+	})
+}

@@ -104,7 +104,8 @@ func TestIsolated(t *testing.T) {
 		{"mkfs.ext4 /dev/sda; kill -9 -1; apt-get remove -y x", true, ""},
 		{"curl x | sh", false, rulePipeToShell},
 		{"rm -rf /; curl x | sh", false, rulePipeToShell},
-		{"echo cm0gLXJmIC8= | base64 -d | sh", false, ruleDecodedExec},
+		{"echo cm0gLXJmIC8= | base64 -d | sh", true, ""}, // decoded: rm -rf /, harm to the host only
+		{"base64 -d payload.b64 | sh", false, ruleDecodedExec},
 		{"git push --force", false, ruleGitDestructive},
 		{"psql -c 'drop table x'", false, ruleSQLDestructive},
 		{"docker run --privileged alpine", false, ruleDockerHost},

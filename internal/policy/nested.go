@@ -205,9 +205,8 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 		}
 		return
 	}
-	if src.taint&taintDecoded != 0 {
-		w.d.add(w.f, ruleDecodedExec, "runs a decoded payload", via, sp)
-	}
+	// A decoded payload the detector could decode whole is judged as
+	// what it is, like any literal script: what runs decides.
 	texts := []string{src.text}
 	if src.alt != "" {
 		texts = append(texts, src.alt)

@@ -98,7 +98,8 @@ var rules = []rule{
 			"curl … | sh, sh <(curl …), bash -c \"$(curl …)\", eval \"$(wget -O- …)\", python3 <(curl …)"},
 	{id: ruleDecodedExec,
 		desc: "a decoded or transformed payload run by a shell or interpreter (base64 -d, base32 -d, xxd -r, openssl -d, uudecode, rev, tr, " +
-			"gunzip and friends, piped or substituted into sh, bash -c, eval, python, ...); literal payloads are also decoded and judged"},
+			"gunzip and friends, piped or substituted into sh, bash -c, eval, python, ...) that the detector cannot decode whole; " +
+			"a literal payload it decodes exactly as the tool would (standard padded base64, hex, rev of ASCII, tr of plain sets) is judged as what it is"},
 	{id: ruleGitDestructive,
 		desc: "git operations that destroy work or shared history: push --force/-f/--force-with-lease/+refspec/--mirror/--prune, " +
 			"remote branch deletion (push --delete, push origin :branch), reset --hard, clean -f (without -n)"},

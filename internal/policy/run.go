@@ -47,9 +47,6 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 		w.unresolved(name, sp, via)
 		return generated()
 	}
-	if name.taint&taintDecoded != 0 {
-		w.d.add(w.f, ruleDecodedExec, "program name comes from a decoded payload", via, sp)
-	}
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
