@@ -1239,3 +1239,24 @@ func TestDecodedPayloads(t *testing.T) {
 		{`base64 -d payload.b64 | sh`, "decoded-exec"},
 	})
 }
+
+// TestProbeFamilies: forms found by the independent probe lists that
+// sit outside any one pack's table.
+func TestProbeFamilies(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		// an option whose value is built at run time does not end the
+		// command path
+		{`liquibase --url=jdbc:postgresql://db01:5432/shop --password=$PGPASSWORD drop-all`, "data:schema-drop"},
+		{`hcloud --token="$HCLOUD_TOKEN" server delete web`, "cloud:resource-delete"},
+		{`hcloud --token="$HCLOUD_TOKEN" server list`, ""},
+		// ACL grants on account files, not removals
+		{`setfacl -m u:www-data:rwx /etc/shadow`, "chmod-system"},
+		{`setfacl --modify g:ops:r /etc/sudoers`, "chmod-system"},
+		{`setfacl -x u:www-data /etc/shadow`, ""},
+		{`setfacl -m u:www-data:rwx ./uploads`, ""},
+		// trimming unused blocks as root
+		{`sudo fstrim -av`, ""},
+	})
+}

@@ -35,7 +35,7 @@ func matchChmod(c *command, h *hits) {
 			h.add(ruleChmodSystem, c.name+" -R on "+unresolvedShow(o))
 		}
 		for _, t := range c.targets(o) {
-			if c.name != "setfacl" && isAccountFile(t.path) {
+			if isAccountFile(t.path) && (c.name != "setfacl" || hasOpt(opts, "m", "M", "modify", "modify-file", "set", "set-file")) {
 				h.add(ruleChmodSystem, c.name+" on "+t.show)
 				continue
 			}

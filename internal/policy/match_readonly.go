@@ -323,8 +323,9 @@ var boundedAdmin = map[string]func(c *command) bool{
 		ops, _ := operands(c.args, optSpec{})
 		return len(ops) == 2 && ops[1].lit && slices.Contains([]string{"start", "restart", "reload", "status"}, ops[1].val)
 	},
-	"zfs":   firstWordIn("snapshot", "snap"),
-	"zpool": firstWordIn("scrub"),
+	"fstrim": func(c *command) bool { return true }, // discards only blocks no file uses
+	"zfs":    firstWordIn("snapshot", "snap"),
+	"zpool":  firstWordIn("scrub"),
 	"btrfs": func(c *command) bool {
 		ops := literalWords(c)
 		return len(ops) >= 2 && (ops[0] == "subvolume" || ops[0] == "subvol" || ops[0] == "sub") && ops[1] == "snapshot" ||

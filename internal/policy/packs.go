@@ -574,7 +574,9 @@ func (t *packTool) parse(c *command) packCall {
 	for i := 0; i < len(c.args); i++ {
 		a := c.args[i]
 		if !a.lit {
-			pathOpen = false
+			// an option whose value is built at run time (--password=$PW)
+			// is still an option; another word may be the subcommand
+			pathOpen = pathOpen && strings.HasPrefix(strings.TrimLeft(a.src, `"'`), "-")
 			continue
 		}
 		if a.val == "--" {
