@@ -191,3 +191,85 @@ func lexBracketed(src string, i int) codeLit {
 	shell := prefix == "qx" || prefix == "%x"
 	return codeLit{val: val, start: i, body: body, end: end, exact: true, shell: shell}
 }
+
+// foldConcat returns code src with every run of plain string literals
+// joined by the language's concatenation ('sh' + 'util', "sys" . "tem",
+// Python's 'a' 'b') replaced by the one literal it makes, so that a name
+// or a command split across literals is judged whole. Literals that
+// interpolate, command literals, prefixed ones (f'…', b'…') and anything
+// else between two literals (a variable, a call) end a run. It reports
+// whether it joined any.
+func foldConcat(l lang, src string) (string, bool) {
+	var op string
+	switch l {
+	case langPython, langNode, langRuby:
+		op = "+"
+	case langPerl, langPHP:
+		op = "."
+	default:
+		return src, false
+	}
+	_, lits := lexCode(l, src)
+	plain := func(c codeLit) bool {
+		if c.shell || c.start < 0 || c.end > len(src) || c.start >= c.body || c.start > 0 && isLetter(src[c.start-1]) {
+			return false
+		}
+		opener := src[c.start:c.body]
+		if opener != "'" && opener != `"` {
+			return false // q{}, %q(), triple quotes, template literals
+		}
+		re := interpolations[l]
+		return !interpolating(l, opener) || re == nil || !re.MatchString(c.val)
+	}
+	joins := func(between string) bool {
+		t := strings.TrimSpace(between)
+		return t == op || t == "" && l == langPython
+	}
+	var b strings.Builder
+	last, folded := 0, false
+	for i := 0; i < len(lits); {
+		j := i
+		for j+1 < len(lits) && plain(lits[j]) && plain(lits[j+1]) && joins(src[lits[j].end:lits[j+1].start]) {
+			j++
+		}
+		if j == i {
+			i++
+			continue
+		}
+		var val strings.Builder
+		for k := i; k <= j; k++ {
+			val.WriteString(lits[k].val)
+		}
+		b.WriteString(src[last:lits[i].start])
+		b.WriteString(quoteCode(l, val.String()))
+		last, folded = lits[j].end, true
+		i = j + 1
+	}
+	if !folded {
+		return src, false
+	}
+	b.WriteString(src[last:])
+	return b.String(), true
+}
+
+// quoteCode writes s as a single-quoted literal of language l: only \\
+// and \' are escaped, and a newline is written as \n in Python and
+// JavaScript, whose single-quoted literals cannot hold one, and as itself
+// elsewhere.
+func quoteCode(l lang, s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n' && (l == langPython || l == langNode):
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}

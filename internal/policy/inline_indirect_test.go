@@ -24,22 +24,24 @@ func TestInlineIndirectDeny(t *testing.T) {
 	e := newEngine(t, DefaultConfig())
 	cases := []indirectCase{
 		// The issue's examples.
-		{`python3 -c 'import os; getattr(os, "sys"+"tem")("rm -rf /usr")'`, ruleInlineCode, "python getattr with a computed name"},
+		{`python3 -c 'import os; getattr(os, "sys"+"tem")("rm -rf /usr")'`, ruleRmRoot, "os.system through getattr"}, // "sys"+"tem" is folded
 		{`python3 -c 'import os; f="rm"+"tree"; import shutil; getattr(shutil,f)("/")'`, ruleInlineCode, "python getattr with a computed name"},
 		{`ruby -e 'Kernel.send(:system, "rm -rf /usr")'`, ruleRmRoot, "system through send"},
 		{`node -e 'require("child_process")["execSync"]("rm -rf /usr")'`, ruleRmRoot, "execSync through lookup on child_process"},
-		{`node -e 'const cp=require("child_process"); cp["exec"+"Sync"]("ls")'`, ruleInlineCode, "node lookup on cp with a computed name"},
+		{`node -e 'const cp=require("child_process"); cp["exec"+"Sync"]("rm -rf /usr")'`, ruleRmRoot, "execSync through lookup on cp"},
+		{`node -e 'const cp=require("child_process"); cp["exec"+s]("ls")'`, ruleInlineCode, "node lookup on cp with a computed name"},
 
 		// python
 		{`python3 -c 'import os; getattr(os, "system")("rm -rf /usr")'`, ruleRmRoot, "os.system through getattr"},
 		{`python3 -c 'import os; getattr(os, "system")(cmd)'`, ruleUnresolved, "os.system through getattr runs a command built at run time"},
-		{`python3 -c 'm=__import__("o"+"s")'`, ruleInlineCode, "python __import__ of a computed name"},
+		{`python3 -c 'm=__import__("o"+x)'`, ruleInlineCode, "python __import__ of a computed name"},
 		{`python3 -c 'import importlib,sys; importlib.import_module(sys.argv[1]).run()'`, ruleInlineCode, "python import_module of a computed name"},
 		{`python3 -c 'globals()["__builtins__"]'`, ruleInlineCode, `python globals() lookup of "__builtins__"`},
 		{`python3 -c 'locals()[name]()'`, ruleInlineCode, "python locals() lookup with a computed name"},
 		{`python3 -c 'g=globals(); g[k]()'`, ruleInlineCode, "python globals() kept in a variable"},
 		{`python3 -c 'import os; vars(os)["system"]("rm -rf /usr")'`, ruleRmRoot, "os.system through vars() lookup"},
-		{`python3 -c 'import os; os.__dict__["sys"+"tem"]("id")'`, ruleInlineCode, "python __dict__ lookup with a computed name"},
+		{`python3 -c 'import os; os.__dict__["sys"+"tem"]("rm -rf /usr")'`, ruleRmRoot, "os.system through __dict__ lookup"},
+		{`python3 -c 'import os; os.__dict__["sys"+t]("id")'`, ruleInlineCode, "python __dict__ lookup with a computed name"},
 		{`python3 -c '__builtins__.__dict__["exec"]("import os; os.system(\"rm -rf /usr\")")'`, ruleRmRoot, "exec through __dict__ lookup"},
 		{`python3 -c 'import sys; sys.modules[sys.argv[1]].run()'`, ruleInlineCode, "python modules lookup with a computed name"},
 		{`python3 -c 'import operator,os; operator.methodcaller("system", "rm -rf /usr")(os)'`, ruleRmRoot, "system through methodcaller"},
@@ -63,7 +65,8 @@ func TestInlineIndirectDeny(t *testing.T) {
 		{`ruby -e 'method(:system).call("rm -rf /usr")'`, ruleRmRoot, "system through method"},
 		{`ruby -e 'm = method(:exec); m.call("ls")'`, ruleInlineCode, `ruby method of "exec" used as a value`},
 		{`ruby -e 'Object.const_get("Kernel").system("rm -rf /usr")'`, ruleRmRoot, ""},
-		{`ruby -e 'Object.const_get("Ker"+"nel").send(:system, "ls")'`, ruleInlineCode, "ruby const_get with a computed name"},
+		{`ruby -e 'Object.const_get("Ker"+"nel").send(:system, "rm -rf /usr")'`, ruleRmRoot, "system through send"},
+		{`ruby -e 'Object.const_get("Ker"+k).send(:system, "ls")'`, ruleInlineCode, "ruby const_get with a computed name"},
 		{`ruby -e 'Object.instance_eval(ARGV[0])'`, ruleInlineCode, "ruby instance_eval of a computed string"},
 		{`ruby -e 'class Object; alias_method :sh, :system; end'`, ruleInlineCode, "ruby alias of system"},
 
@@ -84,11 +87,14 @@ func TestInlineIndirectDeny(t *testing.T) {
 		{`perl -e 'exec { $ARGV[0] } "x"'`, ruleInlineCode, "perl exec with a computed program"},
 
 		// node
-		{`node -e 'globalThis["req"+"uire"]("child_process")'`, ruleInlineCode, "node lookup on globalThis with a computed name"},
+		{`node -e 'globalThis["req"+"uire"]("child_process")'`, ruleInlineCode, `node lookup on globalThis of "require"`},
+		{`node -e 'globalThis["req"+r]("child_process")'`, ruleInlineCode, "node lookup on globalThis with a computed name"},
 		{`node -e 'const g = globalThis; g["process"].exit()'`, ruleInlineCode, `node lookup on g of "process"`},
-		{`node -e 'const fs=require("fs"); fs["rm"+"Sync"]("/usr", {recursive: true})'`, ruleInlineCode, "node lookup on fs with a computed name"},
+		{`node -e 'const fs=require("fs"); fs["rm"+"Sync"]("/usr", {recursive: true})'`, "paths:interp-destroy", ""},
+		{`node -e 'const fs=require("fs"); fs["rm"+s]("/usr", {recursive: true})'`, ruleInlineCode, "node lookup on fs with a computed name"},
 		{`node -e 'const cp=require("child_process"); Reflect.apply(cp.execSync, null, ["rm -rf /usr"])'`, ruleRmRoot, "execSync through Reflect.apply"},
-		{`node -e 'const cp=require("child_process"); Reflect.get(cp, "exec"+"Sync")("ls")'`, ruleInlineCode, "node Reflect.get with a computed name"},
+		{`node -e 'const cp=require("child_process"); Reflect.get(cp, "exec"+"Sync")("rm -rf /usr")'`, ruleRmRoot, "execSync through Reflect.get"},
+		{`node -e 'const cp=require("child_process"); Reflect.get(cp, "exec"+s)("ls")'`, ruleInlineCode, "node Reflect.get with a computed name"},
 		{`node -e 'process.binding("spawn_sync")'`, ruleInlineCode, "node process.binding"},
 		{`node -e 'process.mainModule.require("child_process").execSync("ls")'`, ruleInlineCode, "node process.mainModule"},
 		{`node -e 'require(process.argv[1])'`, ruleInlineCode, "node require of a computed name"},
@@ -104,7 +110,8 @@ func TestInlineIndirectDeny(t *testing.T) {
 
 		// php
 		{`php -r '$f="system"; $f("rm -rf /usr");'`, ruleRmRoot, "system through variable function"},
-		{`php -r '$f="sys"."tem"; $f("ls");'`, ruleInlineCode, "php call of a variable function"},
+		{`php -r '$f="sys"."tem"; $f("rm -rf /usr");'`, ruleRmRoot, "system through variable function"},
+		{`php -r '$f="sys".$t; $f("ls");'`, ruleInlineCode, "php call of a variable function"},
 		{`php -r '$f = $argv[1]; $f("ls");'`, ruleInlineCode, "php call of a variable function"},
 		{`php -r '$$n("ls");'`, ruleInlineCode, "php variable variable call"},
 		{`php -r '$o->$m("ls");'`, ruleInlineCode, "php method call with a computed name"},
@@ -113,7 +120,8 @@ func TestInlineIndirectDeny(t *testing.T) {
 		{`php -r 'call_user_func_array($argv[1], ["ls"]);'`, ruleInlineCode, "php call_user_func_array with a computed callback"},
 		{`php -r 'array_map("system", ["rm -rf /usr"]);'`, ruleRmRoot, "system through array_map"},
 		{`php -r 'array_walk($argv, "passthru");'`, ruleInlineCode, `php array_walk of "passthru"`},
-		{`php -r '("sys"."tem")("ls");'`, ruleInlineCode, "php call of a computed name"},
+		{`php -r '("sys"."tem")("rm -rf /usr");'`, ruleRmRoot, "system through string call"},
+		{`php -r '("sys".$t)("ls");'`, ruleInlineCode, "php call of a computed name"},
 		{`php -r '"system"("rm -rf /usr");'`, ruleRmRoot, "system through string call"},
 		{`php -r '${"f"}("ls");'`, ruleInlineCode, "php call of a computed name"},
 		{`php -r '$o->{"m"}("ls");'`, ruleInlineCode, "php call of a computed name"},
