@@ -323,7 +323,7 @@ var boundedAdmin = map[string]func(c *command) bool{
 		ops, _ := operands(c.args, optSpec{})
 		return len(ops) == 2 && ops[1].lit && slices.Contains([]string{"start", "restart", "reload", "status"}, ops[1].val)
 	},
-	"fstrim": func(c *command) bool { return true }, // discards only blocks no file uses
+	"fstrim": func(*command) bool { return true }, // discards only blocks no file uses
 	"zfs":    firstWordIn("snapshot", "snap"),
 	"zpool":  firstWordIn("scrub"),
 	"btrfs": func(c *command) bool {
