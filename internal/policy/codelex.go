@@ -192,14 +192,15 @@ func lexBracketed(src string, i int) codeLit {
 	return codeLit{val: val, start: i, body: body, end: end, exact: true, shell: shell}
 }
 
-// foldConcat returns code src with every run of plain string literals
+// foldConcat returns code src, whose literals lexCode found as lits,
+// with every run of plain string literals
 // joined by the language's concatenation ('sh' + 'util', "sys" . "tem",
 // Python's 'a' 'b') replaced by the one literal it makes, so that a name
 // or a command split across literals is judged whole. Literals that
 // interpolate, command literals, prefixed ones (f'…', b'…') and anything
 // else between two literals (a variable, a call) end a run. It reports
 // whether it joined any.
-func foldConcat(l lang, src string) (string, bool) {
+func foldConcat(l lang, src string, lits []codeLit) (string, bool) {
 	var op string
 	switch l {
 	case langPython, langNode, langRuby:
@@ -209,7 +210,6 @@ func foldConcat(l lang, src string) (string, bool) {
 	default:
 		return src, false
 	}
-	_, lits := lexCode(l, src)
 	plain := func(c codeLit) bool {
 		if c.shell || c.start < 0 || c.end > len(src) || c.start >= c.body || c.start > 0 && isLetter(src[c.start-1]) {
 			return false

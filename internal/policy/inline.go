@@ -91,12 +91,13 @@ var inlineCalls = map[lang][]inlineCall{
 // under it is.
 func (w *walker) inline(l lang, f *frame) {
 	w.d.charge(1, parseBytes*len(f.src))
-	if folded, ok := foldConcat(l, f.src); ok {
+	masked, lits := lexCode(l, f.src)
+	if folded, ok := foldConcat(l, f.src, lits); ok {
 		// judged as the literals make it, in a frame of its own whose
 		// findings point at the code
 		f = &frame{src: folded, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
+		masked, lits = lexCode(l, f.src)
 	}
-	masked, lits := lexCode(l, f.src)
 	lits = interpolate(l, f.src, lits)
 	for _, lit := range lits {
 		if lit.shell {
