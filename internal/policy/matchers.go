@@ -62,6 +62,9 @@ func matchersFor(c *command) []matcher {
 	if ms := matcherTable[canonical(c.name)]; ms != nil {
 		return ms
 	}
+	if psCmdlet(c.name) && plainName(c.prog) {
+		return cmdletMatchers
+	}
 	if genericProgram(c.name) && !projectProgram(c.prog) {
 		return genericMatchers
 	}

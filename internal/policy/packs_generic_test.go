@@ -139,5 +139,13 @@ func TestPowerShellNames(t *testing.T) {
 		{`cmd /c "for /f "tokens=*" %%i in ('kubectl get ns -o name') do kubectl delete %%i"`, "kube:delete"},
 		{`cmd /c "for /f %i in ('kubectl get pods -o name') do kubectl describe %i"`, ""},
 		{`cmd /c "for /f %i in ('dir /b') do echo %i"`, ""},
+		// A cmdlet given as the command is judged as the PowerShell
+		// statement it is, without a pwsh -Command around it.
+		{`Stop-Computer -Force`, "windows:shutdown"},
+		{`Remove-Item 'C:\Users\*\AppData' -Recurse -Force`, "windows:tree-delete"},
+		{`Get-ADUser -Filter * | Remove-ADUser -Confirm:$false`, "windows:resource-delete"},
+		{`Get-ChildItem C:\src\shop | Select-Object Name`, ""},
+		{`Remove-Item -Recurse -Force .\dist`, ""},
+		{`Get-Service | Where-Object Status -eq Running`, ""},
 	})
 }
