@@ -22,8 +22,9 @@ var psCmdletName = regexp.MustCompile(`(?i)^(Add|Approve|Assert|Backup|Block|Bui
 	`Select|Send|Set|Show|Skip|Split|Start|Step|Stop|Submit|Suspend|Switch|Sync|Test|Trace|Unblock|Undo|Uninstall|Unlock|Unprotect|` +
 	`Unpublish|Unregister|Update|Use|Wait|Watch|Write)-[A-Za-z][A-Za-z0-9]*$`)
 
-// cmdletMatchers is what matchersFor gives a cmdlet no pack knows.
-var cmdletMatchers = []matcher{matchCmdletLine}
+// cmdletMatchers is what matchersFor gives a cmdlet no pack knows: the
+// PowerShell judge, and the generic tools' rules it had before.
+var cmdletMatchers = []matcher{matchCmdletLine, matchPacksAny}
 
 // psCmdlet reports a program named like a cmdlet that the detector does
 // not otherwise know.
