@@ -29,7 +29,8 @@ var cmdletMatchers = []matcher{matchCmdletLine, matchPacksAny}
 // psCmdlet reports a program named like a cmdlet that the detector does
 // not otherwise know.
 func psCmdlet(name string) bool {
-	return psCmdletName.MatchString(name) && matcherTable[canonical(name)] == nil
+	// most names hold no dash: the expression runs only on those that do
+	return strings.IndexByte(name, '-') > 0 && psCmdletName.MatchString(name) && matcherTable[canonical(name)] == nil
 }
 
 // matchCmdletLine judges a cmdlet statement as pwsh -Command would have
