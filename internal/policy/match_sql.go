@@ -250,6 +250,9 @@ func (w *walker) sql(f *frame, client string) {
 			}
 		}
 	}
+	if loc := xpCmdShellOn.FindStringIndex(f.src); loc != nil {
+		w.d.add(f, ruleSQLDestructive, "sp_configure switching xp_cmdshell on (the server runs shell commands from SQL)", "", span{loc[0], loc[1]})
+	}
 	off := 0
 	for _, line := range strings.SplitAfter(f.src, "\n") {
 		trimmed := strings.TrimLeft(line, " \t")
@@ -263,6 +266,9 @@ func (w *walker) sql(f *frame, client string) {
 		off += len(line)
 	}
 }
+
+// xpCmdShellOn is SQL Server's switch that lets any SQL run shell commands.
+var xpCmdShellOn = regexp.MustCompile(`(?i)\bsp_configure\W+xp_cmdshell\W+1\b`)
 
 // sqlStatement is one statement: its upper-cased words (keywords and
 // identifiers; string literals and comments dropped) and its span.

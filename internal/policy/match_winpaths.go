@@ -847,3 +847,23 @@ func winClean(p string) string {
 	}
 	return strings.Join(out, `\`)
 }
+
+// matchRegImport: reg import FILE and regedit /s FILE load a registry file
+// into the machine's configuration; a file the script downloaded is code
+// from the network deciding what the system runs and trusts.
+func matchRegImport(c *command, h *hits) {
+	importing := c.name == "regedit" || c.name == "regedit.exe"
+	for _, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		if strings.EqualFold(a.val, "import") {
+			importing = true
+			continue
+		}
+		if f, ok := c.files[fileKey(a.val)]; importing && ok && f.s.taint&taintDownload != 0 {
+			h.add(rulePipeToShell, c.name+" loads "+quoteDetail(a.val)+", a registry file downloaded from the network")
+			return
+		}
+	}
+}

@@ -89,6 +89,9 @@ func addPackMatchers() {
 			matcherTable[name] = append(slices.Clip(matcherTable[name]), matchWindowsDeletes)
 		}
 	}
+	for _, name := range []string{"reg", "reg.exe", "regedit", "regedit.exe"} {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchRegImport)
+	}
 	for _, name := range []string{"scp", "rsync"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchTreeCopy)
 	}
