@@ -30,7 +30,7 @@ func matchFirewall(c *command, h *hits) {
 		}
 	case "ufw":
 		ops, _ := operands(c.args, optSpec{})
-		if len(ops) > 0 && (ops[0].val == "disable" || ops[0].val == "reset") {
+		if len(ops) > 0 && (ops[0].val == "disable" || ops[0].val == "reset") && !slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "--dry-run" }) {
 			h.add(ruleFirewallFlush, "ufw "+ops[0].val)
 		}
 	case "pfctl":

@@ -82,7 +82,9 @@ func isCredentialPath(p string) bool {
 	}
 	for _, s := range systemCredentials {
 		if c == s || strings.HasPrefix(c, s+"/") {
-			return true
+			// a pod's service-account directory also holds the cluster's
+			// CA certificate and its namespace's name: public
+			return !strings.HasSuffix(c, "/serviceaccount/ca.crt") && !strings.HasSuffix(c, "/serviceaccount/namespace")
 		}
 	}
 	rel, ok := homeRelative(c)
@@ -374,6 +376,9 @@ func matchCredentialRead(c *command, h *hits) {
 		for _, p := range readPaths(a) {
 			for _, t := range c.targets(p) {
 				if isCredentialPath(t.path) {
+					if c.captured && strings.HasSuffix(t.path, "/serviceaccount/token") {
+						continue // a pod's token read for a request (sent elsewhere, egress:token-sent judges it)
+					}
 					h.add(ruleCredentialRead, c.name+" reads credentials "+t.show)
 					return
 				}

@@ -62,7 +62,7 @@ var readOnly = map[string]func(c *command) bool{
 	"aa-status": nil, "apparmor_status": nil, "sestatus": nil, "getenforce": nil, "lscpu": nil, "lsattr": nil, "lshw": nil,
 	"lsns": nil, "lslocks": nil, "lsipc": nil, "iostat": nil, "vmstat": nil, "mpstat": nil, "pidstat": nil, "sensors": nil,
 	"chage":        optsOnly("l", "list"),
-	"visudo":       optsOnly("c", "check", "s", "strict", "q", "quiet"),
+	"visudo":       optsOnly("c", "check", "s", "strict", "q", "quiet", "f", "file"),
 	"sshd":         func(c *command) bool { return len(literalWords(c)) == 0 && !noneOf(c, "t", "T") },
 	"firewall-cmd": firewallCmdReadOnly,
 	"cryptsetup": func(c *command) bool {
@@ -93,6 +93,23 @@ var readOnly = map[string]func(c *command) bool{
 	// the partition tools in their listing modes (fdisk -l, parted -l, wipefs --no-act)
 	"fdisk": diskListing, "sfdisk": diskListing, "sgdisk": diskListing, "gdisk": diskListing,
 	"parted": diskListing, "wipefs": diskListing,
+	// macOS and host-security reports: disks and volumes listed or
+	// verified, the packet filter's rules, installed profiles, an MDM
+	// agent's connection check, a password's status, a dry run of log
+	// rotation, an intrusion-prevention jail's status
+	"diskutil": func(c *command) bool {
+		ops := literalWords(c)
+		return len(ops) > 0 && (slices.Contains([]string{"list", "info", "information", "verifyVolume", "verifyDisk", "activity", "listFilesystems"}, ops[0]) ||
+			len(ops) > 1 && slices.Contains([]string{"apfs", "cs", "coreStorage", "appleRAID", "ar"}, ops[0]) && slices.Contains([]string{"list", "listSnapshots", "listCryptoUsers", "listVolumeGroups"}, ops[1]))
+	},
+	"pfctl": optsOnly("s", "v", "vv"),
+	"profiles": func(c *command) bool {
+		return firstWordIn("show", "list", "status", "validate", "version", "help")(c) || len(literalWords(c)) == 0 && optsOnly("P", "L", "C", "v", "type")(c)
+	},
+	"jamf":            firstWordIn("checkJSSConnection", "version", "about", "help"),
+	"passwd":          optsOnly("S", "status", "a", "all"),
+	"logrotate":       optsOnly("d", "debug", "v", "verbose"),
+	"fail2ban-client": firstWordIn("status", "ping", "version", "get", "banned"),
 }
 
 // optsOnly: a program given only these options, and no operand other

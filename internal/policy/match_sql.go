@@ -241,7 +241,9 @@ func matchDropDB(c *command, h *hits) {
 // sqlite3 .shell and .system) is walked as a script.
 func (w *walker) sql(f *frame, client string) {
 	sts := sqlStatements(f.src)
-	if client != "psql" && client != "ysqlsh" || !rolledBack(f.src, sts) {
+	// DDL is transactional in PostgreSQL and SQL Server: a script that
+	// ends in ROLLBACK undoes what it did (MySQL's DDL commits at once)
+	if client != "psql" && client != "ysqlsh" && client != "sqlcmd" || !rolledBack(f.src, sts) {
 		for _, st := range sts {
 			if detail, ok := destructiveStatement(st.words); ok {
 				w.d.add(f, ruleSQLDestructive, detail, "", st.sp)
@@ -250,8 +252,10 @@ func (w *walker) sql(f *frame, client string) {
 			}
 		}
 	}
-	if loc := xpCmdShellOn.FindStringIndex(f.src); loc != nil {
-		w.d.add(f, ruleSQLDestructive, "sp_configure switching xp_cmdshell on (the server runs shell commands from SQL)", "", span{loc[0], loc[1]})
+	for _, d := range sqlServerDangers {
+		if loc := d.re.FindStringIndex(f.src); loc != nil {
+			w.d.add(f, ruleSQLDestructive, d.what, "", span{loc[0], loc[1]})
+		}
 	}
 	off := 0
 	for _, line := range strings.SplitAfter(f.src, "\n") {
@@ -267,8 +271,18 @@ func (w *walker) sql(f *frame, client string) {
 	}
 }
 
-// xpCmdShellOn is SQL Server's switch that lets any SQL run shell commands.
-var xpCmdShellOn = regexp.MustCompile(`(?i)\bsp_configure\W+xp_cmdshell\W+1\b`)
+// sqlServerDangers are SQL Server statements that destroy or open up more
+// than a table: the switch that lets any SQL run shell commands, a log
+// backup thrown away (the chain of log backups is broken), a login made
+// sysadmin.
+var sqlServerDangers = []struct {
+	re   *regexp.Regexp
+	what string
+}{
+	{regexp.MustCompile(`(?i)\bsp_configure\W+xp_cmdshell\W+1\b`), "sp_configure switching xp_cmdshell on (the server runs shell commands from SQL)"},
+	{regexp.MustCompile(`(?i)\bBACKUP\s+(LOG|DATABASE)\s+\S+\s+TO\s+DISK\s*=\s*N?'NUL:?'`), "BACKUP to NUL (the backup is thrown away and the log chain broken)"},
+	{regexp.MustCompile(`(?i)\bALTER\s+SERVER\s+ROLE\s+\[?sysadmin\]?\s+ADD\s+MEMBER\b|\bsp_addsrvrolemember\b[^;]*\bsysadmin\b`), "a login added to the sysadmin role"},
+}
 
 // sqlStatement is one statement: its upper-cased words (keywords and
 // identifiers; string literals and comments dropped) and its span.

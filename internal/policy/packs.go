@@ -1129,6 +1129,9 @@ var (
 	// psNestedEncoded is a PowerShell started inside the script with an
 	// encoded script of its own: cmd /c "powershell -enc ...".
 	psNestedEncoded = regexp.MustCompile(`(?i)\b(?:powershell|pwsh)(?:\.exe)?\b[^|&;\n]*?\s[-/](?:e|en|enc|ec|encodedcommand)\s+["']?([A-Za-z0-9+/]{8,}={0,2})`)
+	// psModuleName is a cmdlet qualified by its module
+	// (Microsoft.PowerShell.Management\Remove-Item): the cmdlet runs.
+	psModuleName = regexp.MustCompile(`(?i)(^|[\s;|({&])(?:[A-Za-z][A-Za-z0-9]*\.)*[A-Za-z][A-Za-z0-9]*\\((?:` + psVerbs + `)-[A-Za-z])`)
 	// psCallName is the call operator given a command's name as a string
 	// or through Get-Command: & "Remove-Item" ..., & (gcm Remove-Item) ...
 	psCallName = regexp.MustCompile(`(?i)[&.]\s*(?:"([A-Za-z][\w.-]*)"|'([A-Za-z][\w.-]*)'|\(\s*(?:(?:Get-Command|gcm)\s+)?["']?([A-Za-z][\w.-]*-[\w.-]*)["']?\s*\))`)
@@ -1255,6 +1258,7 @@ func cmdLoops(s string) string {
 // a script block's first command written against its brace ({Remove-Item),
 // and -Recurse and -Force abbreviated (-Recu, -Fo).
 func psNames(s string) string {
+	s = psModuleName.ReplaceAllString(s, "$1$2")
 	s = psCallName.ReplaceAllString(s, "& $1$2$3")
 	s = psAlias.ReplaceAllStringFunc(s, func(m string) string {
 		i := len(m) - 1
