@@ -108,9 +108,11 @@ func addPackMatchers() {
 	for name, tools := range packTools {
 		goMatched := matcherTable[name] != nil
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacks)
-		if !goMatched && nestingOnly(name, tools) {
-			// a pack only says what the program runs (knife exec, gdb -ex):
-			// its own verbs are still read by the generic tools' rules
+		if !goMatched && (nestingOnly(name, tools) || noVerbModel(name, tools)) {
+			// a pack only says what the program runs (knife exec, gdb -ex),
+			// or judges a few of its forms without a model of its verbs
+			// (atlas's migrations, not atlas clusters delete): its own
+			// verbs are still read by the generic tools' rules
 			matcherTable[name] = append(matcherTable[name], matchGenericVerbs)
 		}
 	}
@@ -125,6 +127,38 @@ func nestingOnly(name string, tools []*packTool) bool {
 		return false
 	}
 	return !slices.ContainsFunc(tools, func(t *packTool) bool { return len(t.Rules) > 0 })
+}
+
+// noVerbModel reports a program no pack reads by its verbs: no tool of
+// it names destroy verbs, and no rule asks for one.
+func noVerbModel(name string, tools []*packTool) bool {
+	_, wrapper := wrappers[name]
+	if wrapper || shells[name] || interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name] {
+		return false
+	}
+	return !slices.ContainsFunc(tools, func(t *packTool) bool {
+		return len(t.Verbs) > 0 || len(t.Destroy) > 0 || len(t.After) > 0 || slices.ContainsFunc(t.Rules, pathNamesDestroyVerb)
+	})
+}
+
+// pathNamesDestroyVerb reports a rule that asks for a destroy verb, or
+// whose path names one the generic tools know (terraform destroy).
+func pathNamesDestroyVerb(r packRule) bool {
+	if r.Verb != "" {
+		return true
+	}
+	for _, alt := range r.paths {
+		for _, word := range alt {
+			for _, w := range word {
+				for _, g := range packAny {
+					if matchAnyWord(g.destroy, w) || matchAnyWord(g.After, w) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // matchGenericVerbs runs the generic tools' rules for a program a pack

@@ -86,6 +86,10 @@ type packTool struct {
 	// leaves alone: their operands are text or files, not subcommands
 	// (grep delete notes.txt).
 	Except []string `yaml:"except"`
+	// Triggers (names: ["**"] only) are words one of the command's
+	// arguments must contain for its rules to be tried: they run on
+	// every program, so most commands are passed over at that cost.
+	Triggers []string `yaml:"triggers"`
 	// Script are options whose value is a shell command the tool runs
 	// (on this host or others): it is judged as a script, when one of
 	// ScriptWhen is given (or always, if none is named). Exec says the
@@ -284,6 +288,10 @@ var (
 	// packAny are the generic tools (names: ["*"]): they judge a program
 	// no pack and no matcher knows, by the shape of its command line.
 	packAny []*packTool
+	// packEvery are the tools whose rules judge every program, known or
+	// not (names: ["**"]): shapes that mean the same whatever the tool
+	// (a token created and printed, SQL that drops a table in an option).
+	packEvery []*packTool
 )
 
 func init() {
@@ -301,6 +309,10 @@ func init() {
 			for _, n := range t.Names {
 				if n == "*" {
 					packAny = append(packAny, t)
+					continue
+				}
+				if n == "**" {
+					packEvery = append(packEvery, t)
 					continue
 				}
 				packTools[n] = append(packTools[n], t)
@@ -374,8 +386,12 @@ func (p *pack) compile() error {
 		for _, n := range t.Except {
 			t.except[n] = true
 		}
-		if len(t.Except) > 0 && !slices.Contains(t.Names, "*") {
-			return fmt.Errorf("%s.except: only for the generic tool (names: [\"*\"])", field)
+		generic := slices.Contains(t.Names, "*") || slices.Contains(t.Names, "**")
+		if len(t.Except) > 0 && !generic {
+			return fmt.Errorf("%s.except: only for the generic tools (names: [\"*\"] or [\"**\"])", field)
+		}
+		if len(t.Triggers) > 0 != slices.Contains(t.Names, "**") {
+			return fmt.Errorf("%s.triggers: the tools of every program (names: [\"**\"]) need them, and only they", field)
 		}
 		switch t.Lang {
 		case "", "sh":
@@ -524,6 +540,31 @@ func matchPacks(c *command, h *hits) {
 	for _, t := range packTools[canonical(c.name)] {
 		t.judge(c, h)
 	}
+}
+
+// matchPacksEvery runs the rules that judge every program (names:
+// ["**"]) on a command one of whose arguments holds a trigger word.
+func matchPacksEvery(c *command, h *hits) {
+	if !plainName(c.name) {
+		return
+	}
+	for _, t := range packEvery {
+		if !t.except[c.name] && t.triggered(c) {
+			t.judge(c, h)
+		}
+	}
+}
+
+// triggered reports an argument holding one of t's trigger words.
+func (t *packTool) triggered(c *command) bool {
+	for _, a := range c.args {
+		for _, w := range t.Triggers {
+			if strings.Contains(a.val, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // genericMatchers is what matchersFor gives a program the detector does

@@ -90,6 +90,7 @@ func (w *walker) judge(c *command) {
 	for _, m := range matchersFor(c) {
 		m(c, &h)
 	}
+	matchPacksEvery(c, &h)
 	xtraceSecret(c, &h)
 	for _, x := range h {
 		w.d.add(w.f, x.rule, x.detail, c.via, c.sp)

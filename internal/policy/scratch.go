@@ -223,7 +223,7 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 // throwawayWords mark a name as a test's, a CI run's or a scratch
 // resource's.
 var throwawayWords = map[string]bool{"ci": true, "tmp": true, "temp": true, "test": true, "tests": true, "testing": true,
-	"scratch": true, "e2e": true, "probe": true, "ephemeral": true, "throwaway": true, "disposable": true, "smoke": true}
+	"scratch": true, "e2e": true, "probe": true, "ephemeral": true, "throwaway": true, "disposable": true, "smoke": true, "pr": true}
 
 // throwawayName reports a resource name with a word of throwawayWords in
 // it: words are split at punctuation, at a lower-case letter followed by

@@ -237,7 +237,7 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 	defer func() { w.cond-- }()
 	start := int(s.Position.Offset())
 	for i, st := range stages {
-		consumed := i+1 < len(stages) && (readsCredential(stages[i+1]) || onlyCounts(stages[i+1]) || projectsNames(stages[i+1]))
+		consumed := i+1 < len(stages) && (readsCredential(stages[i+1]) || onlyCounts(stages[i+1]) || projectsNames(stages[i+1]) || appliesManifest(stages[i+1]))
 		if consumed {
 			w.captured++
 		}
@@ -266,6 +266,35 @@ func readsCredential(s *syntax.Stmt) bool {
 		}
 	}
 	return false
+}
+
+// appliesManifest reports a pipeline stage that hands what it reads to a
+// cluster and prints only the names of what it made (kubectl apply -f -):
+// a decrypted manifest piped in is not printed.
+func appliesManifest(s *syntax.Stmt) bool {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) < 4 {
+		return false
+	}
+	switch ce.Args[0].Lit() {
+	case "kubectl", "oc":
+	default:
+		return false
+	}
+	verb, stdin := "", false
+	for i, word := range ce.Args[1:] {
+		switch v := word.Lit(); {
+		case v == "apply" || v == "create" || v == "replace":
+			if verb == "" {
+				verb = v
+			}
+		case (v == "-f" || v == "--filename") && i+2 < len(ce.Args) && ce.Args[i+2].Lit() == "-", v == "--filename=-":
+			stdin = true
+		case v == "-o" || v == "--output" || strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "--output=") || v == "-v" || strings.HasPrefix(v, "--v="):
+			return false // an output format or a verbose log prints the objects
+		}
+	}
+	return verb != "" && stdin
 }
 
 // onlyCounts reports a pipeline stage that prints nothing of what it reads
@@ -357,7 +386,9 @@ func literalWord(w *syntax.Word) (string, bool) {
 // nameFields are the fields a listing names its entries by.
 var nameFields = map[string]bool{"name": true, "names": true, "id": true, "ids": true, "title": true, "label": true,
 	"type": true, "username": true, "login": true, "email": true, "path": true, "folder": true,
-	"folderId": true, "vault": true, "created": true, "createdAt": true, "updated": true, "updatedAt": true, "version": true}
+	"folderId": true, "vault": true, "created": true, "createdAt": true, "updated": true, "updatedAt": true, "version": true,
+	"description": true, "status": true, "state": true, "kind": true, "region": true, "scopes": true, "expiresAt": true, "expires_at": true,
+	"last4": true, "token_last_eight": true}
 
 // jqNamePath is a jq path whose fields are plain names: .items[].name, name.
 var jqNamePath = regexp.MustCompile(`^\.?(\[\])?([A-Za-z_]\w*(\[\])?)?(\.[A-Za-z_]\w*(\[\])?)*$`)
