@@ -81,3 +81,130 @@ func matchCmdletLine(c *command, h *hits) {
 		m(&ps, h)
 	}
 }
+
+// A PowerShell script that makes an object and removes it again is a test
+// of something, not a deletion of what was there:
+//
+//	$g = New-MgGroup -DisplayName probe-4711 ...; Get-MgGroup -GroupId $g.Id; Remove-MgGroup -GroupId $g.Id
+//	New-ADGroup -Name ci-4711 ...; Remove-ADGroup -Identity ci-4711 -Confirm:$false
+//
+// psDropScratch blanks such removals before the rules read the script.
+// PowerShell runs the next statement after a failed one, so a removal by
+// name is exempt only for a throwaway name (ci-4711, probe-4711); one
+// through the variable the New- statement filled is exempt for any name
+// (a failed New- leaves the variable empty and the removal fails).
+var (
+	psNewStmt    = regexp.MustCompile(`(?i)(?:\$(\w+)\s*=\s*)?\b(?:New|Register)-(\w+)\b(.*)`)
+	psRemoveStmt = regexp.MustCompile(`(?i)^\s*(?:Remove|Unregister)-(\w+)\b(.*)`)
+	psNameParam  = regexp.MustCompile(`(?i)^-(Name|DisplayName|TaskName|VMName|MailNickname|SamAccountName|Identity|GroupId|UserId|Id|ObjectId|Path)$`)
+)
+
+func psDropScratch(script string) string {
+	if !strings.Contains(script, "New-") && !strings.Contains(script, "Register-") && !strings.Contains(script, "new-") {
+		return script // the common case: nothing is made
+	}
+	made := map[string]map[string]bool{} // noun -> names and $variables
+	var b []byte
+	for _, st := range psStatements(script) {
+		text := script[st[0]:st[1]]
+		if m := psRemoveStmt.FindStringSubmatch(text); m != nil && made[strings.ToLower(m[1])] != nil && !strings.Contains(m[2], "*") {
+			if target, ok := psTarget(m[2]); ok && made[strings.ToLower(m[1])][target] &&
+				(strings.HasPrefix(target, "$") || throwawayName(target)) {
+				if b == nil {
+					b = []byte(script)
+				}
+				for i := st[0]; i < st[1]; i++ {
+					b[i] = ' '
+				}
+				continue
+			}
+		}
+		if m := psNewStmt.FindStringSubmatch(text); m != nil {
+			noun := strings.ToLower(m[2])
+			if made[noun] == nil {
+				made[noun] = map[string]bool{}
+			}
+			if m[1] != "" {
+				v := "$" + strings.ToLower(m[1])
+				made[noun][v], made[noun][v+".id"], made[noun][v+".objectid"], made[noun][v+".name"] = true, true, true, true
+			}
+			for _, n := range psMadeNames(m[3]) {
+				made[noun][n] = true
+			}
+		}
+	}
+	if b == nil {
+		return script
+	}
+	return string(b)
+}
+
+// psStatements splits a script at ;, newlines and && outside quotes.
+func psStatements(s string) [][2]int {
+	var out [][2]int
+	start := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == ';' || ch == '\n':
+			out = append(out, [2]int{start, i})
+			start = i + 1
+		case ch == '&' && i+1 < len(s) && s[i+1] == '&':
+			out = append(out, [2]int{start, i})
+			start = i + 2
+			i++
+		}
+	}
+	return append(out, [2]int{start, len(s)})
+}
+
+// psMadeNames returns the names a New- statement gives its object: the values
+// of its naming parameters and its first positional word.
+func psMadeNames(params string) []string {
+	var out []string
+	words := strings.Fields(params)
+	positional := true
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if strings.HasPrefix(w, "-") {
+			positional = false
+			if psNameParam.MatchString(w) && i+1 < len(words) {
+				out = append(out, strings.ToLower(strings.Trim(words[i+1], `"'`)))
+				i++
+			}
+			continue
+		}
+		if positional && w != "|" {
+			out = append(out, strings.ToLower(strings.Trim(w, `"'`)))
+			positional = false
+		}
+	}
+	return out
+}
+
+// psTarget returns what a Remove- statement names: the value of its
+// naming parameter or its first positional word, when there is one.
+func psTarget(params string) (string, bool) {
+	words := strings.Fields(params)
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if strings.HasPrefix(w, "-") {
+			if psNameParam.MatchString(w) && i+1 < len(words) {
+				return strings.ToLower(strings.Trim(words[i+1], `"'`)), true
+			}
+			continue
+		}
+		if strings.Contains(w, "|") {
+			return "", false
+		}
+		return strings.ToLower(strings.Trim(w, `"'`)), true
+	}
+	return "", false
+}

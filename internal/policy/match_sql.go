@@ -167,7 +167,7 @@ func positionalSQL(args []arg) ([]arg, bool) {
 // sqlClient judges the SQL a database client runs.
 func (w *walker) sqlClient(c *command) {
 	sql, stdin := sqlClients[c.name](c.args)
-	if !stdin && ephemeralSQL(c, sql) {
+	if !stdin && (ephemeralSQL(c, sql) || dropsScratchDB(c, sql)) {
 		return
 	}
 	for _, s := range sql {

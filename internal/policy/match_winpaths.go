@@ -65,7 +65,7 @@ func matchWindowsDeletes(c *command, h *hits) {
 		words = append(words, strings.ReplaceAll(w, homeMarker, "$HOME"))
 	}
 	for _, script := range append([]string{strings.Join(words, " ")}, encoded...) {
-		for _, d := range winScriptDeletes(psUnfold(script), 0) {
+		for _, d := range winScriptDeletes(psDropScratch(psUnfold(script)), 0) {
 			if r, ok := strings.CutPrefix(d, winResourcePrefix); ok {
 				h.add(ruleWinResource, r)
 				continue
@@ -313,7 +313,7 @@ func psRemoveVerb(cmd string, args []string) string {
 		n == "eventlog" && slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, "-Source") }) {
 		return "" // an image unmounted, its file kept; an event source's registration, its log kept
 	}
-	if slices.Contains(psKeepNouns, n) || strings.EqualFold(verb, "clear") && (n == "host" || n == "content" || n == "variable" || n == "dnsclientcache" || n == "history") ||
+	if slices.Contains(psKeepNouns, n) || strings.EqualFold(verb, "clear") && (n == "host" || n == "content" || n == "variable" || strings.HasSuffix(n, "cache") || n == "history") ||
 		strings.EqualFold(verb, "disable") && !strings.Contains(n, "firewall") && !strings.Contains(n, "account") && !strings.Contains(n, "user") && !strings.Contains(n, "scheduledtask") && !strings.Contains(n, "bitlocker") {
 		return ""
 	}

@@ -1139,6 +1139,17 @@ func (t *packTool) withText(c *command) *command {
 			}
 		}
 	}
+	if t.pack == "windows" {
+		// a PowerShell script's removals of what it made itself
+		for i := range cc.args {
+			if v := cc.args[i].val; cc.args[i].lit && len(v) > 8 {
+				cc.args[i].val = psDropScratch(v)
+			}
+		}
+		for i, w := range words {
+			words[i] = psDropScratch(w)
+		}
+	}
 	if t.Joined {
 		line := c.name + " " + strings.Join(words, " ")
 		cc.args = append(cc.args, arg{val: line, lit: true, exact: -1})

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -32,6 +33,9 @@ type created struct {
 	operands []string
 	pairs    map[string]string
 	name     string
+	// idempotent: the tool's create succeeds on a name that is taken, so
+	// only a throwaway name on the same && chain is the script's own
+	idempotent bool
 }
 
 // cmdWords is a command line read without knowing its options: each
@@ -118,7 +122,12 @@ var broadeningOptions = []string{"--all", "-a", "-A", "--all-namespaces", "--sel
 // the packs know (or the generic tools read) or createdb.
 func createdBy(c *command) []created {
 	name := canonical(c.name)
-	if idempotentCreators[name] || name != "createdb" && !slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && createVerb(a.val) }) {
+	if sqlClients[name] != nil {
+		if made := sqlCreated(c); made != nil {
+			return made
+		}
+	}
+	if name != "createdb" && !slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && createVerb(a.val) }) {
 		return nil // the common case: no word is a create verb
 	}
 	cw := readWords(c.args)
@@ -149,7 +158,80 @@ func createdBy(c *command) []created {
 	default:
 		return nil
 	}
+	if idempotentCreators[name] {
+		if !throwawayName(r.name) {
+			return nil // the create may have found the name taken: only a throwaway name is the script's own
+		}
+		r.idempotent = true
+	}
 	return []created{r}
+}
+
+// sqlCreateDB is a script that only creates a database (not IF NOT
+// EXISTS: that succeeds on a database that was there).
+var sqlCreateDB = regexp.MustCompile(`(?i)^\s*CREATE\s+DATABASE\s+([\w"` + "`" + `\[\]]+)\s*;?\s*$`)
+
+// sqlDropDB is a script that only drops one database.
+var sqlDropDB = regexp.MustCompile(`(?i)^\s*DROP\s+DATABASE\s+(?:IF\s+EXISTS\s+)?([\w"` + "`" + `\[\]]+)\s*;?\s*$`)
+
+// sqlServerOptions name the server a database client talks to.
+var sqlServerOptions = []string{"-S", "-h", "--host", "-H", "--server"}
+
+// sqlCreated returns the database a client's CREATE DATABASE makes, as a
+// resource of that client on that server.
+func sqlCreated(c *command) []created {
+	sql, stdin := sqlClients[canonical(c.name)](c.args)
+	if stdin || len(sql) != 1 || !sql[0].lit {
+		return nil
+	}
+	m := sqlCreateDB.FindStringSubmatch(sql[0].val)
+	if m == nil {
+		return nil
+	}
+	cw := readWords(c.args)
+	pairs := map[string]string{}
+	for _, o := range sqlServerOptions {
+		if v, ok := cw.pairs[o]; ok {
+			pairs[o] = v
+		}
+	}
+	return []created{{prog: "sql:" + canonical(c.name), pairs: pairs, name: strings.ToLower(strings.Trim(m[1], "\"`[]"))}}
+}
+
+// dropsScratchDB reports a client whose only statement drops a database
+// a CREATE DATABASE on the same server made earlier (on the same && chain,
+// or under a throwaway name).
+func dropsScratchDB(c *command, sql []arg) bool {
+	if len(sql) != 1 || !sql[0].lit {
+		return false
+	}
+	m := sqlDropDB.FindStringSubmatch(sql[0].val)
+	if m == nil {
+		return false
+	}
+	name := strings.ToLower(strings.Trim(m[1], "\"`[]"))
+	cw := readWords(c.args)
+	made := c.scratch
+	for _, r := range c.earlier {
+		if throwawayName(r.name) {
+			made = append(slices.Clip(made), r)
+		}
+	}
+	for _, r := range made {
+		if r.prog != "sql:"+canonical(c.name) || r.name != name {
+			continue
+		}
+		same := true
+		for _, o := range sqlServerOptions {
+			if cw.pairs[o] != r.pairs[o] {
+				same = false
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
 }
 
 // deletesScratch reports whether c, a delete by the tool prog whose verb
@@ -161,7 +243,7 @@ func createdBy(c *command) []created {
 func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 	made := c.scratch
 	for _, r := range c.earlier {
-		if throwawayName(r.name) {
+		if throwawayName(r.name) && !r.idempotent {
 			made = append(slices.Clip(made), r)
 		}
 	}
