@@ -223,7 +223,34 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 		h.add(ruleHistoryWipe, tool+" of history file "+t.show)
 	case isSystemFile(t.path):
 		h.add(ruleWriteSystem, tool+" of system file "+t.show)
+	case tool != "mv" && backupPath(t.path):
+		h.add(ruleRmRoot, tool+" on "+t.show+", backups")
 	}
+}
+
+// backupDirs are directory names that hold backups, dumps or snapshots.
+var backupDirs = []string{"backup", "backups", "Backup", "Backups", "BACKUP", "BACKUPS", "bak", ".snapshots", "snapshots", "dumps",
+	"db-backups", "db_backups", "pg_backups", "mysql-backups", "barman", "pgbackrest"}
+
+// backupPath reports a path outside the job's directory (absolute, or in
+// the home directory) that is a backup directory or lies in one: the copy
+// a restore needs. A project's own backups/ folder is the project's.
+func backupPath(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	if rel, ok := homePath(c); ok {
+		c = rel
+	} else if !strings.HasPrefix(c, "/") {
+		return false
+	}
+	for _, part := range strings.Split(c, "/") {
+		if slices.Contains(backupDirs, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // outsideWorkdir reports a path relative to the job's working directory
@@ -284,6 +311,8 @@ func matchFindDelete(c *command, h *hits) {
 		for _, t := range c.targets(r) {
 			if protectedRoot(t.path, false) {
 				h.add(ruleWriteSystem, "find -delete of files under "+t.show)
+			} else if backupPath(t.path) {
+				h.add(ruleRmRoot, "find -delete of files under "+t.show+", backups")
 			}
 		}
 	}

@@ -244,7 +244,14 @@ func (w *walker) sql(f *frame, client string) {
 	// DDL is transactional in PostgreSQL and SQL Server: a script that
 	// ends in ROLLBACK undoes what it did (MySQL's DDL commits at once)
 	if client != "psql" && client != "ysqlsh" && client != "sqlcmd" || !rolledBack(f.src, sts) {
+		temps := map[string]bool{}
 		for _, st := range sts {
+			if name := tempTable(st.words); name != "" {
+				temps[name] = true
+			}
+			if name := droppedTable(st.words); name != "" && temps[name] {
+				continue // a temporary table the script made itself
+			}
 			if detail, ok := destructiveStatement(st.words); ok {
 				w.d.add(f, ruleSQLDestructive, detail, "", st.sp)
 			} else if col, ok := selectsSecret(st.words); ok {
@@ -457,6 +464,36 @@ func destructiveStatement(words []string) (string, bool) {
 	return "", false
 }
 
+// tempTable returns the table a CREATE TEMP[ORARY] TABLE statement makes.
+func tempTable(words []string) string {
+	if len(words) < 4 || words[0] != "CREATE" {
+		return ""
+	}
+	i := 1
+	if words[i] == "LOCAL" || words[i] == "GLOBAL" {
+		i++
+	}
+	if i+2 >= len(words) || words[i] != "TEMP" && words[i] != "TEMPORARY" || words[i+1] != "TABLE" {
+		return ""
+	}
+	return words[i+2]
+}
+
+// droppedTable returns the one table a DROP TABLE statement drops.
+func droppedTable(words []string) string {
+	if len(words) < 3 || words[0] != "DROP" || words[1] != "TABLE" {
+		return ""
+	}
+	rest := words[2:]
+	if len(rest) > 2 && rest[0] == "IF" && rest[1] == "EXISTS" {
+		rest = rest[2:]
+	}
+	if len(rest) != 1 {
+		return ""
+	}
+	return rest[0]
+}
+
 // secretColumns are the column names applications keep credentials in.
 var secretColumns = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASSWORD_HASH": true, "PASSWORD_DIGEST": true, "ENCRYPTED_PASSWORD": true, "HASHED_PASSWORD": true,
@@ -519,6 +556,9 @@ func selectsRows(words []string) bool {
 		switch strings.Join(cond, " ") {
 		case "1", "1 1", "TRUE", "0 0":
 			return false
+		}
+		if len(cond) == 2 && cond[0] == cond[1] {
+			return false // WHERE customer_id = customer_id: every row
 		}
 		return true
 	}

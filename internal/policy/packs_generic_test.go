@@ -231,5 +231,28 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`cbt -project acme-prod -instance events deletetable clickstream`, "generic:resource-delete"},
 		{`wrangler d1 create shop-pr-42 && wrangler d1 execute shop-pr-42 --file schema.sql; wrangler d1 delete shop-pr-42 -y`, ""},
 		{`wrangler d1 delete shop-prod -y`, "cloud:resource-delete"},
+		// backups outside the job's directory
+		{`rm -rf /backups/shop`, "rm-root"},
+		{`find /backups -name 'shop_*.dump' -mtime +0 -delete`, "rm-root"},
+		{`rm -f ~/backups/db-2024.sql.gz`, "rm-root"},
+		{`rm -rf backups/tmp`, ""},
+		{`rm /tmp/backup-test.txt`, ""},
+		// SQL: a tautology is no filter; a script's own temporary table
+		{`psql -c 'DELETE FROM orders WHERE customer_id = customer_id'`, "sql-destructive"},
+		{`psql -c 'DELETE FROM orders WHERE customer_id = 4'`, ""},
+		{`psql "$DATABASE_URL" -c 'CREATE TEMP TABLE tmp_ids AS SELECT id FROM orders LIMIT 100; SELECT count(*) FROM tmp_ids; DROP TABLE tmp_ids;'`, ""},
+		{`psql "$DATABASE_URL" -c 'DROP TABLE tmp_ids'`, "sql-destructive"},
+		{`psql "$DATABASE_URL" -c 'CREATE TEMP TABLE tmp_ids AS SELECT 1; DROP TABLE orders'`, "sql-destructive"},
+		{`sqlcmd -S localhost -E -Q "CREATE DATABASE ci_4711" && sqlcmd -S localhost -E -d ci_4711 -i db/schema.sql && sqlcmd -S localhost -E -Q "DROP DATABASE ci_4711"`, ""},
+		{`sqlcmd -S localhost -E -Q "CREATE DATABASE ci_4711" && sqlcmd -S prod -E -Q "DROP DATABASE ci_4711"`, "sql-destructive"},
+		{`sqlcmd -S prod -E -Q "DROP DATABASE Shop"`, "sql-destructive"},
+		// PowerShell scratch objects
+		{`pwsh -c 'New-ADGroup -Name probe-4711 -GroupScope Global; Get-ADGroup probe-4711 | Out-Null; Remove-ADGroup -Identity probe-4711 -Confirm:$false'`, ""},
+		{`pwsh -c '$g = New-MgGroup -DisplayName shop-admins -MailEnabled:$false -MailNickname x -SecurityEnabled; Remove-MgGroup -GroupId $g.Id'`, ""},
+		{`pwsh -c 'New-ADGroup -Name shop-admins -GroupScope Global; Remove-ADGroup -Identity shop-admins -Confirm:$false'`, "windows:cloud-delete"},
+		{`pwsh -c 'New-ADGroup -Name probe-4711 -GroupScope Global; Remove-ADGroup -Identity finance -Confirm:$false'`, "windows:cloud-delete"},
+		{`pwsh -c 'Clear-DnsServerCache -ComputerName dc01 -Force'`, ""},
+		{`az group create --name rg-ci-4711 -l westeurope && az group delete -n rg-ci-4711 --yes`, ""},
+		{`az group create --name rg-shop -l westeurope && az group delete -n rg-shop --yes`, "cloud:resource-delete"},
 	})
 }
