@@ -110,6 +110,24 @@ var readOnly = map[string]func(c *command) bool{
 	"passwd":          optsOnly("S", "status", "a", "all"),
 	"logrotate":       optsOnly("d", "debug", "v", "verbose"),
 	"fail2ban-client": firstWordIn("status", "ping", "version", "get", "banned"),
+	// storage reports: backup snapshots listed, NFS exports, iSCSI
+	// sessions, multipath maps, a NAS package's status, a read-only
+	// surface scan
+	"restic": func(c *command) bool {
+		ops, _ := operands(c.args, optSpec{short: "r", long: []string{"repo", "repository-file", "password-file", "password-command", "cache-dir", "tag", "host", "path", "latest", "limit-download", "limit-upload", "option", "o"}})
+		return len(ops) > 0 && ops[0].lit && slices.Contains([]string{"snapshots", "ls", "stats", "check", "find", "diff", "version"}, ops[0].val)
+	},
+	"exportfs":  optsOnly("v", "s"),
+	"multipath": optsOnly("l", "ll", "v"),
+	"synopkg":   firstWordIn("status", "list", "is_onoff", "version"),
+	"badblocks": func(c *command) bool { return noneOf(c, "w", "n") },
+	"iscsiadm": func(c *command) bool {
+		return noneOf(c, "o", "op", "l", "login", "u", "logout", "I", "interface")
+	},
+	"rsync": func(c *command) bool {
+		_, opts := operands(c.args, optSpec{})
+		return rsyncDryRun(opts)
+	},
 }
 
 // optsOnly: a program given only these options, and no operand other

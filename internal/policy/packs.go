@@ -774,8 +774,9 @@ func (t *packTool) judge(c *command, h *hits) {
 	if t.safe(pc) {
 		return
 	}
-	if deletesScratch(c, canonical(c.name), func(w string) bool { return matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) }) {
-		return // the resource the same && chain made
+	if deletesScratch(c, canonical(c.name), func(w string) bool { return matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) }) ||
+		deletesMentioned(c, t) {
+		return // the resource the same && chain made, or one the script made under a throwaway name
 	}
 	for i := range t.Rules {
 		r := &t.Rules[i]

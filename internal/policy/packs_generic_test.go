@@ -254,5 +254,23 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`pwsh -c 'Clear-DnsServerCache -ComputerName dc01 -Force'`, ""},
 		{`az group create --name rg-ci-4711 -l westeurope && az group delete -n rg-ci-4711 --yes`, ""},
 		{`az group create --name rg-shop -l westeurope && az group delete -n rg-shop --yes`, "cloud:resource-delete"},
+		// a resource the script made under a throwaway name, in forms
+		// other than <tool> create NAME
+		{`limactl start --name=ci-4711 --tty=false template://default && limactl shell ci-4711 uname -a && limactl delete -f ci-4711`, ""},
+		{`govc vm.clone -vm ubuntu-tmpl -on=false ci-4711 && govc vm.destroy ci-4711`, ""},
+		{`ceph osd pool create ci-4711 8 && ceph osd pool delete ci-4711 ci-4711 --yes-i-really-really-mean-it`, ""},
+		{`zfs snapshot tank/shop@pre-test-4711 && make test && zfs destroy tank/shop@pre-test-4711`, ""},
+		{`zfs snapshot tank/shop@pre-test-4711 && make test && zfs destroy -r tank/shop`, "devices:volume-destroy"},
+		{`ceph osd pool create ci-4711 8 && ceph osd pool delete shop shop --yes-i-really-really-mean-it`, "devices:volume-destroy"},
+		{`govc vm.clone -vm ubuntu-tmpl ci-4711 && govc vm.destroy prod-db ci-4711`, "devices:volume-destroy"},
+		// a loop device over a file stands for the file
+		{`LOOP=$(losetup -f --show /tmp/bd-4711.img); blkdiscard "$LOOP"; losetup -d "$LOOP"`, ""},
+		{`LOOP=$(losetup -f --show /dev/sdb) && wipefs -a "$LOOP"`, "mkfs"},
+		// storage reports under sudo
+		{`sudo restic -r /mnt/backup/restic snapshots --latest 3`, ""},
+		{`sudo rsync -aAXn --delete /mnt/backup/www/ /var/www/`, ""},
+		{`sudo rsync -aAX --delete /mnt/backup/www/ /var/www/`, "privilege"},
+		{`sudo multipath -ll`, ""},
+		{`sudo badblocks -wsv /dev/sdc`, "privilege"},
 	})
 }

@@ -79,6 +79,12 @@ func produce(c *command) stream {
 		}
 	case "mktemp":
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
+	case "losetup":
+		// losetup -f --show FILE prints the loop device it attached FILE
+		// to: writing the device writes the file, so it stands for it
+		if f, ok := loopBacking(c); ok {
+			return stream{present: true, known: true, text: f + "\n", start: -1, base: -1, anchor: c.sp.start}
+		}
 	case "jq", "gojq", "jaq":
 		out := generated()
 		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
@@ -473,6 +479,33 @@ func findParts(args []arg) (roots, expr []arg) {
 		roots = []arg{{val: ".", lit: true, exact: -1}}
 	}
 	return roots, expr
+}
+
+// loopBacking returns the regular file losetup -f --show attaches.
+func loopBacking(c *command) (string, bool) {
+	show, find, file := false, false, ""
+	for _, a := range c.args {
+		switch {
+		case !a.lit:
+			return "", false
+		case a.val == "--show":
+			show = true
+		case a.val == "-f" || a.val == "--find":
+			find = true
+		case a.val == "-fP" || a.val == "-Pf" || a.val == "-P" || a.val == "--partscan" || a.val == "-r" || a.val == "--read-only":
+			find = find || strings.Contains(a.val, "f")
+		case strings.HasPrefix(a.val, "-"):
+			return "", false
+		case file != "":
+			return "", false
+		default:
+			file = a.val
+		}
+	}
+	if !show || !find || file == "" || strings.HasPrefix(path.Clean(file), "/dev/") {
+		return "", false
+	}
+	return file, true
 }
 
 // mktempPath stands for the path mktemp prints: a fresh file or directory

@@ -121,6 +121,11 @@ var broadeningOptions = []string{"--all", "-a", "-A", "--all-namespaces", "--sel
 // createdBy returns the resource c makes, when it is a create of a tool
 // the packs know (or the generic tools read) or createdb.
 func createdBy(c *command) []created {
+	return append(namedCreated(c), mentioned(c)...)
+}
+
+// namedCreated is createdBy for the tools whose create the model reads.
+func namedCreated(c *command) []created {
 	name := canonical(c.name)
 	if sqlClients[name] != nil {
 		if made := sqlCreated(c); made != nil {
@@ -165,6 +170,129 @@ func createdBy(c *command) []created {
 		r.idempotent = true
 	}
 	return []created{r}
+}
+
+// A command that makes something under a throwaway name in another form
+// than <tool> ... create NAME (zpool create ci4711 IMG, limactl start
+// --name=ci-4711, govc vm.clone -vm tmpl ci-4711, zfs snapshot
+// tank/shop@pre-test-4711) names it; mentioned records each such name,
+// and deletesMentioned exempts a later call of the same tool that
+// removes only it.
+
+// makingWords are words that make a resource in the forms createVerb does
+// not read.
+var makingWords = map[string]bool{"init": true, "start": true, "snapshot": true, "createvm": true, "vol-create-as": true,
+	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true}
+
+// mentionPrefix marks the records of mentioned.
+const mentionPrefix = "mention:"
+
+func mentioned(c *command) []created {
+	making := false
+	for _, a := range c.args {
+		if a.lit && (makingWords[a.val] || createVerb(a.val)) {
+			making = true
+			break
+		}
+	}
+	if !making && c.name != "lvcreate" && c.name != "vgcreate" {
+		return nil
+	}
+	var words []string
+	for _, a := range c.args {
+		if a.lit {
+			if _, v, ok := strings.Cut(a.val, "="); ok && strings.HasPrefix(a.val, "-") {
+				words = append(words, v)
+			} else {
+				words = append(words, a.val)
+			}
+		}
+	}
+	cw := readWords(c.args)
+	var prefix []string // the words before the making one: the resource's kind (machine, osd pool)
+	for _, w := range cw.positional {
+		if makingWords[w] || createVerb(w) {
+			break
+		}
+		prefix = append(prefix, w)
+	}
+	var out []created
+	for _, w := range words {
+		if n := lastComponent(w); n != "" && throwawayName(n) {
+			out = append(out, created{prog: mentionPrefix + canonical(c.name), name: n, operands: words, prefix: prefix, pairs: cw.pairs})
+		}
+	}
+	return out
+}
+
+// lastComponent is the last part of a path-like name: ci-4711 of
+// /srv/.snap/ci-4711, pre-test of tank/shop@pre-test.
+func lastComponent(w string) string {
+	if i := strings.LastIndexAny(w, "/@:"); i >= 0 {
+		w = w[i+1:]
+	}
+	return w
+}
+
+// deletesMentioned reports a call of t's tool whose operands are only
+// words of a command that made a throwaway-named resource, and destroy
+// verbs and kinds, and whose last operand is that resource.
+func deletesMentioned(c *command, t *packTool) bool {
+	if len(c.scratch) == 0 && len(c.earlier) == 0 {
+		return false
+	}
+	cw := readWords(c.args)
+	if cw.dynamic || len(cw.positional) == 0 || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
+		return false
+	}
+	last := lastComponent(cw.positional[len(cw.positional)-1])
+	for _, r := range append(slices.Clip(c.scratch), c.earlier...) {
+		if r.prog != mentionPrefix+canonical(c.name) || r.name != last {
+			continue
+		}
+		// before the name only the kind the making command gave, verbs
+		// and kinds; in the options only the scope it was made in
+		own := true
+		for _, w := range cw.positional[:len(cw.positional)-1] {
+			if !slices.Contains(r.prefix, w) && !destroyWord(t, w) && !resourceTypes[w] && lastComponent(w) != r.name {
+				own = false
+				break
+			}
+		}
+		for k, v := range cw.pairs {
+			if k == "--name" || k == "-n" {
+				continue
+			}
+			if rv, ok := r.pairs[k]; ok && rv != v || !ok && !slices.Contains(r.operands, v) {
+				own = false
+				break
+			}
+		}
+		if own {
+			return true
+		}
+	}
+	return false
+}
+
+// destroyWord reports a destroy verb of t or of the generic tools, or a
+// word that holds one (vm.destroy, unregistervm).
+func destroyWord(t *packTool, w string) bool {
+	if matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) {
+		return true
+	}
+	l := strings.ToLower(w)
+	for _, v := range []string{"delete", "destroy", "remove", "unregister", "purge"} {
+		if strings.Contains(l, v) {
+			return true
+		}
+	}
+	for _, g := range packAny {
+		if matchAnyWord(g.destroy, w) || matchAnyWord(g.After, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // sqlCreateDB is a script that only creates a database (not IF NOT
