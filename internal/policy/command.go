@@ -29,6 +29,11 @@ type command struct {
 	// kubectl exec|debug ... -- CMD, salt TARGET cmd.run CMD.
 	remote bool
 	sp     span // the statement it comes from
+	// stmt is the statement's text as written (a PowerShell line that sh
+	// split at its pipes is judged whole)
+	stmt string
+	// frame is the text of the whole script the command is part of
+	frame string
 	// files are the files the script wrote earlier, by fileKey.
 	files map[string]written
 	// captured says its output does not reach the job's output: $(...)

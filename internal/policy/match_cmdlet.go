@@ -74,6 +74,14 @@ func matchCmdletLine(c *command, h *hits) {
 		words = append(words, w)
 	}
 	script := strings.Join(words, " ")
+	if strings.Contains(c.stmt, script) || strings.Contains(c.stmt, "|") && strings.Contains(c.stmt, c.name) {
+		script = c.stmt // the whole pipeline: gci $HOME | Remove-Item -Recurse
+	}
+	if first, _, _ := strings.Cut(strings.TrimSpace(c.frame), " "); first != "" && psCmdlet(first) && strings.Contains(c.frame, script) {
+		// a script of PowerShell statements (sh split it at ;): judged
+		// whole, so that what one statement made another may remove
+		script = c.frame
+	}
 	ps := *c
 	ps.name, ps.prog = "pwsh", "pwsh"
 	ps.args = []arg{{val: "-Command", src: "-Command", lit: true, exact: -1}, {val: script, lit: true, exact: -1}}

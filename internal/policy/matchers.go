@@ -129,11 +129,18 @@ func nestingOnly(name string, tools []*packTool) bool {
 	return !slices.ContainsFunc(tools, func(t *packTool) bool { return len(t.Rules) > 0 })
 }
 
+// taskRunners run the project's own tasks: make destroy-preview, just
+// drop-fixtures and gradlew cleanAll mean what the project says.
+var taskRunners = map[string]bool{"make": true, "gmake": true, "just": true, "task": true, "go-task": true, "mise": true, "mvn": true,
+	"mvnw": true, "gradle": true, "gradlew": true, "./gradlew": true, "ant": true, "rake": true, "composer": true, "poetry": true, "uv": true,
+	"uvx": true, "pdm": true, "rye": true, "hatch": true, "tox": true, "nox": true, "invoke": true, "fab": true, "fab2": true, "npm": true,
+	"yarn": true, "pnpm": true, "bun": true, "deno": true, "pipx": true, "stack": true, "lein": true, "bundler": true}
+
 // noVerbModel reports a program no pack reads by its verbs: no tool of
 // it names destroy verbs, and no rule asks for one.
 func noVerbModel(name string, tools []*packTool) bool {
 	_, wrapper := wrappers[name]
-	if wrapper || shells[name] || interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name] {
+	if wrapper || shells[name] || interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name] || taskRunners[name] {
 		return false
 	}
 	return !slices.ContainsFunc(tools, func(t *packTool) bool {

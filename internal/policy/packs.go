@@ -148,6 +148,8 @@ type packTool struct {
 	depth   int
 	values  map[string]bool
 	except  map[string]bool
+	// trig indexes Triggers by their first byte
+	trig [256][]string
 	read    []string
 	destroy []string
 }
@@ -312,6 +314,9 @@ func init() {
 					continue
 				}
 				if n == "**" {
+					for _, w := range t.Triggers {
+						t.trig[w[0]] = append(t.trig[w[0]], w)
+					}
 					packEvery = append(packEvery, t)
 					continue
 				}
@@ -389,6 +394,9 @@ func (p *pack) compile() error {
 		generic := slices.Contains(t.Names, "*") || slices.Contains(t.Names, "**")
 		if len(t.Except) > 0 && !generic {
 			return fmt.Errorf("%s.except: only for the generic tools (names: [\"*\"] or [\"**\"])", field)
+		}
+		if slices.Contains(t.Triggers, "") {
+			return fmt.Errorf("%s.triggers: an empty word", field)
 		}
 		if len(t.Triggers) > 0 != slices.Contains(t.Names, "**") {
 			return fmt.Errorf("%s.triggers: the tools of every program (names: [\"**\"]) need them, and only they", field)
@@ -558,9 +566,12 @@ func matchPacksEvery(c *command, h *hits) {
 // triggered reports an argument holding one of t's trigger words.
 func (t *packTool) triggered(c *command) bool {
 	for _, a := range c.args {
-		for _, w := range t.Triggers {
-			if strings.Contains(a.val, w) {
-				return true
+		v := a.val
+		for i := 0; i < len(v); i++ {
+			for _, w := range t.trig[v[i]] {
+				if strings.HasPrefix(v[i:], w) {
+					return true
+				}
 			}
 		}
 	}

@@ -155,6 +155,18 @@ func TestPowerShellNames(t *testing.T) {
 		{`ri .\dist -r -fo`, ""},
 		{`ri Array#push`, ""},
 		{`Microsoft.PowerShell.Management\Get-ChildItem C:\Users\bob`, ""},
+		// a bare PowerShell pipeline or script is judged whole
+		{`Get-ChildItem $HOME -Force | Remove-Item -Recurse -Force`, "windows:tree-delete"},
+		{`Get-Team -Archived $true | ForEach-Object { Remove-Team -GroupId $_.GroupId }`, "windows:resource-delete"},
+		{`Get-ChildItem .\dist | Remove-Item -Recurse -Force`, ""},
+		{`New-GPO -Name "tmp-ci-4711" | Out-Null; Remove-GPO -Name "tmp-ci-4711"`, ""},
+		{`New-GPO -Name "tmp-ci-4711" | Out-Null; Remove-GPO -Name "Default Domain Policy"`, "windows:resource-delete"},
+		{`Set-SPOTenant -SharingCapability ExternalUserAndGuestSharing -DefaultSharingLinkType AnonymousAccess`, "windows:account-tamper"},
+		{`Set-SPOUser -Site https://acme.sharepoint.com/sites/finance -LoginName x@example.net -IsSiteCollectionAdmin $true`, "windows:account-tamper"},
+		{`Set-MpPreference -ExclusionPath C:\`, "windows:security-off"},
+		{`Set-GPRegistryValue -Name "Default Domain Policy" -Key "HKLM\Software\Policies\Microsoft\Windows\WindowsUpdate\AU" -ValueName NoAutoUpdate -Type DWord -Value 1`, "windows:security-off"},
+		{`DISM /Online /Remove-Capability /CapabilityName:OpenSSH.Server~~~~0.0.1.0`, "windows:software-remove"},
+		{`DISM /Online /Get-Capabilities`, ""},
 	})
 }
 

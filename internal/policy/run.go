@@ -48,6 +48,10 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 		return generated()
 	}
 	c.stdin, c.cwd, c.via, c.tree, c.sp = in, w.env.cwd, via, tree, sp
+	c.frame = w.f.src
+	if c.stmt = w.pipe; c.stmt == "" && sp.start >= 0 && sp.end <= len(w.f.src) && sp.start < sp.end {
+		c.stmt = w.f.src[sp.start:sp.end]
+	}
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	c.xtrace = w.env.xtrace

@@ -27,6 +27,8 @@ type walker struct {
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
 	captured int
+	// pipe is the text of the pipeline being walked, if any
+	pipe string
 	// inDecl > 0: walking a function's body at its definition, with its
 	// arguments unknown (calls walk it again with theirs).
 	inDecl int
@@ -234,8 +236,12 @@ func (w *walker) forClause(c *syntax.ForClause) {
 func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 	stages := flattenPipe(s, nil)
 	w.cond++ // every stage runs in a subshell
-	defer func() { w.cond-- }()
 	start := int(s.Position.Offset())
+	outer := w.pipe
+	if end := int(s.End().Offset()); start >= 0 && end <= len(w.f.src) && start < end {
+		w.pipe = w.f.src[start:end]
+	}
+	defer func() { w.cond--; w.pipe = outer }()
 	for i, st := range stages {
 		consumed := i+1 < len(stages) && (readsCredential(stages[i+1]) || onlyCounts(stages[i+1]) || projectsNames(stages[i+1]) || appliesManifest(stages[i+1]))
 		if consumed {
