@@ -144,12 +144,12 @@ type packTool struct {
 	Allow []string `yaml:"allow"`
 	runs  [][][]string
 
-	pack    string
-	depth   int
-	values  map[string]bool
-	except  map[string]bool
+	pack   string
+	depth  int
+	values map[string]bool
+	except map[string]bool
 	// trig indexes Triggers by their first byte
-	trig [256][]string
+	trig    [256][]string
 	read    []string
 	destroy []string
 }
