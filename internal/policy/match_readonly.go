@@ -117,7 +117,7 @@ var readOnly = map[string]func(c *command) bool{
 		ops, _ := operands(c.args, optSpec{short: "r", long: []string{"repo", "repository-file", "password-file", "password-command", "cache-dir", "tag", "host", "path", "latest", "limit-download", "limit-upload", "option", "o"}})
 		return len(ops) > 0 && ops[0].lit && slices.Contains([]string{"snapshots", "ls", "stats", "check", "find", "diff", "version"}, ops[0].val)
 	},
-	"exportfs":  optsOnly("v", "s"),
+	"exportfs":  optsOnly("v", "s"), //nolint:misspell // the NFS export table program
 	"multipath": optsOnly("l", "ll", "v"),
 	"synopkg":   firstWordIn("status", "list", "is_onoff", "version"),
 	"badblocks": func(c *command) bool { return noneOf(c, "w", "n") },
