@@ -222,6 +222,18 @@ func matchServiceStop(c *command, h *hits) {
 	ops, opts := operands(c.args, systemctlSpec)
 	i := stopVerbAt[c.name]
 	switch c.name {
+	case "systemctl":
+		// systemctl kill -s HUP|USR1: a reload or a log reopen, not a stop
+		if len(ops) > 0 && ops[0].val == "kill" {
+			for _, o := range opts {
+				if o.name == "s" || o.name == "signal" {
+					switch strings.TrimPrefix(strings.ToUpper(o.value.val), "SIG") {
+					case "HUP", "USR1", "USR2", "WINCH", "1", "10", "12", "28":
+						return
+					}
+				}
+			}
+		}
 	case "brew":
 		if len(ops) == 0 || ops[0].val != "services" {
 			return

@@ -120,6 +120,9 @@ var readOnly = map[string]func(c *command) bool{
 	"exportfs":  optsOnly("v", "s"), //nolint:misspell // the NFS export table program
 	"multipath": optsOnly("l", "ll", "v"),
 	"synopkg":   firstWordIn("status", "list", "is_onoff", "version"),
+	"gitlab-runner": func(c *command) bool {
+		return firstWordIn("verify", "list", "status", "--version")(c) && noneOf(c, "delete")
+	},
 	"badblocks": func(c *command) bool { return noneOf(c, "w", "n") },
 	"iscsiadm": func(c *command) bool {
 		return noneOf(c, "o", "op", "l", "login", "u", "logout", "I", "interface")

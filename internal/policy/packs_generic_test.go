@@ -284,5 +284,12 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`sudo rsync -aAX --delete /mnt/backup/www/ /var/www/`, "privilege"},
 		{`sudo multipath -ll`, ""},
 		{`sudo badblocks -wsv /dev/sdc`, "privilege"},
+		{`sudo gitlab-runner verify`, ""},
+		{`systemctl kill -s USR1 --kill-whom=main nginx`, ""},
+		{`systemctl kill nginx`, "service-stop"},
+		{`buildkite-agent secret get DEPLOY_KEY | ssh-add -`, ""},
+		{`buildkite-agent secret get DEPLOY_KEY`, "secrets:secret-print"},
+		{`ansible-playbook -i inventory/prod site.yml --tags destroy --check --diff`, ""},
+		{`ansible-playbook -i inventory/prod site.yml --tags destroy`, "generic:resource-delete"},
 	})
 }

@@ -271,7 +271,8 @@ func readsCredential(s *syntax.Stmt) bool {
 			return true
 		}
 	}
-	return false
+	// ssh-add - loads a private key from its input into the agent
+	return len(ce.Args) == 2 && ce.Args[0].Lit() == "ssh-add" && ce.Args[1].Lit() == "-"
 }
 
 // appliesManifest reports a pipeline stage that hands what it reads to a
