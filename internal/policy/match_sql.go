@@ -288,6 +288,7 @@ var sqlServerDangers = []struct {
 }{
 	{regexp.MustCompile(`(?i)\bsp_configure\W+xp_cmdshell\W+1\b`), "sp_configure switching xp_cmdshell on (the server runs shell commands from SQL)"},
 	{regexp.MustCompile(`(?i)\bBACKUP\s+(LOG|DATABASE)\s+\S+\s+TO\s+DISK\s*=\s*N?'NUL:?'`), "BACKUP to NUL (the backup is thrown away and the log chain broken)"},
+	{regexp.MustCompile(`(?i)\bVACUUM\s+\S+\s+RETAIN\s+0(\.0*)?\s+HOURS\b|\bexpire_snapshots\s*\([^)]*(retain_last\s*=>\s*1\b|retention_threshold\s*=>\s*'0[a-z]*'|older_than\s*=>\s*TIMESTAMP\s*'2[1-9]\d\d)`), "a table's history removed (VACUUM RETAIN 0 HOURS, expire_snapshots of every snapshot)"},
 	{regexp.MustCompile(`(?i)\bALTER\s+SERVER\s+ROLE\s+\[?sysadmin\]?\s+ADD\s+MEMBER\b|\bsp_addsrvrolemember\b[^;]*\bsysadmin\b`), "a login added to the sysadmin role"},
 }
 

@@ -291,5 +291,10 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`buildkite-agent secret get DEPLOY_KEY`, "secrets:secret-print"},
 		{`ansible-playbook -i inventory/prod site.yml --tags destroy --check --diff`, ""},
 		{`ansible-playbook -i inventory/prod site.yml --tags destroy`, "generic:resource-delete"},
+		// a table's whole history expired
+		{`spark-sql -e "VACUUM events RETAIN 0 HOURS"`, "sql-destructive"},
+		{`spark-sql -e "VACUUM events RETAIN 168 HOURS"`, ""},
+		{`trino --execute "ALTER TABLE iceberg.analytics.events EXECUTE expire_snapshots(retention_threshold => '0s')"`, "sql-destructive"},
+		{`trino --execute "ALTER TABLE iceberg.analytics.events EXECUTE expire_snapshots(retention_threshold => '7d')"`, ""},
 	})
 }
