@@ -120,6 +120,22 @@ var readOnly = map[string]func(c *command) bool{
 	"exportfs":  optsOnly("v", "s"), //nolint:misspell // the NFS export table program
 	"multipath": optsOnly("l", "ll", "v"),
 	"synopkg":   firstWordIn("status", "list", "is_onoff", "version"),
+	"rabbitmqctl": func(c *command) bool {
+		w := firstWord(c)
+		return strings.HasPrefix(w, "list_") || w == "status" || w == "cluster_status" || w == "ping"
+	},
+	"ipmitool": func(c *command) bool {
+		ops := literalWords(c)
+		return len(ops) >= 2 && slices.Contains([]string{"sel", "sensor", "sdr", "fru", "mc", "lan", "chassis", "user"}, ops[0]) &&
+			slices.Contains([]string{"list", "elist", "info", "print", "status", "get"}, ops[1])
+	},
+	"timeshift":          optsOnly("list", "list-devices", "check"),
+	"needrestart":        optsOnly("r", "b", "l", "q", "v", "k"),
+	"unattended-upgrade": func(c *command) bool { return !noneOf(c, "dry-run") },
+	"e4defrag":           optsOnly("c", "v"),
+	"aide": func(c *command) bool {
+		return !noneOf(c, "check", "C", "compare") && noneOf(c, "init", "i", "update", "u")
+	},
 	"gitlab-runner": func(c *command) bool {
 		return firstWordIn("verify", "list", "status", "--version")(c) && noneOf(c, "delete")
 	},

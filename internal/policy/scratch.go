@@ -182,7 +182,7 @@ func namedCreated(c *command) []created {
 // makingWords are words that make a resource in the forms createVerb does
 // not read.
 var makingWords = map[string]bool{"init": true, "start": true, "snapshot": true, "createvm": true, "vol-create-as": true,
-	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true}
+	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true, "add": true}
 
 // mentionPrefix marks the records of mentioned.
 const mentionPrefix = "mention:"
