@@ -296,5 +296,13 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`spark-sql -e "VACUUM events RETAIN 168 HOURS"`, ""},
 		{`trino --execute "ALTER TABLE iceberg.analytics.events EXECUTE expire_snapshots(retention_threshold => '0s')"`, "sql-destructive"},
 		{`trino --execute "ALTER TABLE iceberg.analytics.events EXECUTE expire_snapshots(retention_threshold => '7d')"`, ""},
+		// ${VAR%pattern} and ${VAR##pattern} of known values
+		{`rm -rf "${HOME%/}"/.kube`, "paths:credential-destroy"},
+		{`p=/srv/app/; rm -rf "${p%/}"/build`, ""},
+		{`p=/srv/app/build; rm -rf "${p%/build}"`, "rm-root"},
+		{`f=/home/dev/notes/a.txt; rm -f "./${f##*/}"`, ""},
+		// a single SurrealQL record is not its table
+		{`echo 'DELETE order:01HZX3K9Q7V2B6N8M4P0R1S2T3;' | surreal sql --endpoint http://localhost:8000`, ""},
+		{`echo 'DELETE order;' | surreal sql --endpoint http://localhost:8000`, "generic:stdin-destroy"},
 	})
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -442,8 +443,55 @@ func (x *expander) paramOp(v value, exp *syntax.Expansion) value {
 		return union(word(), known(""))
 	case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
 		return v
+	case syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix:
+		// ${HOME%/}, ${p##*/}: a literal pattern trims each known value
+		pat := word()
+		if pat.unknown || len(pat.vals) != 1 {
+			return unknownValue
+		}
+		out := value{unknown: v.unknown, env: v.env}
+		for _, s := range v.vals {
+			out.vals = append(out.vals, trimPattern(s, pat.vals[0], exp.Op))
+		}
+		return out
 	}
 	return unknownValue
+}
+
+// trimPattern removes from s the shortest or longest prefix or suffix
+// that the shell pattern pat matches.
+func trimPattern(s, pat string, op syntax.ParExpOperator) string {
+	match := func(t string) bool {
+		ok, err := path.Match(pat, t)
+		return err == nil && ok || !strings.ContainsAny(pat, "*?[") && t == pat
+	}
+	switch op {
+	case syntax.RemSmallSuffix:
+		for i := len(s); i >= 0; i-- {
+			if match(s[i:]) {
+				return s[:i]
+			}
+		}
+	case syntax.RemLargeSuffix:
+		for i := 0; i <= len(s); i++ {
+			if match(s[i:]) {
+				return s[:i]
+			}
+		}
+	case syntax.RemSmallPrefix:
+		for i := 0; i <= len(s); i++ {
+			if match(s[:i]) {
+				return s[i:]
+			}
+		}
+	case syntax.RemLargePrefix:
+		for i := len(s); i >= 0; i-- {
+			if match(s[:i]) {
+				return s[i:]
+			}
+		}
+	}
+	return s
 }
 
 // positional expands $@ or $*; quoted "$@" keeps each parameter one field.
