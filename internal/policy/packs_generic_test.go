@@ -304,5 +304,8 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		// a single SurrealQL record is not its table
 		{`echo 'DELETE order:01HZX3K9Q7V2B6N8M4P0R1S2T3;' | surreal sql --endpoint http://localhost:8000`, ""},
 		{`echo 'DELETE order;' | surreal sql --endpoint http://localhost:8000`, "generic:stdin-destroy"},
+		// IFS starts as white space: an unquoted ${IFS} splits words
+		{`rm${IFS}-rf${IFS}$HOME/.ssh`, "paths:credential-destroy"},
+		{`rm${IFS}-rf${IFS}./build`, ""},
 	})
 }

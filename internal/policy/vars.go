@@ -135,6 +135,10 @@ func (e *env) get(name string) value {
 	switch name {
 	case "HOME":
 		return known(homeMarker)
+	case "IFS":
+		// the shell starts with IFS set to white space (a job cannot set
+		// it: job.go refuses IFS in its environment)
+		return known(" \t\n")
 	case "PWD":
 		return e.cwd
 	case "$", "!", "#", "?", "PPID", "LINENO", "RANDOM", "SRANDOM", "UID", "EUID", "SECONDS", "BASHPID", "EPOCHSECONDS":
