@@ -1,6 +1,10 @@
 package policy
 
-import "testing"
+import (
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
 
 // TestGenericPack: the generic tool judges programs no pack or matcher
 // knows by the shape of their command line, and leaves alone text tools,
@@ -301,6 +305,8 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`p=/srv/app/; rm -rf "${p%/}"/build`, ""},
 		{`p=/srv/app/build; rm -rf "${p%/build}"`, "rm-root"},
 		{`f=/home/dev/notes/a.txt; rm -f "./${f##*/}"`, ""},
+		{`f=/etc/nginx/conf.d; rm -rf "${f%/*}"`, "write-system"},
+		{`f=/etc/nginx/conf.d; rm -rf "./${f##*/}"`, ""},
 		// a single SurrealQL record is not its table
 		{`echo 'DELETE order:01HZX3K9Q7V2B6N8M4P0R1S2T3;' | surreal sql --endpoint http://localhost:8000`, ""},
 		{`echo 'DELETE order;' | surreal sql --endpoint http://localhost:8000`, "generic:stdin-destroy"},
@@ -308,4 +314,26 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`rm${IFS}-rf${IFS}$HOME/.ssh`, "paths:credential-destroy"},
 		{`rm${IFS}-rf${IFS}./build`, ""},
 	})
+}
+
+// TestShellMatch: a parameter expansion's pattern, where * crosses /.
+func TestShellMatch(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"*/", "/home/dev/", true}, {"*/", "a/b", false}, {"/", "/", true}, {"?.txt", "a.txt", true},
+		{"[ab].go", "b.go", true}, {"[ab].go", "c.go", false}, {"\\*", "*", true}, {"\\*", "x", false}, {"", "", true}, {"*", "", true},
+	} {
+		if got := shellMatch(c.pat, c.s); got != c.want {
+			t.Errorf("shellMatch(%q, %q) = %v, want %v", c.pat, c.s, got, c.want)
+		}
+	}
+	if got := trimPattern("/home/dev/notes/a.txt", "*/", syntax.RemLargePrefix); got != "a.txt" {
+		t.Errorf("${f##*/} = %q, want a.txt", got)
+	}
+	if got := trimPattern("/etc/nginx/conf.d", "/*", syntax.RemSmallSuffix); got != "/etc/nginx" {
+		t.Errorf("${f%%/*} = %q, want /etc/nginx", got)
+	}
 }

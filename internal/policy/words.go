@@ -458,13 +458,41 @@ func (x *expander) paramOp(v value, exp *syntax.Expansion) value {
 	return unknownValue
 }
 
+// shellMatch reports whether the shell pattern pat matches all of s: *
+// matches any run of characters (a / too, unlike a path name's glob), ?
+// one character, [...] one character of a class.
+func shellMatch(pat, s string) bool {
+	if pat == "" {
+		return s == ""
+	}
+	switch pat[0] {
+	case '*':
+		for i := 0; i <= len(s); i++ {
+			if shellMatch(pat[1:], s[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return s != "" && shellMatch(pat[1:], s[1:])
+	case '[':
+		if end := strings.IndexByte(pat[1:], ']'); end > 0 && s != "" {
+			if ok, err := path.Match(pat[:end+2], s[:1]); err == nil {
+				return ok && shellMatch(pat[end+2:], s[1:])
+			}
+		}
+	case '\\':
+		if len(pat) > 1 {
+			return s != "" && s[0] == pat[1] && shellMatch(pat[2:], s[1:])
+		}
+	}
+	return s != "" && s[0] == pat[0] && shellMatch(pat[1:], s[1:])
+}
+
 // trimPattern removes from s the shortest or longest prefix or suffix
 // that the shell pattern pat matches.
 func trimPattern(s, pat string, op syntax.ParExpOperator) string {
-	match := func(t string) bool {
-		ok, err := path.Match(pat, t)
-		return err == nil && ok || !strings.ContainsAny(pat, "*?[") && t == pat
-	}
+	match := func(t string) bool { return shellMatch(pat, t) }
 	switch op {
 	case syntax.RemSmallSuffix:
 		for i := len(s); i >= 0; i-- {
