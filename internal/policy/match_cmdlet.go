@@ -102,7 +102,10 @@ func matchCmdletLine(c *command, h *hits) {
 // through the variable the New- statement filled is exempt for any name
 // (a failed New- leaves the variable empty and the removal fails).
 var (
-	psNewStmt    = regexp.MustCompile(`(?i)(?:\$(\w+)\s*=\s*)?\b(?:New|Register)-(\w+)\b(.*)`)
+	psNewStmt = regexp.MustCompile(`(?i)^\s*(?:\$(\w+)\s*=\s*)?(?:New|Register)-(\w+)\b(.*)`)
+	// psVarWrites are the ways a script gives a variable a value other
+	// than by $v = ...: what they set is not known to be what New- made.
+	psVarWrites  = regexp.MustCompile(`(?i)-OutVariable\b|-ov\b|-PipelineVariable\b|-pv\b|Set-Variable\b|New-Variable\b|\bsv\b|\bforeach\s*\(|\$\{|\[ref\]|\$(global|script|local|private):`)
 	psRemoveStmt = regexp.MustCompile(`(?i)^\s*(?:Remove|Unregister)-(\w+)\b(.*)`)
 	psNameParam  = regexp.MustCompile(`(?i)^-(Name|DisplayName|TaskName|VMName|MailNickname|SamAccountName|Identity|GroupId|UserId|Id|ObjectId|Path)$`)
 )
@@ -112,9 +115,21 @@ func psDropScratch(script string) string {
 		return script // the common case: nothing is made
 	}
 	made := map[string]map[string]bool{} // noun -> names and $variables
+	varsOK := !psVarWrites.MatchString(script)
+	assigned := map[string]int{}
+	for _, m := range psAssignedVar.FindAllStringSubmatch(script, -1) {
+		assigned[strings.ToLower(m[1])]++
+	}
 	var b []byte
-	for _, st := range psStatements(script) {
+	for i, st := range psStatements(script) {
 		text := script[st[0]:st[1]]
+		if i == 0 {
+			// the first statement may start with the program's own name
+			// (pwsh -c ...): read from the first cmdlet or assignment
+			if j := psStmtStart.FindStringIndex(text); j != nil {
+				text = text[j[0]:]
+			}
+		}
 		if m := psRemoveStmt.FindStringSubmatch(text); m != nil && made[strings.ToLower(m[1])] != nil && !strings.Contains(m[2], "*") {
 			if target, ok := psTarget(m[2]); ok && made[strings.ToLower(m[1])][target] &&
 				(strings.HasPrefix(target, "$") || throwawayName(target)) {
@@ -132,8 +147,8 @@ func psDropScratch(script string) string {
 			if made[noun] == nil {
 				made[noun] = map[string]bool{}
 			}
-			if m[1] != "" {
-				v := "$" + strings.ToLower(m[1])
+			if v := strings.ToLower(m[1]); v != "" && varsOK && assigned[v] == 1 {
+				v = "$" + v
 				made[noun][v], made[noun][v+".id"], made[noun][v+".objectid"], made[noun][v+".name"] = true, true, true, true
 			}
 			for _, n := range psMadeNames(m[3]) {
@@ -146,6 +161,13 @@ func psDropScratch(script string) string {
 	}
 	return string(b)
 }
+
+// psAssignedVar is any assignment to a variable; psStmtStart where a
+// statement's PowerShell starts.
+var (
+	psAssignedVar = regexp.MustCompile(`\$(\w+)\s*[-+*/]?=[^=]`)
+	psStmtStart   = regexp.MustCompile(`(?i)\$\w+\s*=|\b(New|Register|Remove|Unregister)-\w+`)
+)
 
 // psStatements splits a script at ;, newlines and && outside quotes.
 func psStatements(s string) [][2]int {

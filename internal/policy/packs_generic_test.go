@@ -268,6 +268,10 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`pwsh -c 'New-ADGroup -Name shop-admins -GroupScope Global; Remove-ADGroup -Identity shop-admins -Confirm:$false'`, "windows:cloud-delete"},
 		{`pwsh -c 'New-ADGroup -Name probe-4711 -GroupScope Global; Remove-ADGroup -Identity finance -Confirm:$false'`, "windows:cloud-delete"},
 		{`pwsh -c 'Clear-DnsServerCache -ComputerName dc01 -Force'`, ""},
+		// the variable must still hold what New- made
+		{`pwsh -c '$g = New-ADGroup -Name x -PassThru; $g = Get-ADGroup "Domain Admins"; Remove-ADGroup -Identity $g'`, "windows:resource-delete"},
+		{`pwsh -c '$g = New-MgGroup -DisplayName x; Get-MgGroup -Filter "x" -OutVariable g; Remove-MgGroup -GroupId $g.Id'`, "windows:resource-delete"},
+		{`pwsh -c 'Write-Output "New-ADGroup finance"; Remove-ADGroup finance'`, "windows:resource-delete"},
 		{`az group create --name rg-ci-4711 -l westeurope && az group delete -n rg-ci-4711 --yes`, ""},
 		{`az group create --name rg-shop -l westeurope && az group delete -n rg-shop --yes`, "cloud:resource-delete"},
 		// a resource the script made under a throwaway name, in forms
