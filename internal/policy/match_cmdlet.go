@@ -219,22 +219,32 @@ func psMadeNames(params string) []string {
 	return out
 }
 
-// psTarget returns what a Remove- statement names: the value of its
-// naming parameter or its first positional word, when there is one.
+// psTarget returns what a Remove- statement names: the value of its one
+// naming parameter or its one positional word. A statement that names
+// two things (a list, or two words), or goes on into a pipeline, a block or a subexpression
+// (whose other commands the exemption would hide), names none.
 func psTarget(params string) (string, bool) {
+	if strings.ContainsAny(params, "|{}()`;&,") {
+		return "", false
+	}
+	var targets []string
 	words := strings.Fields(params)
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		if strings.HasPrefix(w, "-") {
-			if psNameParam.MatchString(w) && i+1 < len(words) {
-				return strings.ToLower(strings.Trim(words[i+1], `"'`)), true
+		switch {
+		case strings.HasPrefix(w, "-") && psNameParam.MatchString(w) && i+1 < len(words):
+			targets = append(targets, strings.ToLower(strings.Trim(words[i+1], `"'`)))
+			i++
+		case strings.HasPrefix(w, "-"):
+			if !strings.Contains(w, ":") && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
+				i++ // -Server dc01: the parameter's value
 			}
-			continue
+		default:
+			targets = append(targets, strings.ToLower(strings.Trim(w, `"'`)))
 		}
-		if strings.Contains(w, "|") {
-			return "", false
-		}
-		return strings.ToLower(strings.Trim(w, `"'`)), true
 	}
-	return "", false
+	if len(targets) != 1 {
+		return "", false
+	}
+	return targets[0], true
 }

@@ -272,6 +272,13 @@ func TestReportsScratchAndConsumers(t *testing.T) {
 		{`pwsh -c '$g = New-ADGroup -Name x -PassThru; $g = Get-ADGroup "Domain Admins"; Remove-ADGroup -Identity $g'`, "windows:resource-delete"},
 		{`pwsh -c '$g = New-MgGroup -DisplayName x; Get-MgGroup -Filter "x" -OutVariable g; Remove-MgGroup -GroupId $g.Id'`, "windows:resource-delete"},
 		{`pwsh -c 'Write-Output "New-ADGroup finance"; Remove-ADGroup finance'`, "windows:resource-delete"},
+		// the exemption covers the removal only: not what its pipeline or a
+		// second name does
+		{`pwsh -c 'New-ADGroup -Name ci-1; Remove-ADGroup ci-1 | % { Remove-Item C:\Users -Recurse -Force }'`, "windows:tree-delete"},
+		{`pwsh -c 'New-ADGroup -Name ci-1; Remove-ADGroup ci-1 -Identity finance -Confirm:$false'`, "windows:resource-delete"},
+		{`pwsh -c 'New-ADGroup -Name ci-1 -GroupScope Global; Remove-ADGroup -Identity ci-1 -Server dc01 -Confirm:$false'`, ""},
+		{`pwsh -c 'New-ADGroup -Name ci-1; Remove-ADGroup -Identity ci-1,finance -Confirm:$false'`, "windows:resource-delete"},
+		{`pwsh -c 'New-ADGroup -Name ci-1; Remove-ADGroup ci-1 finance'`, "windows:resource-delete"},
 		{`az group create --name rg-ci-4711 -l westeurope && az group delete -n rg-ci-4711 --yes`, ""},
 		{`az group create --name rg-shop -l westeurope && az group delete -n rg-shop --yes`, "cloud:resource-delete"},
 		// a resource the script made under a throwaway name, in forms
