@@ -30,7 +30,7 @@ func findCall(masked, name string, from int, l lang) (int, span, bool) {
 			return at, span{j, matchParen(masked, j)}, true
 		}
 		// perl and ruby call without parentheses: system "cmd", args
-		if (l == langPerl || l == langRuby) && j > from && j < len(masked) && strings.IndexByte("'\"`qx%", masked[j]) >= 0 {
+		if (l == langPerl || l == langRuby) && j > from && j < len(masked) && (strings.IndexByte("'\"`qx%$@", masked[j]) >= 0 || callAt(masked, j)) {
 			end := strings.IndexAny(masked[j:], ";\n")
 			if end < 0 {
 				end = len(masked) - j
@@ -39,6 +39,16 @@ func findCall(masked, name string, from int, l lang) (int, span, bool) {
 		}
 	}
 	return 0, span{}, false
+}
+
+// callAt reports whether a function call starts at offset j: an
+// identifier and its opening parenthesis (system pack("H*", ...)).
+func callAt(masked string, j int) bool {
+	k := j
+	for k < len(masked) && (isIdentByte(masked[k]) || masked[k] == ':') {
+		k++
+	}
+	return k > j && k < len(masked) && masked[k] == '('
 }
 
 // matchParen returns the offset just past the parenthesis closing the one

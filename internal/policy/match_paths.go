@@ -633,6 +633,7 @@ var commandVars = map[string]lang{
 	"GIT_EDITOR": langShell, "EDITOR": langShell, "VISUAL": langShell, "GIT_EXTERNAL_DIFF": langShell, "LESSOPEN": langShell,
 	"LESSCLOSE": langShell, "GIT_ASKPASS": langShell, "SSH_ASKPASS": langShell, "GIT_SEQUENCE_EDITOR": langShell,
 	"SUDO_ASKPASS": langShell, "BROWSER": langShell, "SYSTEMD_PAGER": langShell, "PROMPT_COMMAND": langShell,
+	"KUBE_EDITOR": langShell, "SVN_EDITOR": langShell, "HGEDITOR": langShell, "FCEDIT": langShell,
 	"PERL5DB": langPerl,
 }
 

@@ -477,7 +477,13 @@ func (w *walker) ssh(c *command) {
 		w.stdinCode(c, langShell, nil)
 		return
 	}
-	w.runCode(c, langShell, joinCode(rest[1:]), c.name, c.sp, nil, false)
+	src := joinCode(rest[1:])
+	if user, _, ok := strings.Cut(rest[0].val, "@"); ok && user == "dokku" {
+		// A dokku host's ssh account runs its commands as dokku's own
+		// (ssh dokku@host apps:destroy web).
+		src.text, src.base = "dokku "+src.text, -1
+	}
+	w.runCode(c, langShell, src, c.name, c.sp, nil, false)
 }
 
 // inherited is the standard input a nested script shares with c: c's own,

@@ -19,6 +19,22 @@ func TestNestedPrograms(t *testing.T) {
 		// git --exec-path=DIR CMD runs DIR/git-CMD: a link or script the command made.
 		{"ln -s /bin/sh git-x && git --exec-path=. x -c 'rm -rf ~'", "rm-root"},
 		{"git --exec-path=/usr/lib/git-core status", ""},
+		// git runs --upload-pack and --receive-pack as shell commands.
+		{`git clone --upload-pack='sh -c "rm -rf ~"' https://git.example.com/app.git /tmp/app`, "rm-root"},
+		{"git fetch --upload-pack=/usr/lib/git-core/git-upload-pack origin", ""},
+		{`git push --receive-pack="rm -rf /srv/repos" origin main`, "rm-root"},
+		// editors other programs run as shell commands
+		{`KUBE_EDITOR='sh -c "rm -rf ~"' kubectl edit deploy/web`, "rm-root"},
+		{"KUBE_EDITOR=nano kubectl edit deploy/web", ""},
+		{`FCEDIT="rm -rf ~/.ssh" fc -l 1`, "paths:credential-destroy"},
+		// perl and ruby call system without parentheses on built commands too
+		{`perl -e 'system pack("H*", "726d202d7266202f")'`, "unresolved-command"},
+		{`perl -e 'my $c = shift; exec $c' "ls"`, "unresolved-command"},
+		{`ruby -e 'system ENV.fetch("CMD")'`, "unresolved-command"},
+		{`perl -e 'print "up\n" if system("true") == 0'`, ""},
+		// a dokku host's ssh account runs dokku's commands
+		{"ssh dokku@apps.acme.internal apps:destroy shop --force", "cloud:resource-delete"},
+		{"ssh dokku@apps.acme.internal apps:list", ""},
 		{"gawk 'BEGIN {system(\"rm -rf ~\")}'", "inline-code"},
 		{"busybox awk 'BEGIN {system(\"rm -rf /etc\")}'", "inline-code"},
 		{"nawk 'BEGIN {system(\"rm -rf /home/*\")}'", "inline-code"},
