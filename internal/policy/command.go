@@ -48,6 +48,8 @@ type command struct {
 	earlier []created
 	// xtrace says set -x is on: the shell prints the command expanded.
 	xtrace bool
+	// vars are the script's variables when it runs (see printedID).
+	vars map[string]value
 }
 
 // namedPaths returns the paths operand a names as written: itself when it

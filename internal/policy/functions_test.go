@@ -1099,6 +1099,24 @@ func TestScratchResources(t *testing.T) {
 		{`hcloud server create --name x && hcloud volume delete x`, "cloud:resource-delete"},
 		{`hcloud server create --name x && hcloud server delete "$NAME"`, "cloud:resource-delete"},
 		{`hcloud server create --name "${NAME:-a}" && hcloud server delete a`, "cloud:resource-delete"},
+		// a variable that holds what a create printed holds the ID of what it
+		// made, after ";" too (a failed create leaves it empty)
+		{`UDID=$(xcrun simctl create ci-4711 "iPhone 15") && xcrun simctl boot "$UDID" && npm run e2e:ios; xcrun simctl delete "$UDID"`, ""},
+		{`id=$(hcloud server create --type cx22 --image debian-12 -o columns=id); ./e2e.sh; hcloud server delete ${id}`, ""},
+		// ... but not once anything else may have written it, nor with a
+		// second target, another command path or scope, or a widening option
+		{`U=$(xcrun simctl create ci-4711); U=$1; xcrun simctl delete "$U"`, "generic:resource-delete"},
+		{`U=$(xcrun simctl create ci-4711); : ${U:=prod}; xcrun simctl delete "$U"`, "generic:resource-delete"},
+		{`U=$(xcrun simctl create ci-4711); read -r U; xcrun simctl delete "$U"`, "generic:resource-delete"},
+		{`if [ -n "$CI" ]; then U=$(xcrun simctl create ci-4711); fi; xcrun simctl delete "$U"`, "generic:resource-delete"},
+		{`U=$(xcrun simctl list devices | tail -1); xcrun simctl delete "$U"`, "generic:resource-delete"},
+		{`U=$(xcrun simctl create ci-4711; echo prod); xcrun simctl delete "$U"`, "generic:resource-delete"},
+		{`U=$(xcrun simctl create ci-4711); xcrun simctl delete "$U" prod`, "generic:resource-delete"},
+		{`U=$(xcrun simctl create ci-4711); xcrun simctl delete "${U}-prod"`, "generic:resource-delete"},
+		{`U=$(hcloud server create --project a); hcloud server delete "$U" --project b`, "cloud:resource-delete"},
+		{`U=$(hcloud server create); hcloud volume delete "$U"`, "cloud:resource-delete"},
+		{`U=$(kubectl create ns ci-4711 -o name); kubectl delete ns --all "$U"`, "kube:delete"},
+		{`U=$(docker volume create); docker volume rm "$U"`, "containers:volume-delete"},
 	})
 }
 

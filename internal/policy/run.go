@@ -54,7 +54,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	}
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
-	c.xtrace = w.env.xtrace
+	c.xtrace, c.vars = w.env.xtrace, w.env.vars
 	c.scratch, c.earlier = w.scratch, w.earlier
 	if via == "" {
 		defer func() { w.making = createdBy(&c) }() // the top-level command of a call

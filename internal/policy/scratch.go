@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // A scratch resource is one the script made itself and deletes again:
@@ -160,9 +163,9 @@ func namedCreated(c *command) []created {
 		r.name = r.operands[len(r.operands)-1]
 	case cw.pairs["-n"] != "":
 		r.name = cw.pairs["-n"] // with no operand, -n is the name (multipass launch -n ci)
-	default:
-		return nil
 	}
+	// with no name the tool names what it makes, and prints that (an ID
+	// a variable may capture: printedID); "" matches no delete's target
 	if idempotentCreators[name] {
 		if !throwawayName(r.name) {
 			return nil // the create may have found the name taken: only a throwaway name is the script's own
@@ -375,10 +378,24 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 			made = append(slices.Clip(made), r)
 		}
 	}
+	args, cloned := c.args, false
+	for i, a := range c.args {
+		if r, ok := c.printedID(a); ok {
+			// "$ID", where ID=$(tool create ...) holds what the create
+			// printed: the ID of what it made, whatever came before it
+			if !cloned {
+				args, cloned = slices.Clone(c.args), true
+			}
+			marker := fmt.Sprintf("\x00id%d", i)
+			args[i] = arg{val: marker, lit: true}
+			r.name = marker
+			made = append(slices.Clip(made), r)
+		}
+	}
 	if len(made) == 0 {
 		return false
 	}
-	cw := readWords(c.args)
+	cw := readWords(args)
 	if cw.dynamic || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
 		return false
 	}
@@ -428,6 +445,46 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// idVar matches a word that is only a variable's value: $ID, "${ID}".
+var idVar = regexp.MustCompile(`^"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"?$`)
+
+// printedID returns the resource whose ID a word holds: the word is only a
+// variable, assigned (unconditionally, and not since) the output of a
+// create (ID=$(xcrun simctl create ci "iPhone 15")).
+func (c *command) printedID(a arg) (created, bool) {
+	if a.lit || len(c.vars) == 0 {
+		return created{}, false
+	}
+	m := idVar.FindStringSubmatch(a.src)
+	if m == nil || strings.Count(m[0], "{") != strings.Count(m[0], "}") || strings.Count(m[0], `"`)%2 != 0 {
+		return created{}, false
+	}
+	v, ok := c.vars[m[1]]
+	if !ok || v.id == nil {
+		return created{}, false
+	}
+	return *v.id, true
+}
+
+// captureID returns the create whose output a lone $(...) assigned to a
+// variable holds: the $(...) is one command, and it made one resource
+// the model reads (made is what the walk of that command recorded).
+func captureID(a *syntax.Assign, made []created) *created {
+	made = slices.DeleteFunc(slices.Clone(made), func(r created) bool { return strings.HasPrefix(r.prog, mentionPrefix) })
+	if a.Value == nil || !loneSubst(a.Value) || len(made) != 1 {
+		return nil
+	}
+	part := a.Value.Parts[0]
+	if dq, ok := part.(*syntax.DblQuoted); ok {
+		part = dq.Parts[0]
+	}
+	if cs, ok := part.(*syntax.CmdSubst); !ok || len(cs.Stmts) != 1 {
+		return nil
+	}
+	r := made[0]
+	return &r
 }
 
 // throwawayWords mark a name as a test's, a CI run's or a scratch

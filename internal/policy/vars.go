@@ -26,6 +26,10 @@ type value struct {
 	// when the detector cannot resolve that word: rm -rf ./* there is
 	// rm -rf "$WORD"/*.
 	from *arg
+	// id is, for a variable assigned a create's output ($(tool create
+	// ...)), the resource that create made: the value is its ID. Any
+	// other assignment, conditional or appending, gives a value without it.
+	id *created
 }
 
 func known(vals ...string) value { return value{vals: vals} }
@@ -161,6 +165,15 @@ func (e *env) set(name string, v value, cond bool) {
 	}
 	e.vars[name] = v.bounded()
 	e.over = cmp.Or(e.vars[name].over, e.over)
+}
+
+// markID records that the variable, just assigned a create's output,
+// holds the ID of what r made.
+func (e *env) markID(name string, r *created) {
+	if v, ok := e.vars[name]; ok {
+		v.id = r
+		e.vars[name] = v
+	}
 }
 
 // setCwd records a cd, like set.

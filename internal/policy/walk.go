@@ -546,9 +546,17 @@ func (w *walker) subst(node syntax.Node) {
 // the assignments (when it has no command), then every alternative
 // expansion of its words as a command.
 func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
-	w.captured++ // a $(...) in an assignment, or in the words of a command that does not print them
-	for _, a := range ce.Assigns {
+	w.captured++       // a $(...) in an assignment, or in the words of a command that does not print them
+	var ids []*created // what the creates in lone $(...) values made
+	for i, a := range ce.Assigns {
+		w.made = nil
 		w.subst(a)
+		if r := captureID(a, w.made); r != nil && len(ce.Args) == 0 {
+			if ids == nil {
+				ids = make([]*created, len(ce.Assigns))
+			}
+			ids[i] = r
+		}
 	}
 	printer := len(ce.Args) > 0 && printsArgs[ce.Args[0].Lit()]
 	if printer {
@@ -561,8 +569,11 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 		w.captured--
 	}
 	if len(ce.Args) == 0 {
-		for _, a := range ce.Assigns {
+		for i, a := range ce.Assigns {
 			w.assign(a, false, sp)
+			if ids != nil && ids[i] != nil && w.cond == 0 {
+				w.env.markID(a.Name.Value, ids[i])
+			}
 		}
 		return stream{}
 	}
