@@ -546,11 +546,12 @@ func unwrapEnv(args []arg) ([]arg, bool) {
 // splitWords splits a literal into words as the shell would for a single
 // simple command, without expanding anything.
 func splitWords(a arg) ([]arg, bool) {
-	f, err := parse(a.val)
+	src := strings.ReplaceAll(a.val, homeMarker, "$HOME") // expanded again to the home directory
+	f, err := parse(src)
 	if err != nil || len(f.Stmts) != 1 {
 		return nil, false
 	}
-	w := &walker{env: newEnv(), d: &detector{}, f: &frame{src: a.val}}
+	w := &walker{env: newEnv(), d: &detector{}, f: &frame{src: src}}
 	stmt := f.Stmts[0]
 	if len(stmt.Redirs) > 0 {
 		return nil, false

@@ -67,6 +67,12 @@ func stdinWords(in stream, lines bool) (words []arg, tree bool) {
 		}
 	}
 	for _, f := range items {
+		// echo "$HOME" wrote the home directory, which a known stream
+		// spells $HOME (read as the home directory, also when it was
+		// written literally: failing closed)
+		if rest, ok := strings.CutPrefix(f, "$HOME"); ok && (rest == "" || rest[0] == '/') {
+			f = homeMarker + rest
+		}
 		words = append(words, arg{val: f, lit: true, pos: in.anchor, end: in.anchor, exact: -1})
 	}
 	return words, false

@@ -269,7 +269,44 @@ func (w *walker) git(c *command) {
 		}
 	}
 	w.gitExecPath(c)
+	w.gitAlias(c)
 	w.callFunc(c)
+}
+
+// gitAlias judges git -c alias.NAME='CMD ARGS' NAME REST: git runs its
+// own command CMD ARGS REST (alias.p='push --force'; a !CMD alias is a
+// shell command, judged by the nested pack).
+func (w *walker) gitAlias(c *command) {
+	aliases := map[string]arg{}
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case !a.lit:
+			return
+		case a.val == "-c" && i+1 < len(c.args):
+			i++
+			kv := c.args[i]
+			if k, v, ok := strings.Cut(kv.val, "="); ok && kv.lit && strings.HasPrefix(strings.ToLower(k), "alias.") && !strings.HasPrefix(strings.TrimSpace(v), "!") {
+				kv.val, kv.exact = v, -1
+				aliases[strings.ToLower(k[len("alias."):])] = kv
+			}
+		case a.val == "-C" || a.val == "--git-dir" || a.val == "--work-tree" || a.val == "--namespace":
+			i++
+		case strings.HasPrefix(a.val, "-"):
+		default:
+			v, ok := aliases[strings.ToLower(a.val)]
+			if !ok {
+				return
+			}
+			words, ok := splitWords(v)
+			if !ok {
+				words = []arg{{val: "", lit: false, taint: taintUnknown, pos: v.pos, end: v.end, exact: -1}}
+			}
+			git := arg{val: "git", lit: true, pos: a.pos, end: a.end, exact: -1}
+			w.run(append(append([]arg{git}, words...), c.args[i+1:]...), c.stdin, c.sp, joinVia(c.via, "git alias."+a.val), false)
+			return
+		}
+	}
 }
 
 // gitExecPath judges git --exec-path=DIR CMD ARGS: git runs DIR/git-CMD

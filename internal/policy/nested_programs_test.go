@@ -32,6 +32,19 @@ func TestNestedPrograms(t *testing.T) {
 		{`perl -e 'my $c = shift; exec $c' "ls"`, "unresolved-command"},
 		{`ruby -e 'system ENV.fetch("CMD")'`, "unresolved-command"},
 		{`perl -e 'print "up\n" if system("true") == 0'`, ""},
+		// git -c alias.NAME='CMD' NAME runs git CMD
+		{"git -c alias.p='push --force' p origin main", "git-destructive"},
+		{"git -c alias.nuke='reset --hard' nuke", "git-destructive"},
+		{"git -c alias.co=checkout co -b feat/login", ""},
+		// env -S and xargs read "$HOME" as the home directory
+		{`env -S "rm -rf $HOME"`, "rm-root"},
+		{`echo "$HOME" | xargs -I{} rm -rf {}`, "rm-root"},
+		{`echo "$HOME/.ssh" | xargs rm -rf`, "paths:credential-destroy"},
+		{`echo "$HOME" | xargs ls -la`, ""},
+		// make's one-line rules (TARGET: PREREQS; RECIPE)
+		{"echo 'all:; rm -rf ~' | make -f -", "rm-root"},
+		{"printf 'clean: ; @rm -rf /etc\n' > Makefile && make clean", "rm-root"},
+		{"echo 'all:; @echo ok' | make -f -", ""},
 		// a dokku host's ssh account runs dokku's commands
 		{"ssh dokku@apps.acme.internal apps:destroy shop --force", "cloud:resource-delete"},
 		{"ssh dokku@apps.acme.internal apps:list", ""},
