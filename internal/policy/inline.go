@@ -130,6 +130,10 @@ func (w *walker) inline(l lang, f *frame) {
 					w.inlineCode(l, f, in, sp, call.name)
 					continue
 				}
+				if argv, ok := pyArgvList(l, masked, region, in); ok {
+					w.inlineArgv(f, argv, sp, call.name)
+					continue
+				}
 				w.inlineShell(f, in, sp, call.name)
 			case callDelete, callWrite:
 				if pipe := perlPipe(l, call, in); pipe != nil {
@@ -170,6 +174,61 @@ func perlPipe(l lang, call inlineCall, in []codeLit) []codeLit {
 		}
 	}
 	return nil
+}
+
+// pyArgvList returns the literals of a Python call's argument list when
+// its command is a list of string literals only and no shell=True is
+// given: subprocess.run(["echo", "rm -rf ~"]) runs echo with one argument,
+// without a shell.
+func pyArgvList(l lang, masked string, region span, in []codeLit) ([]codeLit, bool) {
+	if l != langPython || len(in) == 0 || region.end > len(masked) {
+		return nil, false
+	}
+	text := masked[region.start:region.end]
+	if strings.Contains(strings.ReplaceAll(text, " ", ""), "shell=") {
+		return nil, false
+	}
+	open := region.start + 1
+	for open < region.end && (masked[open] == ' ' || masked[open] == '\n') {
+		open++
+	}
+	if open >= region.end || masked[open] != '[' {
+		return nil, false
+	}
+	end := matchParen(masked, open) // just past the ]
+	var argv []codeLit
+	at := open + 1
+	for _, lit := range in {
+		if lit.start >= end-1 {
+			break
+		}
+		if lit.shell || strings.Trim(masked[at:lit.start], ", \t\n") != "" {
+			return nil, false
+		}
+		argv = append(argv, lit)
+		at = lit.end
+	}
+	if len(argv) == 0 || strings.Trim(masked[at:end-1], ", \t\n") != "" {
+		return nil, false
+	}
+	return argv, true
+}
+
+// inlineArgv judges an argument list a call runs without a shell: the
+// first literal is the program, the others its arguments.
+func (w *walker) inlineArgv(f *frame, argv []codeLit, sp span, name string) {
+	before := len(w.d.findings)
+	words := make([]string, len(argv))
+	for i, lit := range argv {
+		words[i] = shellQuote(lit.val)
+		if rest, ok := strings.CutPrefix(lit.val, "~"); ok {
+			// no shell expands it, but "~/.ssh" is written meaning the
+			// home directory's: judged as that (failing closed)
+			words[i] = "~" + shellQuote(rest)
+		}
+	}
+	w.d.script(f.childIn(ShellSh, strings.Join(words, " "), name, -1, argv[0].body), newEnv(), w.cond, stream{})
+	w.inlineHit(f, before, sp, name+" runs a dangerous command")
 }
 
 // inlineShell judges the literals a call runs: each alone, and all joined

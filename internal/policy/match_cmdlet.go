@@ -77,7 +77,7 @@ func matchCmdletLine(c *command, h *hits) {
 	if strings.Contains(c.stmt, script) || strings.Contains(c.stmt, "|") && strings.Contains(c.stmt, c.name) {
 		script = c.stmt // the whole pipeline: gci $HOME | Remove-Item -Recurse
 	}
-	if first, _, _ := strings.Cut(strings.TrimSpace(c.frame), " "); first != "" && psCmdlet(first) && strings.Contains(c.frame, script) {
+	if first, _, _ := strings.Cut(strings.TrimSpace(c.frame), " "); first != "" && (psCmdlet(first) || psAssignStart.MatchString(c.frame)) && strings.Contains(c.frame, script) {
 		// a script of PowerShell statements (sh split it at ;): judged
 		// whole, so that what one statement made another may remove
 		script = c.frame
@@ -87,6 +87,45 @@ func matchCmdletLine(c *command, h *hits) {
 	ps.args = []arg{{val: "-Command", src: "-Command", lit: true, exact: -1}, {val: script, lit: true, exact: -1}}
 	for _, m := range matcherTable["pwsh"] {
 		m(&ps, h)
+	}
+}
+
+// psAssignStart is a script that begins as a PowerShell one does, with an
+// assignment to a variable ($p = ".\node_modules"; Remove-Item $p -Recurse).
+var psAssignStart = regexp.MustCompile(`^\s*\$[a-z_]\w*\s*=[^=]`)
+
+// psAssignment reports a statement sh reads as running the program a
+// variable names, that is PowerShell's assignment: $p = "dist" (sh would
+// run $p's value with the arguments = and dist). Only a lower-case name
+// the script never set counts: sh finds it empty, and runs nothing.
+func (w *walker) psAssignment(words []arg) bool {
+	if len(words) == 0 || w.f.parent != nil {
+		return false
+	}
+	src := words[0].src
+	name, _, _ := strings.Cut(strings.TrimPrefix(src, "$"), "=")
+	if !strings.HasPrefix(src, "$") || name == "" || name[0] < 'a' || name[0] > 'z' || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+		return false
+	}
+	if v := w.env.get(name); !v.unknown || !v.env || len(v.vals) > 0 {
+		return false // the script or the job set it: sh's variable
+	}
+	if !strings.Contains(src, "=") && (len(words) < 2 || !strings.HasPrefix(words[1].src, "=")) {
+		return false
+	}
+	return psAssignStart.MatchString(w.f.src)
+}
+
+// psScript judges the whole script as the PowerShell one it is.
+func (w *walker) psScript(sp span) {
+	ps := command{name: "pwsh", prog: "pwsh", cwd: w.env.cwd, home: w.env.get("HOME"), sp: sp, frame: w.f.src, stmt: w.f.src,
+		args: []arg{{val: "-Command", src: "-Command", lit: true, exact: -1}, {val: w.f.src, lit: true, exact: -1}}}
+	var h hits
+	for _, m := range matcherTable["pwsh"] {
+		m(&ps, &h)
+	}
+	for _, x := range h {
+		w.d.add(w.f, x.rule, x.detail, "", sp)
 	}
 }
 

@@ -659,11 +659,29 @@ func psAssignedNames(s string) psVars {
 			v.lits[name] = items
 		}
 	}
+	// $p = Join-Path $PWD "coverage": the two parts joined; a child
+	// computed at run time, (... + [guid]::NewGuid()), is any name there
+	for _, m := range psJoinAssign.FindAllStringSubmatch(s, -1) {
+		name := strings.ToLower(m[1])
+		if total[name] != 1 {
+			continue
+		}
+		child := strings.Trim(m[3], `"'`)
+		if strings.HasPrefix(m[3], "(") {
+			child = winUnknown
+		}
+		delete(computed, name)
+		v.lits[name] = []string{strings.Trim(m[2], `"'`) + `\` + child}
+	}
 	for name := range computed {
 		delete(v.lits, name)
 	}
 	return v
 }
+
+// psJoinAssign is a variable given a Join-Path of a location (a variable
+// or a literal) and a child (a literal, or an expression in parentheses).
+var psJoinAssign = regexp.MustCompile(`(?i)\$([A-Za-z_]\w*)\s*=\s*Join-Path\s+(?:-Path\s+)?("[^"()]*"|'[^']*'|\$[\w:]+)\s+(?:-ChildPath\s+)?("[^"$]*"|'[^']*'|[\w.-]+|\([^()]*(?:\([^()]*\))?[^()]*\))\s*(?:;|$|\n|\})`)
 
 // psListAssign is a variable given a list of literals; psForeachList a
 // foreach over one, or over such a variable.
@@ -681,7 +699,7 @@ func psListItems(list string) []string {
 	return out
 }
 
-var psAssignAny = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=(?:\s*(?:"([^"$` + "`" + `\n]*)"|'([^'\n]*)')\s*(?:;|$|\n|\})|[^=])|(?i)foreach\s*\(\s*\$([A-Za-z_]\w*)\s+in\b`)
+var psAssignAny = regexp.MustCompile(`\$([A-Za-z_]\w*)\s*=(?:\s*(?:"([^"` + "`" + `\n]*)"|'([^'\n]*)')\s*(?:;|$|\n|\})|[^=])|(?i)foreach\s*\(\s*\$([A-Za-z_]\w*)\s+in\b`)
 
 // winJoin resolves p against the location cwd ("" not known, "?" unknown).
 func winJoin(cwd, p string) string {

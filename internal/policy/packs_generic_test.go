@@ -128,6 +128,21 @@ func TestPowerShellNames(t *testing.T) {
 		{`pwsh -c '$p="C:\data"; Remove-Item $p -Recurse -Force'`, "windows:tree-delete"},
 		{`pwsh -c '$p="C:\data"; $p = "C:\src\shop\dist"; Remove-Item $p -Recurse -Force'`, ""},
 		{`pwsh -c '$p=".\dist"; Remove-Item $p -Recurse -Force'`, ""},
+		// a double-quoted value with a variable, and Join-Path, resolve
+		{`pwsh -c '$p = "$HOME\source\repos"; Remove-Item $p -Recurse -Force'`, "windows:tree-delete"},
+		{`pwsh -c '$p = "$env:TEMP\ci-4711"; Remove-Item $p -Recurse -Force'`, ""},
+		{`powershell -c '$p = Join-Path $PWD "coverage"; Remove-Item $p -Recurse -Force'`, ""},
+		{`powershell -c '$p = Join-Path $HOME ".ssh"; Remove-Item $p -Recurse -Force'`, "windows:tree-delete"},
+		{`powershell -c '$t = Join-Path $env:TEMP ("scratch-" + [guid]::NewGuid()); New-Item -ItemType Directory $t; Remove-Item $t -Recurse -Force'`, ""},
+		{`powershell -c '$p = Join-Path $env:USERPROFILE (Get-Random); Remove-Item $p -Recurse -Force'`, "windows:tree-delete"},
+		// a bare PowerShell script that starts with an assignment is read
+		// as PowerShell, not as sh running an empty variable
+		{`$p = ".\node_modules"; Remove-Item $p -Recurse -Force`, ""},
+		{`$d = 'D:\Backups'; Get-ChildItem $d -Filter *.bak | Select-Object -Last 5`, ""},
+		{`$p = "C:\Users"; ri $p -r -fo`, "windows:tree-delete"},
+		{`$p = "$HOME\Documents"; Remove-Item $p -Recurse -Force`, "windows:tree-delete"},
+		{`$P = "x"; echo hi`, "unresolved-command"},
+		{`p="rm -rf /etc"; $p = x`, "rm-root"},
 		{`pwsh -c 'Remove-Item -Recu -Forc C:\Users\bob'`, "windows:tree-delete"},
 		{`pwsh -c 'Remove-Item -Recurse -Force D:\Backups'`, "windows:tree-delete"},
 		{`pwsh -c 'Start-Process cmd -ArgumentList "/c rd /s /q C:\data"'`, "windows:tree-delete"},

@@ -44,6 +44,10 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 			// judged at each call (callFunc); a function never called runs nothing
 			return generated()
 		}
+		if via == "" && w.psAssignment(words) {
+			w.psScript(sp)
+			return generated()
+		}
 		w.unresolved(name, sp, via)
 		return generated()
 	}
