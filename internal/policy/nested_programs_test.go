@@ -45,6 +45,14 @@ func TestNestedPrograms(t *testing.T) {
 		{"echo 'all:; rm -rf ~' | make -f -", "rm-root"},
 		{"printf 'clean: ; @rm -rf /etc\n' > Makefile && make clean", "rm-root"},
 		{"echo 'all:; @echo ok' | make -f -", ""},
+		// a Python argument list runs its program without a shell
+		{`python3 -c 'import subprocess; subprocess.run(["echo", "rm -rf ~"])'`, ""},
+		{`python3 -c 'import subprocess; subprocess.run(["ls", "-la", "/etc"])'`, ""},
+		{`python3 -c 'import subprocess; subprocess.run(["sh", "-c", "rm -rf ~"])'`, "rm-root"},
+		{`python3 -c 'import subprocess; subprocess.run(["rm", "-rf", "~/.ssh"])'`, "paths:"},
+		{`python3 -c 'import subprocess; subprocess.run(["git", "push", "--force", "origin", "main"])'`, "git-destructive"},
+		{`python3 -c 'import subprocess; subprocess.run(["rm -rf ~"], shell=True)'`, "rm-root"},
+		{`python3 -c 'import subprocess; subprocess.run(["echo", cmd])'`, "unresolved-command"},
 		// a dokku host's ssh account runs dokku's commands
 		{"ssh dokku@apps.acme.internal apps:destroy shop --force", "cloud:resource-delete"},
 		{"ssh dokku@apps.acme.internal apps:list", ""},
