@@ -553,6 +553,13 @@ func TestCloudOutagesAndDatabaseFiles(t *testing.T) {
 		{"rm -rf /var/lib/postgresql/16/main/pg_wal/*", ruleRmRoot},
 		{"kubectl exec -it db-0 -n prod -- rm -rf /var/lib/postgresql/data", ruleRmRoot},
 		{"rm -f /var/lib/postgresql/16/main/postmaster.pid", ""},
+		// Homebrew's servers keep their data under its var directory
+		{"rm -rf /opt/homebrew/var/postgresql@16", ruleRmRoot},
+		{"rm -rf /opt/homebrew/var/mysql/ibdata1", ruleRmRoot},
+		{"rm -f /opt/homebrew/var/postgresql@16/postmaster.pid", ""},
+		{"rm -rf /opt/homebrew/var/cache/shop", ""},
+		// macOS's audit trail
+		{"rm -rf /var/audit/*", "history-wipe"},
 		{"rm -f /var/lib/mysql/error.log", ""},
 		{"rm -rf ~/src/shop", ruleRmOutside},
 		{"rm -rf ~/src/shop/node_modules", ""},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -426,6 +427,9 @@ func matchMv(c *command, h *hits) {
 // secure, wtmp); a rotated file alone (syslog.2.gz) is housekeeping.
 func systemLogs(p string, recursive bool) bool {
 	c, ok := cleanAbs(p)
+	if ok && strings.HasPrefix(c+"/", "/var/audit/") {
+		return true // macOS's (BSM) audit trail
+	}
 	if !ok || !strings.HasPrefix(c+"/", "/var/log/") {
 		return false
 	}
@@ -465,8 +469,17 @@ func databaseFiles(p string) bool {
 			return true
 		}
 	}
+	for _, r := range []string{"/opt/homebrew/var/", "/usr/local/var/"} {
+		// Homebrew's servers keep their data in VAR/postgresql@16, VAR/mysql
+		if rest, ok := strings.CutPrefix(c, r); ok && brewDatabaseDir.MatchString(rest) && !strings.HasSuffix(rest, ".log") && !strings.HasSuffix(rest, ".pid") {
+			return true
+		}
+	}
 	return false
 }
+
+// brewDatabaseDir is a database server's data directory under Homebrew's var.
+var brewDatabaseDir = regexp.MustCompile(`^(postgres(ql)?(@[0-9.]+)?|mysql|mariadb|mongodb|redis|influxdb[0-9]*|elasticsearch|opensearch|rabbitmq|cassandra|clickhouse|etcd|neo4j)(/|$)`)
 
 // codeDirs are the home directories people keep their projects in.
 var codeDirs = []string{"src", "projects", "Projects", "code", "Code", "repos", "git", "dev", "work", "workspace", "workspaces",
