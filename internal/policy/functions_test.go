@@ -267,6 +267,11 @@ func TestPipelineProjections(t *testing.T) {
 		{"bw list items | jq -r '.[].login.password'", "secrets:secret-print"},
 		{"bw list items | jq '.[] | {name, pw: .login.password}'", "secrets:secret-print"},
 		{"bw list items | jq -r '.[] | .name + \" \" + .login.password'", "secrets:secret-print"},
+		// a password field of any program's output, printed
+		{"upstash redis get --id a3e25299 | jq -r .password", "secrets:secret-print"},
+		{"upstash redis get --id a3e25299 | jq -r .endpoint", ""},
+		{"PW=$(upstash redis get --id a3e25299 | jq -r .password) && redis-cli -a \"$PW\" ping", ""},
+		{`echo '{"password": "x"}' | jq -r .password`, ""},
 		{"bw list items | jq -f names.jq", "secrets:secret-print"},
 		{"bw list items | jq -r \"$F\"", "secrets:secret-print"},
 		{"getent shadow root | cut -d: -f1,3", ""},

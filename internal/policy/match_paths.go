@@ -1006,6 +1006,9 @@ func keyListURL(a arg) taint {
 // .api_key, .secret, .password, .value (an environment variable's).
 var jqSecretField = regexp.MustCompile(`\.(key|token|api_?key|apiKey|secret|secret_?key|secretKey|secretText|value|password|access_?token|accessToken|plaintext|private_?key|privateKey|client_?secret|clientSecret)\b`)
 
+// jqPassword is a jq filter's pick of a password or a client secret.
+var jqPassword = regexp.MustCompile(`\.(password|passwd|client_secret|clientSecret|secret_key|secretKey|private_key|privateKey|"connection\.password")\b`)
+
 // jqStrongSecret is a jq filter's pick of a field that is a secret
 // whatever the service (a password, a client secret, a private key, a
 // container's environment, a Kubernetes secret's decoded data).
@@ -1022,6 +1025,11 @@ func matchKeyListPrint(c *command, h *hits) {
 	filter := jqFilter(c.args)
 	if c.stdin.taint&taintDownload != 0 && jqStrongSecret.MatchString(filter) {
 		h.add(ruleSecretPrint, c.name+" prints a secret field of what it downloaded, with "+quoteDetail(filter))
+		return
+	}
+	if c.stdin.present && !c.stdin.known && !c.stdin.file && jqPassword.MatchString(filter) {
+		// upstash redis get ... | jq -r .password: a program's output
+		h.add(ruleSecretPrint, c.name+" prints a password field of a program's output, with "+quoteDetail(filter))
 		return
 	}
 	if c.stdin.taint&(taintKeyList|taintVarList) == 0 {
