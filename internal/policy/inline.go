@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // callKind is what an interpreter call does with its string arguments.
@@ -91,6 +94,10 @@ var inlineCalls = map[lang][]inlineCall{
 // under it is.
 func (w *walker) inline(l lang, f *frame) {
 	w.d.charge(1, parseBytes*len(f.src))
+	if decoded, ok := decodeHexLiterals(l, f.src); ok {
+		// pack("H*", "726d...") is the text it decodes to
+		f = &frame{src: decoded, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
+	}
 	masked, lits := lexCode(l, f.src)
 	if folded, ok := foldConcat(l, f.src, lits); ok {
 		// judged as the literals make it, in a frame of its own whose
@@ -174,6 +181,31 @@ func perlPipe(l lang, call inlineCall, in []codeLit) []codeLit {
 		}
 	}
 	return nil
+}
+
+// hexLiteral is a string written as hex digits and decoded at run time:
+// perl's and PHP's pack("H*", "..."), PHP's hex2bin("..."), Python's
+// bytes.fromhex("...").decode().
+var hexLiteral = regexp.MustCompile(`\bpack\s*\(?\s*["']H\*["']\s*,\s*["']([0-9a-fA-F]+)["']\s*\)?|\bhex2bin\s*\(\s*["']([0-9a-fA-F]+)["']\s*\)|\bbytes\.fromhex\s*\(\s*["']([0-9a-fA-F ]+)["']\s*\)\.decode\(\s*\)`)
+
+// decodeHexLiterals writes each hexLiteral of perl, PHP or Python code as
+// the single-quoted string it decodes to.
+func decodeHexLiterals(l lang, src string) (string, bool) {
+	if l != langPerl && l != langPHP && l != langPython || !strings.Contains(src, "pack") && !strings.Contains(src, "hex") {
+		return src, false
+	}
+	changed := false
+	out := hexLiteral.ReplaceAllStringFunc(src, func(m string) string {
+		sub := hexLiteral.FindStringSubmatch(m)
+		digits := strings.ReplaceAll(sub[1]+sub[2]+sub[3], " ", "")
+		b, err := hex.DecodeString(digits)
+		if err != nil || !utf8.Valid(b) || strings.ContainsAny(string(b), "'\\") {
+			return m
+		}
+		changed = true
+		return "'" + string(b) + "'"
+	})
+	return out, changed
 }
 
 // pyArgvList returns the literals of a Python call's argument list when

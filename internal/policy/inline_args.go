@@ -30,7 +30,8 @@ func findCall(masked, name string, from int, l lang) (int, span, bool) {
 			return at, span{j, matchParen(masked, j)}, true
 		}
 		// perl and ruby call without parentheses: system "cmd", args
-		if (l == langPerl || l == langRuby) && j > from && j < len(masked) && (strings.IndexByte("'\"`qx%$@", masked[j]) >= 0 || callAt(masked, j)) {
+		if (l == langPerl || l == langRuby) && j > from && j < len(masked) && (strings.IndexByte("'\"`qx%$@", masked[j]) >= 0 || callAt(masked, j) ||
+			l == langPerl && perlHandleAt(masked, j)) {
 			end := strings.IndexAny(masked[j:], ";\n")
 			if end < 0 {
 				end = len(masked) - j
@@ -49,6 +50,22 @@ func callAt(masked string, j int) bool {
 		k++
 	}
 	return k > j && k < len(masked) && masked[k] == '('
+}
+
+// perlHandleAt reports a file handle that starts a call's arguments at
+// offset j: open F, ">", ... or open my $fh, ...
+func perlHandleAt(masked string, j int) bool {
+	if strings.HasPrefix(masked[j:], "my ") || strings.HasPrefix(masked[j:], "local ") {
+		return true
+	}
+	k := j
+	for k < len(masked) && isIdentByte(masked[k]) && masked[k] != '.' {
+		k++
+	}
+	for k < len(masked) && masked[k] == ' ' {
+		k++
+	}
+	return k > j && k < len(masked) && masked[k] == ','
 }
 
 // matchParen returns the offset just past the parenthesis closing the one

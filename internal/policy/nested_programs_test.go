@@ -28,7 +28,6 @@ func TestNestedPrograms(t *testing.T) {
 		{"KUBE_EDITOR=nano kubectl edit deploy/web", ""},
 		{`FCEDIT="rm -rf ~/.ssh" fc -l 1`, "paths:credential-destroy"},
 		// perl and ruby call system without parentheses on built commands too
-		{`perl -e 'system pack("H*", "726d202d7266202f")'`, "unresolved-command"},
 		{`perl -e 'my $c = shift; exec $c' "ls"`, "unresolved-command"},
 		{`ruby -e 'system ENV.fetch("CMD")'`, "unresolved-command"},
 		{`perl -e 'print "up\n" if system("true") == 0'`, ""},
@@ -53,6 +52,20 @@ func TestNestedPrograms(t *testing.T) {
 		{`python3 -c 'import subprocess; subprocess.run(["git", "push", "--force", "origin", "main"])'`, "git-destructive"},
 		{`python3 -c 'import subprocess; subprocess.run(["rm -rf ~"], shell=True)'`, "rm-root"},
 		{`python3 -c 'import subprocess; subprocess.run(["echo", cmd])'`, "unresolved-command"},
+		// command -v NAME and type -P NAME print the program's path
+		{`$(command -v rm) -rf ~`, "rm-root"},
+		{`"$(command -v rm)" -rf ./build`, ""},
+		{`$(type -P rm) -rf /etc`, "rm-root"},
+		{`command -v helm >/dev/null && helm version`, ""},
+		// strings written in hex and decoded at run time
+		{`perl -e 'system pack("H*", "726d202d7266207e")'`, "rm-root"},
+		{`perl -e 'system pack("H*", "6c73202d6c61207e")'`, ""},
+		{`php -r 'system(hex2bin("726d202d7266207e"));'`, "rm-root"},
+		{`python3 -c 'import os; os.system(bytes.fromhex("726d202d7266207e").decode())'`, "rm-root"},
+		// perl's open without parentheses, with a bareword or lexical handle
+		{`perl -e 'open F, ">", "/etc/passwd"'`, "inline-code"},
+		{`perl -e 'open my $fh, ">", "/etc/sudoers"; print $fh "x"'`, "inline-code"},
+		{`perl -e 'open F, ">", "out.txt"; print F 1'`, ""},
 		// a dokku host's ssh account runs dokku's commands
 		{"ssh dokku@apps.acme.internal apps:destroy shop --force", "cloud:resource-delete"},
 		{"ssh dokku@apps.acme.internal apps:list", ""},

@@ -98,10 +98,20 @@ func produce(c *command) stream {
 		if lines, ok := grepLines(c); ok && !slices.ContainsFunc(c.stdin.paths, func(a arg) bool { return !a.lit || a.val != "*" && a.val != "." }) {
 			return stream{present: true, known: true, text: strings.Join(lines, "\n") + "\n", start: -1, base: -1, anchor: c.sp.start}
 		}
-	case "which":
-		// `which helm` list: the path of the program named, run by its name
-		if len(c.args) == 1 && c.args[0].lit && c.args[0].val != "" && !strings.ContainsAny(c.args[0].val, "-/ \t\n") {
-			return stream{present: true, known: true, text: c.args[0].val + "\n", start: -1, base: -1, anchor: c.sp.start}
+	case "which", "type", "command":
+		// `which helm` list, type -P rm, command -v rm: the path of the
+		// program named, run by its name
+		args := c.args
+		lookup := map[string]string{"type": "-P", "command": "-v"}[c.name]
+		if lookup != "" && len(args) == 2 && args[0].lit && (args[0].val == lookup || c.name == "type" && args[0].val == "-p") {
+			args = args[1:]
+		} else if c.name != "which" {
+			break
+		}
+		if len(args) == 1 {
+			if prog, ok := plainProgramName(args[0]); ok {
+				return stream{present: true, known: true, text: prog + "\n", start: -1, base: -1, anchor: c.sp.start}
+			}
 		}
 	}
 	if downloaders[c.name] {
