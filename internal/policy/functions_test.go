@@ -157,6 +157,13 @@ func TestWindowsDeleteModel(t *testing.T) {
 	e := newEngine(t, DefaultConfig())
 	const tree = "windows:tree-delete"
 	checkDecisions(t, e, []ruleCase{
+		// a delete through a directory link the script made deletes its target
+		{`cmd /c "mklink /J C:\src\shop\tmpcache %USERPROFILE%\Documents && del /s /q C:\src\shop\tmpcache\*"`, "windows:tree-delete"},
+		{`pwsh -c 'New-Item -ItemType Junction -Path .\docs-link -Target $HOME\Documents | Out-Null; Remove-Item .\docs-link\* -Recurse -Force'`, "windows:tree-delete"},
+		{`pwsh -c 'New-Item -ItemType Junction -Path .\docs -Target C:\Users\dev\Documents; Remove-Item .\docs -Recurse -Force'`, "windows:tree-delete"},
+		{`cmd /c "mklink /J C:\src\shop\cache C:\src\shop\build\cache && del /s /q C:\src\shop\cache\*"`, ""},
+		{`pwsh -c 'New-Item -ItemType Junction -Path .\node_modules -Target D:\cache\nm; Remove-Item .\node_modules -Recurse -Force'`, ""},
+		{`pwsh -c 'Get-PSReadLineOption | % HistorySavePath | Remove-Item -Force'`, "windows:history-wipe"},
 		{`cmd /c "cd /d C:\src\shop && rd /s /q %LOCALAPPDATA%\Packages && dotnet build"`, tree},
 		{`cmd /c "cd /d C:\src\shop && cd .. && rd /s /q ."`, tree},
 		{`pwsh -nop -c 'Set-Location C:\src\shop\web; rm -r -fo ..\..\*'`, tree},

@@ -116,6 +116,7 @@ func winDeletes(script string) []string {
 	listedDeep := false // it lists recursively
 	depth, listedAt := 0, 0
 	listedSelf := false // listed names the item itself, not a directory's items
+	links := map[string]string{} // directory links the script made (mklink /J, New-Item -ItemType Junction), lower-cased, to their targets
 	for i, s := range stmts {
 		piped := i > 0 && seps[i-1] == "|"
 		if i > 0 {
@@ -165,6 +166,11 @@ func winDeletes(script string) []string {
 			continue
 		}
 		switch verb {
+		case "mklink", "mklink.exe", "new-item", "ni":
+			if link, target, ok := winLinkMade(verb, args, vars); ok {
+				links[strings.ToLower(winJoin(cwd, link))] = winJoin(cwd, target)
+			}
+			continue
 		case "set-location", "sl", "cd", "chdir", "push-location", "pushd":
 			if p, ok := winPathArg(args, vars); ok {
 				cwd = winJoin(cwd, p)
@@ -201,7 +207,7 @@ func winDeletes(script string) []string {
 				recursive = recursive || listedDeep
 			} else {
 				for j, p := range paths {
-					paths[j] = winJoin(cwd, p)
+					paths[j] = winThroughLink(links, winJoin(cwd, p), recursive && (verb == "remove-item" || verb == "ri"))
 				}
 			}
 			for _, p := range paths {
@@ -286,6 +292,66 @@ func winDeletes(script string) []string {
 		}
 	}
 	return out
+}
+
+// winLinkMade returns the directory link and its target a statement
+// makes: mklink /D or /J LINK TARGET, New-Item -ItemType Junction or
+// SymbolicLink -Path LINK -Target TARGET.
+func winLinkMade(verb string, args []string, vars psVars) (link, target string, ok bool) {
+	var ops []string
+	if strings.HasPrefix(verb, "mklink") {
+		dir := false
+		for _, a := range args {
+			switch strings.ToLower(a) {
+			case "/d", "/j":
+				dir = true
+			case "/h":
+			default:
+				ops = append(ops, a)
+			}
+		}
+		if !dir || len(ops) != 2 {
+			return "", "", false
+		}
+	} else {
+		kind, path, tgt := "", "", ""
+		for j := 0; j+1 < len(args); j++ {
+			switch strings.ToLower(args[j]) {
+			case "-itemtype", "-type":
+				kind = strings.ToLower(strings.Trim(args[j+1], `"'`))
+			case "-path", "-name":
+				path = args[j+1]
+			case "-target", "-value":
+				tgt = args[j+1]
+			}
+		}
+		if kind != "junction" && kind != "symboliclink" || path == "" || tgt == "" {
+			return "", "", false
+		}
+		ops = []string{path, tgt}
+	}
+	l, t := winResolve(ops[0], vars), winResolve(ops[1], vars)
+	if len(l) != 1 || len(t) != 1 {
+		return "", "", false
+	}
+	return l[0], t[0], true
+}
+
+// winThroughLink returns the path p deletes once the links the script
+// made are followed: what is under a link is under its target, and
+// Remove-Item -Recurse of the link itself empties the target (as
+// Windows PowerShell does).
+func winThroughLink(links map[string]string, p string, self bool) string {
+	lp, best := strings.ToLower(p), ""
+	for link := range links {
+		if rest, ok := strings.CutPrefix(lp, link); ok && (strings.HasPrefix(rest, `\`) || rest == "" && self) && len(link) > len(best) {
+			best = link // the innermost link, whatever the map's order
+		}
+	}
+	if best == "" {
+		return p
+	}
+	return links[best] + p[len(best):]
 }
 
 // psKeepNouns are the nouns of Remove-, Uninstall- and Unregister- cmdlets
