@@ -31,6 +31,8 @@ var credentialDirs = []string{
 	"Library/Keychains", ".oci", ".docker", ".config/hub", ".config/rclone", ".terraform.d", ".vault-token",
 	// the desktop keyrings (GNOME Keyring, KWallet) and the key stores of pass-like tools
 	".local/share/keyrings", ".local/share/kwalletd", ".gopass", ".local/share/gopass",
+	// App Store Connect's API keys, and Safari's and other apps' cookie jars (sessions)
+	".appstoreconnect", ".private_keys", "private_keys", "Library/Cookies",
 }
 
 // homeCredentialFiles are home-relative files that hold credentials.
@@ -151,7 +153,7 @@ func isHomeChild(p string, _ bool) bool {
 	for _, all := range []string{"/*", "/.*", "/**"} {
 		rel = strings.TrimSuffix(rel, all) // ~/Desktop/* empties ~/Desktop
 	}
-	return ok && rel != "" && (!strings.Contains(rel, "/") && !slices.Contains(homeCaches, rel) || appDataStore(rel))
+	return ok && rel != "" && (!strings.Contains(rel, "/") && !slices.Contains(homeCaches, rel) || appDataStore(rel) || rel == "Library/Developer")
 }
 
 // appDataStores are the directories of a (macOS) home that hold each
@@ -161,7 +163,27 @@ func isHomeChild(p string, _ bool) bool {
 // container). Caches and logs are not among them.
 var appDataStores = []string{"Library/Application Support", "Library/Containers", "Library/Group Containers",
 	"Library/Mobile Documents", "Library/Preferences", "Library/Mail", "Library/Messages", "Library/Safari",
-	"Library/Calendars", "Library/Keychains", "Library/Photos", "Library/Accounts", "Library/Cookies"}
+	"Library/Calendars", "Library/Keychains", "Library/Photos", "Library/Accounts", "Library/Cookies",
+	"Library/Developer/Xcode/Archives"} // signed builds, as submitted
+
+// appDataFileStores are the stores whose files are each a database of the
+// user's (Messages' chat.db, Safari's History.db, the cookie jar): deleting
+// one, recursive or not, loses them.
+var appDataFileStores = []string{"Library/Messages", "Library/Safari", "Library/Cookies", "Library/Mail", "Library/Calendars",
+	"Library/Keychains", "Library/Accounts"}
+
+// appDataFile reports a file of an appDataFileStores directory.
+func appDataFile(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	rel, ok := homeRelative(c)
+	return ok && slices.ContainsFunc(appDataFileStores, func(s string) bool {
+		rest, ok := strings.CutPrefix(rel, s+"/")
+		return ok && rest != "" && !appDataScrap(rest)
+	})
+}
 
 // appDataStore reports whether rel (a path in a home) is an application
 // data store, an entry of one down to the third level
@@ -201,7 +223,7 @@ func sensitiveDeleteHits(tool string, t target, recursive, moved bool, h *hits) 
 	switch {
 	case isCredentialPath(t.path):
 		h.add(ruleCredentialDestroy, tool+" of credentials "+t.show)
-	case recursive && isHomeChild(t.path, moved):
+	case recursive && isHomeChild(t.path, moved) || appDataFile(t.path):
 		h.add(ruleHomeDestroy, tool+" of home directory "+t.show)
 	default:
 		return false
@@ -969,7 +991,7 @@ var keyPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "tail"
 // privateKeyFile matches the names private keys are kept under in a
 // project or a system directory (cosign.key, tls.key, privkey.pem,
 // server-key.pem), wherever they are.
-var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privkey)\.pem$|^[\w.-]+\.key$|^id_(rsa|dsa|ecdsa|ed25519)$`)
+var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privkey)\.pem$|^[\w.-]+\.key$|^id_(rsa|dsa|ecdsa|ed25519)$|^(AuthKey|ApiKey|SubscriptionKey)_\w+\.p8$`)
 
 // keyListPath is the last segment of an HTTP API path that lists a
 // service's keys or tokens, varListPath one that lists its secret

@@ -142,7 +142,9 @@ func matchPkill(c *command, h *hits) {
 var serviceDaemons = []string{"postgres", "postmaster", "mysqld", "mariadbd", "mongod", "mongos", "redis-server", "valkey-server",
 	"memcached", "nginx", "httpd", "apache2", "sshd", "dockerd", "containerd", "kubelet", "etcd", "kube-apiserver", "rsyslogd",
 	"systemd-journald", "auditd", "crond", "cron", "haproxy", "rabbitmq-server", "beam.smp", "clickhouse-server", "elasticsearch",
-	"consul", "vault", "nomad", "k3s", "slapd", "named", "unbound", "chronyd", "ntpd", "sssd", "firewalld"}
+	"consul", "vault", "nomad", "k3s", "slapd", "named", "unbound", "chronyd", "ntpd", "sssd", "firewalld",
+	// macOS: the display server and the login session (killing either logs the user out), directory services
+	"WindowServer", "loginwindow", "opendirectoryd", "launchd"}
 
 func matchKillall5(_ *command, h *hits) { h.add(ruleKillAll, "killall5") }
 

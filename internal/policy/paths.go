@@ -112,7 +112,9 @@ func isBlockDevice(p string) bool {
 }
 
 // systemPrefixes are trees whose files configure or make up the system.
-var systemPrefixes = []string{"/etc", "/boot", "/usr", "/bin", "/sbin", "/proc/sys", "/sys", "/var/spool/cron", "/var/spool/anacron", "/var/spool/at", "/Library/LaunchDaemons", "/Library/LaunchAgents", "/System"}
+var systemPrefixes = []string{"/etc", "/boot", "/usr", "/bin", "/sbin", "/proc/sys", "/sys", "/var/spool/cron", "/var/spool/anacron", "/var/spool/at", "/Library/LaunchDaemons", "/Library/LaunchAgents", "/System",
+	// macOS: kernel and system extensions, security settings, the management agent's and managed preferences
+	"/Library/Extensions", "/Library/SystemExtensions", "/Library/Security", "/Library/Application Support/JAMF", "/Library/Managed Preferences"}
 
 // homeFiles are files in a home directory that run code at login or grant
 // access; a trailing slash means everything under that directory.
