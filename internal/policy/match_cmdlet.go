@@ -146,7 +146,7 @@ var (
 	// than by $v = ...: what they set is not known to be what New- made.
 	psVarWrites  = regexp.MustCompile(`(?i)-OutVariable\b|-ov\b|-PipelineVariable\b|-pv\b|Set-Variable\b|New-Variable\b|\bsv\b|\bforeach\s*\(|\$\{|\[ref\]|\$(global|script|local|private):`)
 	psRemoveStmt = regexp.MustCompile(`(?i)^\s*(?:Remove|Unregister)-(\w+)\b(.*)`)
-	psNameParam  = regexp.MustCompile(`(?i)^-(Name|DisplayName|TaskName|VMName|MailNickname|SamAccountName|Identity|GroupId|UserId|Id|ObjectId|Path)$`)
+	psNameParam  = regexp.MustCompile(`(?i)^-(Name|DisplayName|TaskName|VMName|MailNickname|SamAccountName|Identity|GroupId|UserId|Id|ObjectId|Path|ApplicationId|ServicePrincipalId|DeviceId|TeamId|SiteId|PolicyId|AppId)$`)
 )
 
 func psDropScratch(script string) string {
