@@ -1136,6 +1136,17 @@ func TestScratchResources(t *testing.T) {
 		{`U=$(hcloud server create); hcloud volume delete "$U"`, "cloud:resource-delete"},
 		{`U=$(kubectl create ns ci-4711 -o name); kubectl delete ns --all "$U"`, "kube:delete"},
 		{`U=$(docker volume create); docker volume rm "$U"`, "containers:volume-delete"},
+		// an HTTP API's: the member a POST made, by the ID captured from the
+		// response, and a throwaway-named resource a PUT made
+		{`cid=$(curl -s https://api.stripe.com/v1/customers -u "$STRIPE_TEST_KEY:" -d email=ci@example.com | jq -r .id) && ./smoke.sh "$cid"; curl -s -X DELETE https://api.stripe.com/v1/customers/$cid -u "$STRIPE_TEST_KEY:"`, ""},
+		{`rid=$(gh api -X POST repos/acme/shop/releases -f tag_name=v0.0.0-ci -F draft=true --jq .id) && gh api -X DELETE repos/acme/shop/releases/$rid`, ""},
+		{`curl -fsS -X PUT http://search.acme.internal:9200/ci-probe-4711 && curl -s -X DELETE http://search.acme.internal:9200/ci-probe-4711`, ""},
+		{`cid=$(curl -s https://api.stripe.com/v1/customers -d email=x | jq -r .id); curl -s -X DELETE https://api.stripe.com/v1/subscriptions/$cid`, "api:resource-delete"},
+		{`cid=$(curl -s https://api.stripe.com/v1/customers | jq -r .id); curl -s -X DELETE https://api.stripe.com/v1/customers/$cid`, "api:resource-delete"},
+		{`cid=$(curl -s -X POST https://api.example.com/v1/x -d a=1 | jq -r '.data[0].id'); curl -X DELETE https://api.example.com/v1/x/$cid`, "api:resource-delete"},
+		{`cid=$(curl -s -X POST https://api.example.com/v1/x -d a=1 | jq -r .id); cid=cus_prod; curl -X DELETE https://api.example.com/v1/x/$cid`, "api:resource-delete"},
+		{`curl -X PUT http://search.acme.internal:9200/orders && curl -X DELETE http://search.acme.internal:9200/orders`, "data:index-delete"},
+		{`curl -X PUT http://search.acme.internal:9200/ci-4711 && curl -X DELETE 'http://search.acme.internal:9200/ci-4711,orders'`, "data:index-delete"},
 	})
 }
 

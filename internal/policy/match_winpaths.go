@@ -115,7 +115,7 @@ func winDeletes(script string) []string {
 	listed := ""        // the path a Get-ChildItem stage lists, for the stages and blocks after it
 	listedDeep := false // it lists recursively
 	depth, listedAt := 0, 0
-	listedSelf := false // listed names the item itself, not a directory's items
+	listedSelf := false          // listed names the item itself, not a directory's items
 	links := map[string]string{} // directory links the script made (mklink /J, New-Item -ItemType Junction), lower-cased, to their targets
 	for i, s := range stmts {
 		piped := i > 0 && seps[i-1] == "|"

@@ -786,7 +786,7 @@ func (t *packTool) judge(c *command, h *hits) {
 		return
 	}
 	if deletesScratch(c, canonical(c.name), func(w string) bool { return matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) }) ||
-		deletesMentioned(c, t) {
+		deletesMentioned(c, t) || deletesHTTPScratch(c) {
 		return // the resource the same && chain made, or one the script made under a throwaway name
 	}
 	for i := range t.Rules {

@@ -129,6 +129,9 @@ func createdBy(c *command) []created {
 
 // namedCreated is createdBy for the tools whose create the model reads.
 func namedCreated(c *command) []created {
+	if made := httpCreated(c); made != nil {
+		return made
+	}
 	name := canonical(c.name)
 	if sqlClients[name] != nil {
 		if made := sqlCreated(c); made != nil {

@@ -38,6 +38,9 @@ type walker struct {
 	// succeeds; making is what the top-level command of a call makes.
 	scratch      []created
 	made, making []created
+	// pipeMade is what a pipeline that prints one field of a create's
+	// output (tool create | jq -r .id) makes: see picksField.
+	pipeMade []created
 	// earlier are the resources statements walked before made, whether
 	// or not the statements after them depend on their success.
 	earlier []created
@@ -104,7 +107,10 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 		return out
 	case *syntax.BinaryCmd:
 		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
-			return w.pipeline(s, in)
+			w.pipeMade = nil
+			out := w.pipeline(s, in)
+			made, w.pipeMade = w.pipeMade, nil
+			return out
 		}
 		out := w.stmt(c.X, in)
 		left := w.made
@@ -251,11 +257,39 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 		if consumed {
 			w.captured--
 		}
+		if i == 0 && len(stages) == 2 && picksField(stages[1]) {
+			// tool create ... | jq -r .id: what the pipeline prints is the
+			// ID of what the create made
+			w.pipeMade = w.made
+		}
 		out.start = start
 		in = out
 	}
 	return in
 }
+
+// picksField reports a jq stage that prints one field of its input, raw:
+// jq -r .id, jq -r '.volume.id'.
+func picksField(s *syntax.Stmt) bool {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) != 3 || len(s.Redirs) > 0 {
+		return false
+	}
+	switch ce.Args[0].Lit() {
+	case "jq", "gojq", "jaq":
+	default:
+		return false
+	}
+	raw, filter := ce.Args[1].Lit(), ce.Args[2]
+	if raw != "-r" && raw != "--raw-output" {
+		return false
+	}
+	f, ok := literalWord(filter)
+	return ok && jqFieldPath.MatchString(f)
+}
+
+// jqFieldPath is a jq filter that is one field's path: .id, .data.id.
+var jqFieldPath = regexp.MustCompile(`^\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
 
 // readsCredential reports a pipeline stage that reads a credential on its
 // standard input (docker login --password-stdin, gh auth login
