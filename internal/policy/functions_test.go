@@ -1335,5 +1335,17 @@ func TestMacOSData(t *testing.T) {
 		{`rm -rf "/Library/Application Support/JAMF"`, "write-system"},
 		{"rm -rf /Library/Extensions/Falcon.kext", "write-system"},
 		{`rm -rf "/Library/Application Support/Acme/cache"`, ""},
+		// a RAM disk the command made; Homebrew's cache and shell setup
+		{"diskutil eraseVolume APFS RAMDisk $(hdiutil attach -nomount ram://2097152)", ""},
+		{"diskutil eraseVolume APFS Data disk4s2", "devices:volume-destroy"},
+		{`rm -rf "$(brew --cache)"`, ""},
+		{`rm -rf "$(go env GOCACHE)" "$(npm config get cache)"`, ""},
+		{`export GOCACHE=/etc; rm -rf "$(go env GOCACHE)"`, ruleRmRoot},
+		{`go env -w GOCACHE=/etc; sh -c 'rm -rf "$(go env GOCACHE)"'`, ruleRmRoot},
+		{`npm config set cache /etc; rm -rf "$(npm config get cache)"`, ruleRmRoot},
+		{`echo 'eval "$(/opt/homebrew/bin/brew shellenv)"' >> ~/.zprofile`, ""},
+		{`echo 'eval "$(./brew shellenv)"' >> ~/.zprofile`, "unresolved-command"},
+		{"xcrun simctl delete unavailable", ""},
+		{"xcrun simctl delete all", "generic:resource-delete"},
 	})
 }

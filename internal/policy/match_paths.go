@@ -724,10 +724,14 @@ var (
 // or home directories, no variable the env-code table names unless it is
 // plain), defines aliases that replace no common command, or comments:
 // appending it to ~/.bashrc changes no command's meaning.
+// brewShellenvLine is the line Homebrew's installer asks to add to a
+// start-up file: it only exports Homebrew's PATH.
+var brewShellenvLine = regexp.MustCompile(`^eval "\$\(((/opt/homebrew|/usr/local|/home/linuxbrew/\.linuxbrew)/bin/)?brew shellenv( (bash|zsh|fish|sh))?\)"$`)
+
 func plainStartupText(text string) bool {
 	for line := range strings.SplitSeq(text, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" || strings.HasPrefix(line, "#") || brewShellenvLine.MatchString(line) {
 			continue
 		}
 		if strings.ContainsAny(line, "`;&|<>") || strings.Contains(line, "$(") {

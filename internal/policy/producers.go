@@ -79,6 +79,29 @@ func produce(c *command) stream {
 		}
 	case "mktemp":
 		return stream{present: true, known: true, text: mktempPath(c) + "\n", start: -1, base: -1, anchor: c.sp.start}
+	case "brew", "go", "npm", "pip", "pip3", "yarn", "pnpm":
+		// brew shellenv prints the exports that put Homebrew on the PATH
+		if c.name == "brew" && len(c.args) == 1 && c.args[0].lit && c.args[0].val == "shellenv" && (c.prog == "brew" || brewPrefix.MatchString(c.prog)) {
+			prefix := strings.TrimSuffix(c.prog, "/bin/brew")
+			if c.prog == "brew" {
+				prefix = "/opt/homebrew"
+			}
+			return stream{present: true, known: true, start: -1, base: -1, anchor: c.sp.start,
+				text: "export HOMEBREW_PREFIX=\"" + prefix + "\";\nexport HOMEBREW_CELLAR=\"" + prefix + "/Cellar\";\nexport HOMEBREW_REPOSITORY=\"" + prefix + "\";\n" +
+					"export PATH=\"" + prefix + "/bin:" + prefix + "/sbin${PATH+:$PATH}\";\n"}
+		}
+		// brew --cache, go env GOCACHE, npm config get cache: the tool's
+		// cache directory, in its default place
+		if dir, ok := toolCacheDir(c); ok {
+			return stream{present: true, known: true, text: homeMarker + dir + "\n", start: -1, base: -1, anchor: c.sp.start}
+		}
+	case "hdiutil":
+		// hdiutil attach -nomount ram://N prints the RAM disk it made: a
+		// device holding nothing, named here by what made it
+		if len(c.args) == 3 && c.args[0].lit && c.args[0].val == "attach" && c.args[1].lit && c.args[1].val == "-nomount" &&
+			c.args[2].lit && ramDisk.MatchString(c.args[2].val) {
+			return stream{present: true, known: true, text: c.args[2].val + "\n", start: -1, base: -1, anchor: c.sp.start}
+		}
 	case "losetup":
 		// losetup -f --show FILE prints the loop device it attached FILE
 		// to: writing the device writes the file, so it stands for it
@@ -395,6 +418,49 @@ func dumpsEnvironment(words []arg) bool {
 	}
 	return false
 }
+
+// toolCaches are the commands that print a tool's cache directory, and
+// where that is by default (home-relative).
+var toolCaches = map[string]string{
+	"brew --cache": "/Library/Caches/Homebrew", "go env GOCACHE": "/.cache/go-build", "go env GOMODCACHE": "/go/pkg/mod",
+	"npm config get cache": "/.npm", "pip cache dir": "/.cache/pip", "pip3 cache dir": "/.cache/pip", "yarn cache dir": "/.cache/yarn",
+	"pnpm store path": "/.local/share/pnpm/store",
+}
+
+// toolCacheDir returns the home-relative cache directory a toolCaches
+// command prints.
+func toolCacheDir(c *command) (string, bool) {
+	words := []string{c.name}
+	for _, a := range c.args {
+		if !a.lit {
+			return "", false
+		}
+		words = append(words, a.val)
+	}
+	dir, ok := toolCaches[strings.Join(words, " ")]
+	if !ok {
+		return "", false
+	}
+	// the script may have moved it: a variable it set, or the tool's
+	// configuration it wrote (go env -w GOCACHE=/etc)
+	for _, v := range []string{"HOMEBREW_CACHE", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "npm_config_cache", "NPM_CONFIG_CACHE",
+		"PIP_CACHE_DIR", "XDG_CACHE_HOME", "YARN_CACHE_FOLDER", "PNPM_HOME", "XDG_DATA_HOME", "HOME"} {
+		if _, set := c.vars[v]; set {
+			return "", false
+		}
+	}
+	if c.frame == "" || strings.Contains(c.frame, "env -w") || strings.Count(c.frame, "config") > strings.Count(c.frame, "config get cache") ||
+		strings.Contains(c.frame, "npmrc") || strings.Contains(c.frame, "pip.conf") {
+		return "", false
+	}
+	return dir, true
+}
+
+// brewPrefix is Homebrew's brew at one of its standard prefixes.
+var brewPrefix = regexp.MustCompile(`^(/opt/homebrew|/usr/local|/home/linuxbrew/\.linuxbrew)/bin/brew$`)
+
+// ramDisk is a RAM disk's URL: ram://SECTORS.
+var ramDisk = regexp.MustCompile(`^ram://\d+$`)
 
 // echoOutput is echo's output; alt holds the reading with escapes
 // interpreted, since sh's echo interprets them and bash's does not.

@@ -96,7 +96,11 @@ func (w *walker) outputOf(s *syntax.Stmt, in stream) stream {
 			cmd, _, st := unwrap(words)
 			o := generated()
 			if st == runsProgram {
-				cmd.stdin, cmd.cwd = in, w.env.cwd
+				root := w.f // the whole job's script: what it configured anywhere
+				for root.parent != nil {
+					root = root.parent
+				}
+				cmd.stdin, cmd.cwd, cmd.vars, cmd.frame, cmd.sp = in, w.env.cwd, w.env.vars, root.src, stmtSpan(s)
 				o = produce(&cmd)
 			}
 			if dumpsEnvironment(words) {
