@@ -130,6 +130,7 @@ var credentialDirFiles = map[string][]string{
 		"service_principal_entries.bin", "msal_http_cache.bin"},
 	".docker": {"config.json"},
 	".kube":   {"config"},
+	".aws":    {"credentials", "sso", "cli", "login"}, // config names profiles and regions
 }
 
 // homeCaches are direct children of a home directory that only hold what
@@ -706,6 +707,7 @@ var (
 		".zshenv", ".zlogin", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", "config.fish"}
 	sshCommandLine = regexp.MustCompile(`(?im)^\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand|RemoteCommand)[ \t=]+(.+)$`)
 	vimShellLine   = regexp.MustCompile(`(?m)^\s*:?\s*(?:silent!?\s*)?!(.+)$`)
+	awsProcessLine = regexp.MustCompile(`(?m)^\s*credential_process\s*=\s*(.+)$`)
 )
 
 // Lines that only configure a shell (an export, an alias, a comment), in
@@ -792,6 +794,11 @@ func (w *walker) scriptSink(a arg, s stream) {
 		scripts = []string{s.text}
 	case strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config"):
 		for _, m := range sshCommandLine.FindAllStringSubmatch(s.text, -1) {
+			scripts = append(scripts, m[1])
+		}
+	case strings.HasSuffix(p, ".aws/config") || strings.HasSuffix(p, ".aws/credentials"):
+		// the AWS CLI and SDKs run a profile's credential_process
+		for _, m := range awsProcessLine.FindAllStringSubmatch(s.text, -1) {
 			scripts = append(scripts, m[1])
 		}
 	case isAgentFile(p):
