@@ -171,7 +171,14 @@ func (w *walker) sideEffects(c *command) {
 	case "printf":
 		for i, a := range c.args {
 			if a.val == "-v" && i+1 < len(c.args) && c.args[i+1].lit {
-				w.env.set(c.args[i+1].val, unknownValue, cond)
+				// printf -v c '%s' ls: the variable holds what printf would print
+				v := unknownValue
+				rest := *c
+				rest.args = c.args[i+2:]
+				if out := printfOutput(&rest); out.known && out.alt == "" && len(rest.args) > 0 {
+					v = known(out.text)
+				}
+				w.env.set(c.args[i+1].val, v, cond)
 			}
 		}
 	case "set":

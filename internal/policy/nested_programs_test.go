@@ -52,6 +52,10 @@ func TestNestedPrograms(t *testing.T) {
 		{`python3 -c 'import subprocess; subprocess.run(["git", "push", "--force", "origin", "main"])'`, "git-destructive"},
 		{`python3 -c 'import subprocess; subprocess.run(["rm -rf ~"], shell=True)'`, "rm-root"},
 		{`python3 -c 'import subprocess; subprocess.run(["echo", cmd])'`, "unresolved-command"},
+		// printf -v NAME: the variable holds what printf would print
+		{`bash -c 'printf -v c "%s" ls; $c -la ~'`, ""},
+		{`bash -c 'printf -v c "%s%s" r m; $c -rf ~'`, "rm-root"},
+		{`bash -c 'printf -v c "%s" "$1"; $c -rf ~' _ rm`, "rm-root"},
 		// command -v NAME and type -P NAME print the program's path
 		{`$(command -v rm) -rf ~`, "rm-root"},
 		{`"$(command -v rm)" -rf ./build`, ""},
