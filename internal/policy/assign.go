@@ -40,8 +40,44 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	if a.Append {
 		v = concat(w.env.get(name), v)
 	}
-	w.env.set(name, v, cond || w.cond > 0)
+	w.setVar(name, v, cond)
 	w.historyVar(name, v, sp)
+}
+
+// setVar records an assignment (cond: it may not persist). On the right
+// side of an && chain the commands after it on the chain run only if it
+// ran, so for them it is definite; when the chain ends (endChain) it
+// becomes one of the values the variable may hold.
+func (w *walker) setVar(name string, v value, cond bool) {
+	if !cond && w.cond > 0 && w.cond == w.andRight {
+		if _, saved := w.chainOld[name]; !saved {
+			if w.chainOld == nil {
+				w.chainOld = map[string]value{}
+			}
+			w.chainOld[name] = w.env.get(name)
+		}
+		w.env.set(name, v, false)
+		return
+	}
+	w.env.set(name, v, cond || w.cond > 0)
+}
+
+// endChain ends an && chain: what its assignments set may or may not have
+// happened. An enclosing chain keeps the values they replaced, to do the
+// same when it ends.
+func (w *walker) endChain(outer map[string]value) {
+	for name, old := range w.chainOld {
+		w.env.set(name, union(old, w.env.get(name)), false)
+		if w.andRight > 0 {
+			if outer == nil {
+				outer = map[string]value{}
+			}
+			if _, saved := outer[name]; !saved {
+				outer[name] = old
+			}
+		}
+	}
+	w.chainOld = outer
 }
 
 // loneSubst reports a word that is only a command substitution, quoted
@@ -89,7 +125,7 @@ func (w *walker) decl(c *syntax.DeclClause, sp span) {
 			continue // export NAME: no new value
 		}
 		if opaque {
-			w.env.set(a.Name.Value, unknownValue, w.cond > 0)
+			w.setVar(a.Name.Value, unknownValue, false)
 			continue
 		}
 		w.assign(a, false, sp)
@@ -118,7 +154,7 @@ func (w *walker) declWords(words []*syntax.Word, sp span) {
 				v.carried |= alt.taint & carriedTaints
 			}
 		}
-		w.env.set(name, v, w.cond > 0)
+		w.setVar(name, v, false)
 		w.historyVar(name, v, sp)
 	}
 }

@@ -1136,6 +1136,15 @@ func TestScratchResources(t *testing.T) {
 		{`U=$(hcloud server create); hcloud volume delete "$U"`, "cloud:resource-delete"},
 		{`U=$(kubectl create ns ci-4711 -o name); kubectl delete ns --all "$U"`, "kube:delete"},
 		{`U=$(docker volume create); docker volume rm "$U"`, "containers:volume-delete"},
+		// on an && chain an assignment is definite for the commands after it,
+		// and one possible value once the chain ends
+		{`true && U=$(xcrun simctl create ci-4711) && xcrun simctl delete "$U"`, ""},
+		{`truncate -s 256M /tmp/disc.img && LOOP=$(losetup -f --show /tmp/disc.img) && mkfs.ext4 "$LOOP"`, ""},
+		{`X=/etc; true && X=/tmp/safe && true; rm -rf "$X"`, ruleRmRoot},
+		{`X=/etc; true && X=/tmp/safe && { true && true; }; rm -rf "$X"`, ruleRmRoot},
+		{`X=/etc; (true && X=/tmp/s) && rm -rf "$X"`, ruleRmRoot},
+		{`X=/etc; true && X=/tmp/s && true || rm -rf "$X"`, ruleRmRoot},
+		{`X=/etc; false && X=/tmp/safe && rm -rf "$X"`, ""},
 		// an HTTP API's: the member a POST made, by the ID captured from the
 		// response, and a throwaway-named resource a PUT made
 		{`cid=$(curl -s https://api.stripe.com/v1/customers -u "$STRIPE_TEST_KEY:" -d email=ci@example.com | jq -r .id) && ./smoke.sh "$cid"; curl -s -X DELETE https://api.stripe.com/v1/customers/$cid -u "$STRIPE_TEST_KEY:"`, ""},

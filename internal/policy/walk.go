@@ -38,6 +38,14 @@ type walker struct {
 	// succeeds; making is what the top-level command of a call makes.
 	scratch      []created
 	made, making []created
+	// andRight counts the right sides of && chains being walked (each
+	// also counts in cond): an assignment there is definite for the rest
+	// of its chain (see setVar). chainOld holds, for the chain being
+	// walked, the values its assignments replaced; chainInner marks the
+	// left part of a chain, which is not the whole chain.
+	andRight   int
+	chainOld   map[string]value
+	chainInner bool
 	// pipeMade is what a pipeline that prints one field of a create's
 	// output (tool create | jq -r .id) makes: see picksField.
 	pipeMade []created
@@ -112,18 +120,34 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 			made, w.pipeMade = w.pipeMade, nil
 			return out
 		}
+		and := c.Op == syntax.AndStmt && !s.Negated && !s.Background
+		top := and && !w.chainInner // the whole chain, not its left part
+		w.chainInner = false
+		var outerOld map[string]value
+		if top {
+			outerOld, w.chainOld = w.chainOld, nil
+		}
+		if x, ok := c.X.Cmd.(*syntax.BinaryCmd); and && ok && x.Op == syntax.AndStmt && !c.X.Negated && !c.X.Background {
+			w.chainInner = true
+		}
 		out := w.stmt(c.X, in)
+		w.chainInner = false
 		left := w.made
 		n := len(w.scratch)
-		if c.Op == syntax.AndStmt && !s.Negated && !s.Background {
+		if and {
 			w.scratch = append(w.scratch, left...) // the right side runs only if the left succeeded
+			w.andRight++
 		}
 		w.cond++
 		out = out.merge(w.stmt(c.Y, stream{}))
 		w.cond--
 		w.scratch = w.scratch[:n]
-		if c.Op == syntax.AndStmt && !s.Negated && !s.Background {
+		if and {
+			w.andRight--
 			made = append(slices.Clip(left), w.made...)
+		}
+		if top {
+			w.endChain(outerOld)
 		}
 		return out
 	case *syntax.Subshell:
@@ -605,7 +629,7 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 	if len(ce.Args) == 0 {
 		for i, a := range ce.Assigns {
 			w.assign(a, false, sp)
-			if ids != nil && ids[i] != nil && w.cond == 0 {
+			if ids != nil && ids[i] != nil && w.cond == w.andRight {
 				w.env.markID(a.Name.Value, ids[i])
 			}
 		}

@@ -350,7 +350,7 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 	if p.Exp != nil {
 		v = x.paramOp(v, p.Exp)
 		if p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull {
-			x.w.env.set(name, v, x.w.cond > 0) // ${U:=default} assigns what it expands to
+			x.w.setVar(name, v, false) // ${U:=default} assigns what it expands to
 		}
 		if v.over != "" {
 			x.w.limit(v.over, x.sp)
