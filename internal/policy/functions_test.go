@@ -1365,3 +1365,28 @@ func TestMacOSData(t *testing.T) {
 		{`printf '[profile x]\nregion = eu-west-1\n' >> ~/.aws/config`, ""},
 	})
 }
+
+// TestLinuxAdminPreviews: what only prints or previews on a Linux host.
+// The commands are written for this test from the tools' manual pages;
+// none is taken from the independent corpus.
+func TestLinuxAdminPreviews(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{"dpkg --no-act --purge openssh-server", ""},
+		{"dpkg --purge openssh-server", "package-remove"},
+		{"rpm -e --test openssh-server", ""},
+		{"rpm -e openssh-server", "package-remove"},
+		{"yum remove --assumeno openssh-server", ""},
+		{"userdel --help", ""},
+		{"useradd -D", ""},
+		{"useradd --system --no-create-home --shell /usr/sbin/nologin shop", ""},
+		{"useradd -m -s /bin/bash bob", "write-system"},
+		{"useradd -o -u 0 -s /usr/sbin/nologin x", "write-system"},
+		{"useradd -G sudo -s /bin/false x", "write-system"},
+		{"userdel -r bob", "write-system"},
+		{"printf 'p\\nq\\n' | fdisk /dev/sda", ""},
+		{"printf 'o\\nw\\n' | fdisk /dev/sda", "mkfs"},
+		{"cat parts.txt | fdisk /dev/sda", "mkfs"},
+	})
+}

@@ -61,11 +61,14 @@ func matchPackages(c *command, h *hits) {
 	ops, opts := operands(c.args, packageManagerSpec)
 	switch c.name {
 	case "dpkg":
-		if hasOpt(opts, "r", "P", "remove", "purge") {
+		if hasOpt(opts, "r", "P", "remove", "purge") && !hasOpt(opts, "no-act", "dry-run", "simulate") {
 			h.add(rulePackageRemove, "dpkg --remove")
 		}
 		return
 	case "rpm":
+		if hasOpt(opts, "test") {
+			return // rpm -e --test: checks the removal, removes nothing
+		}
 		for _, a := range c.args {
 			if a.lit && (a.val == "--erase" || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' &&
 				strings.Contains(a.val, "e") && !strings.Contains(a.val, "q")) {
@@ -83,7 +86,7 @@ func matchPackages(c *command, h *hits) {
 		}
 		return
 	}
-	if hasOpt(opts, "s", "simulate", "dry-run", "just-print", "no-act", "recon") {
+	if hasOpt(opts, "s", "simulate", "dry-run", "just-print", "no-act", "recon", "assumeno") {
 		return
 	}
 	if len(ops) > 0 && ops[0].lit && slices.Contains(removeVerbs[c.name], ops[0].val) {

@@ -17,7 +17,7 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "fdisk", "gdisk", "cfdisk":
-		if lists("l", "list", "s", "getsz", "V", "version", "h", "help") {
+		if lists("l", "list", "s", "getsz", "V", "version", "h", "help") || readOnlyDiskScript(c.stdin) {
 			return
 		}
 	case "sfdisk":
@@ -139,4 +139,23 @@ func (c *command) opened(a arg) []string {
 		}
 	}
 	return out
+}
+
+// readOnlyDiskScript reports fdisk's or gdisk's commands on stdin that
+// only show the table (p, l, i, v) and quit, or reach the end of input,
+// without writing: in every reading of the text.
+func readOnlyDiskScript(in stream) bool {
+	if !in.present || !in.known {
+		return false
+	}
+	for _, text := range []string{in.text, in.alt} {
+		for line := range strings.Lines(text) {
+			switch strings.TrimSpace(line) {
+			case "p", "l", "L", "i", "v", "F", "m", "?", "q", "":
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -461,6 +461,34 @@ func matchSudoedit(c *command, h *hits) {
 
 // matchAccounts judges programs that change users, groups or passwords
 // (/etc/passwd, /etc/shadow, /etc/group, /etc/sudoers).
+// serviceAccount reports a useradd that makes an account no one logs in
+// to (a nologin or false shell) with no special id or group: a service's.
+func serviceAccount(c *command) bool {
+	nologin := false
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		if !a.lit {
+			return false
+		}
+		v, next := a.val, ""
+		if i+1 < len(c.args) {
+			next = c.args[i+1].val
+		}
+		switch {
+		case v == "-s" || v == "--shell":
+			nologin = strings.HasSuffix(next, "/nologin") || strings.HasSuffix(next, "/false")
+			i++
+		case strings.HasPrefix(v, "--shell="):
+			nologin = strings.HasSuffix(v, "/nologin") || strings.HasSuffix(v, "/false")
+		case v == "-o" || v == "--non-unique" || v == "-G" || v == "--groups" || v == "-g" || v == "--gid" || v == "-u" || v == "--uid" ||
+			v == "-p" || v == "--password" || strings.HasPrefix(v, "--groups=") || strings.HasPrefix(v, "--gid=") || strings.HasPrefix(v, "--uid=") ||
+			v == "-R" || v == "--root" || v == "-P" || v == "--prefix":
+			return false
+		}
+	}
+	return nologin
+}
+
 func matchAccounts(c *command, h *hits) {
 	if c.name == "passwd" {
 		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "S", "status") {
@@ -469,6 +497,14 @@ func matchAccounts(c *command, h *hits) {
 	}
 	if c.name == "visudo" && readOnlyCommand(c) {
 		return // visudo -c checks the sudoers files and changes nothing
+	}
+	if _, opts := operands(c.args, optSpec{short: "bcdefgGkKpsuU", long: []string{"base-dir", "comment", "home-dir", "expiredate",
+		"inactive", "gid", "groups", "skel", "key", "password", "shell", "uid", "root", "prefix", "selinux-user"}}); len(c.args) > 0 &&
+		(onlyOpts(opts, "h", "help", "V", "version") || c.name == "useradd" && len(c.args) == 1 && c.args[0].val == "-D") {
+		return // --help, useradd -D: print, change nothing
+	}
+	if c.name == "useradd" && serviceAccount(c) {
+		return
 	}
 	h.add(ruleWriteSystem, c.name+" changes system accounts")
 }
