@@ -1388,5 +1388,20 @@ func TestLinuxAdminPreviews(t *testing.T) {
 		{"printf 'p\\nq\\n' | fdisk /dev/sda", ""},
 		{"printf 'o\\nw\\n' | fdisk /dev/sda", "mkfs"},
 		{"cat parts.txt | fdisk /dev/sda", "mkfs"},
+		// the next boot's target; account removals and lockouts; a service's data tree
+		{"systemctl set-default rescue.target", "shutdown"},
+		{"systemctl set-default multi-user.target", ""},
+		{"deluser --remove-home bob", "devices:account-delete"},
+		{"gpasswd -a eve sudo", "devices:account-delete"},
+		{"gpasswd -a eve docker-ci", ""},
+		{"chage -E 0 ci-runner", "devices:account-delete"},
+		{"chage -l bob", ""},
+		{"rm -rf /opt/shop/data", ruleRmRoot},
+		{"rm -rf /srv/shop/uploads/*", ruleRmRoot},
+		{"rm -rf /opt/shop/build", ""},
+		{"iptables -P INPUT DROP", "devices:network-off"},
+		{"iptables -P FORWARD DROP", ""},
+		{"ufw default allow incoming", "devices:firewall-open"},
+		{"tc qdisc add dev eth0 root netem loss 100%", "devices:network-off"},
 	})
 }

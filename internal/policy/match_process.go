@@ -187,6 +187,11 @@ func matchShutdown(c *command, h *hits) {
 		if len(ops) > 0 && ops[0].lit && slices.Contains(shutdownVerbs, ops[0].val) {
 			h.add(ruleShutdown, "systemctl "+ops[0].val)
 		}
+		// the next boot goes to a target with no services (or none at all)
+		if len(ops) == 2 && ops[0].lit && ops[0].val == "set-default" && ops[1].lit &&
+			slices.Contains([]string{"rescue", "emergency", "poweroff", "halt", "reboot", "runlevel0", "runlevel1", "runlevel6"}, strings.TrimSuffix(ops[1].val, ".target")) {
+			h.add(ruleShutdown, "systemctl set-default "+ops[1].val)
+		}
 	}
 }
 

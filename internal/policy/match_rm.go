@@ -182,6 +182,13 @@ func serviceDataDir(p string) bool {
 	if !ok || slices.Contains(serviceStateRebuilt, c) {
 		return false
 	}
+	if slices.Contains(serviceDataDirs, path.Dir(path.Dir(c))) && c != "/var/www" && !slices.Contains([]string{"/Volumes", "/mnt", "/media"}, path.Dir(path.Dir(c))) {
+		// a service's own data tree (/opt/shop/data, /srv/shop/uploads)
+		switch strings.ToLower(path.Base(c)) {
+		case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "backup":
+			return true
+		}
+	}
 	return slices.Contains(serviceDataDirs, c) || slices.Contains(serviceDataDirs, path.Dir(c)) && c != "/var/www" && !strings.ContainsAny(path.Base(c), "*?[")
 }
 
