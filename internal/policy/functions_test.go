@@ -1403,5 +1403,10 @@ func TestLinuxAdminPreviews(t *testing.T) {
 		{"iptables -P FORWARD DROP", ""},
 		{"ufw default allow incoming", "devices:firewall-open"},
 		{"tc qdisc add dev eth0 root netem loss 100%", "devices:network-off"},
+		// an embedded database in a service's directory
+		{"rm -f /srv/shop/db/production.sqlite3", ruleRmRoot},
+		{": > /srv/shop/db/production.sqlite3", "write-system"},
+		{"rm -f /opt/shop/cache.db", ""},
+		{"rm -f ./db/development.sqlite3", ""},
 	})
 }

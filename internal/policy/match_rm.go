@@ -476,9 +476,30 @@ func databaseFiles(p string) bool {
 			return true
 		}
 	}
+	if serviceDatabaseFile(c) {
+		return true
+	}
 	for _, r := range []string{"/opt/homebrew/var/", "/usr/local/var/"} {
 		// Homebrew's servers keep their data in VAR/postgresql@16, VAR/mysql
 		if rest, ok := strings.CutPrefix(c, r); ok && brewDatabaseDir.MatchString(rest) && !strings.HasSuffix(rest, ".log") && !strings.HasSuffix(rest, ".pid") {
+			return true
+		}
+	}
+	return false
+}
+
+// serviceDatabaseFile reports an embedded database's file (SQLite,
+// DuckDB) in a service's directory: /srv/shop/db/production.sqlite3.
+func serviceDatabaseFile(c string) bool {
+	if !slices.ContainsFunc([]string{"/srv/", "/opt/", "/data/", "/var/www/", "/var/opt/", "/var/lib/"}, func(d string) bool { return strings.HasPrefix(c, d) }) {
+		return false
+	}
+	base := strings.ToLower(path.Base(c))
+	if strings.Contains(base, "cache") || strings.Contains(base, "tmp") || strings.Contains(base, "test") {
+		return false
+	}
+	for _, ext := range []string{".sqlite", ".sqlite3", ".db", ".duckdb", ".db-wal", ".sqlite3-wal", ".sqlite-wal"} {
+		if strings.HasSuffix(base, ext) {
 			return true
 		}
 	}

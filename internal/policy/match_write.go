@@ -69,6 +69,9 @@ func shadowsProgram(c string) bool {
 // service's state (/var/lib/mysql/ibdata1, /var/backups/db.tar):
 // truncating it destroys the data.
 func serviceStateFile(c string) bool {
+	if serviceDatabaseFile(c) {
+		return true
+	}
 	for _, d := range []string{"/var/lib/", "/var/backups/"} {
 		rest, ok := strings.CutPrefix(c, d)
 		if ok && rest != "" && !slices.ContainsFunc(serviceStateRebuilt, func(r string) bool { return c == r || strings.HasPrefix(c, r+"/") }) {
