@@ -1344,6 +1344,11 @@ func TestMacOSData(t *testing.T) {
 		{`rm -rf "/Library/Application Support/JAMF"`, "write-system"},
 		{"rm -rf /Library/Extensions/Falcon.kext", "write-system"},
 		{`rm -rf "/Library/Application Support/Acme/cache"`, ""},
+		// a disk image or archive of credentials, privacy permissions written
+		{"hdiutil create -srcfolder ~/.ssh -format UDZO /tmp/s.dmg", "paths:credential-read"},
+		{"hdiutil create -srcfolder dist -format UDZO app.dmg", ""},
+		{`sqlite3 "$HOME/Library/Application Support/com.apple.TCC/TCC.db" "INSERT OR REPLACE INTO access VALUES('kTCCServiceSystemPolicyAllFiles','/usr/local/bin/agent',1,2,4,1,NULL,NULL,0,'UNUSED',NULL,0,1700000000)"`, "devices:integrity-off"},
+		{`sqlite3 shop.db ".tables"`, ""},
 		// a RAM disk the command made; Homebrew's cache and shell setup
 		{"diskutil eraseVolume APFS RAMDisk $(hdiutil attach -nomount ram://2097152)", ""},
 		{"diskutil eraseVolume APFS Data disk4s2", "devices:volume-destroy"},
@@ -1408,5 +1413,9 @@ func TestLinuxAdminPreviews(t *testing.T) {
 		{": > /srv/shop/db/production.sqlite3", "write-system"},
 		{"rm -f /opt/shop/cache.db", ""},
 		{"rm -f ./db/development.sqlite3", ""},
+		// rsync --delete from an empty directory deletes
+		{"rsync -a --delete /tmp/empty/ /srv/data/", ruleRmRoot},
+		{"rsync -a --delete dist/ /srv/shop/current/", ""},
+		{"rsync -a --delete /tmp/empty/ ./build/", ""},
 	})
 }

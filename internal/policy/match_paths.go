@@ -243,6 +243,7 @@ var credentialReaders = []string{
 	// databases a credential store is kept in (gcloud's credentials.db, a browser's Login Data), and file senders
 	"sqlite3", "duckdb", "litecli", "wormhole", "croc", "ffsend", "magic-wormhole", "transfer", "sendme",
 	"gh", // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
+	"hdiutil", "ditto", // macOS: a disk image or an archive of a folder (hdiutil create -srcfolder ~/.ssh)
 }
 
 // netSenders are the programs that send what they are given (on stdin, in

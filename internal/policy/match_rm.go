@@ -376,12 +376,19 @@ func matchRsync(c *command, h *hits) {
 	if dest := ops[len(ops)-1]; c.unresolvedRoot(dest) {
 		h.add(ruleRmRoot, "rsync --delete onto "+unresolvedShow(dest))
 	}
+	// from an empty directory (/tmp/empty/) it only deletes: what it
+	// empties counts as a recursive delete of its entries, data included
+	empty := len(ops) == 2 && ops[0].lit && emptySource.MatchString(ops[0].val)
 	for _, t := range c.targets(ops[len(ops)-1]) {
-		if protectedRoot(t.path, true) {
+		if protectedRoot(t.path, true) || empty && (serviceDataDir(t.path) || serviceDataDir(strings.TrimRight(t.path, "/")+"/*")) {
 			h.add(ruleRmRoot, "rsync --delete onto "+t.show)
 		}
 	}
 }
+
+// emptySource is a directory named as an empty one, the idiom of a delete
+// by rsync (rsync -a --delete /tmp/empty/ DIR/).
+var emptySource = regexp.MustCompile(`(?i)(^|/)(empty|blank|null|nothing|void)(_?dir)?/?$`)
 
 // rsyncDryRun reports whether rsync's options ask for a dry run (-n,
 // --dry-run or an unambiguous prefix of it) that a later --no-dry-run
