@@ -242,7 +242,7 @@ var credentialReaders = []string{
 	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
 	// databases a credential store is kept in (gcloud's credentials.db, a browser's Login Data), and file senders
 	"sqlite3", "duckdb", "litecli", "wormhole", "croc", "ffsend", "magic-wormhole", "transfer", "sendme",
-	"gh", // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
+	"gh",               // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
 	"hdiutil", "ditto", // macOS: a disk image or an archive of a folder (hdiutil create -srcfolder ~/.ssh)
 }
 

@@ -89,6 +89,15 @@ func (w *walker) unresolved(name arg, sp span, via string) {
 	w.d.add(w.f, ruleUnresolved, "program name is not a literal the detector can resolve", via, sp)
 }
 
+// plainProgramName returns a literal word that names a program by its name
+// alone (rm, helm), not a path or anything a shell would read further.
+func plainProgramName(a arg) (string, bool) {
+	if !a.lit || a.val == "" || strings.ContainsAny(a.val, "-/ \t\n$`\\\x00") {
+		return "", false
+	}
+	return a.val, true
+}
+
 // judge runs the matchers on c and walks what it runs.
 func (w *walker) judge(c *command) {
 	var h hits
