@@ -71,6 +71,8 @@ func detectBudget(cmd string, sh Shell, start *env, seen func([]arg), b budget) 
 
 // detector collects the findings of one command.
 type detector struct {
+	// captures numbers the captures of creates' output (created.capture)
+	captures int
 	findings []finding
 	scripts  int // scripts parsed so far
 	parsed   int // bytes of nested scripts parsed so far

@@ -1119,9 +1119,14 @@ func TestScratchResources(t *testing.T) {
 		{`hcloud server create --name x && hcloud server delete "$NAME"`, "cloud:resource-delete"},
 		{`hcloud server create --name "${NAME:-a}" && hcloud server delete a`, "cloud:resource-delete"},
 		// a variable that holds what a create printed holds the ID of what it
-		// made, after ";" too (a failed create leaves it empty)
-		{`UDID=$(xcrun simctl create ci-4711 "iPhone 15") && xcrun simctl boot "$UDID" && npm run e2e:ios; xcrun simctl delete "$UDID"`, ""},
-		{`id=$(hcloud server create --type cx22 --image debian-12 -o columns=id); ./e2e.sh; hcloud server delete ${id}`, ""},
+		// made, for the commands after it on its && chain (a failed create
+		// stops the chain; after ";" the ID may be empty, and delete "" may
+		// mean the current resource, or all of them)
+		{`UDID=$(xcrun simctl create ci-4711 "iPhone 15") && xcrun simctl boot "$UDID" && npm run e2e:ios && xcrun simctl delete "$UDID"`, ""},
+		{`id=$(hcloud server create --type cx22 --image debian-12 -o columns=id) && ./e2e.sh && hcloud server delete ${id}`, ""},
+		{`UDID=$(xcrun simctl create ci-4711 "iPhone 15") && npm run e2e:ios; xcrun simctl delete "$UDID"`, "generic:resource-delete"},
+		{`R=$(gh repo create acme/ci-4711 --private); gh repo delete "$R" --yes`, "git:"},
+		{`id=$(hcloud server create --type cx22 --image debian-12 -o none) && hcloud server delete "$id"`, "cloud:resource-delete"},
 		// ... but not once anything else may have written it, nor with a
 		// second target, another command path or scope, or a widening option
 		{`U=$(xcrun simctl create ci-4711); U=$1; xcrun simctl delete "$U"`, "generic:resource-delete"},
@@ -1147,7 +1152,11 @@ func TestScratchResources(t *testing.T) {
 		{`X=/etc; false && X=/tmp/safe && rm -rf "$X"`, ""},
 		// an HTTP API's: the member a POST made, by the ID captured from the
 		// response, and a throwaway-named resource a PUT made
-		{`cid=$(curl -s https://api.stripe.com/v1/customers -u "$STRIPE_TEST_KEY:" -d email=ci@example.com | jq -r .id) && ./smoke.sh "$cid"; curl -s -X DELETE https://api.stripe.com/v1/customers/$cid -u "$STRIPE_TEST_KEY:"`, ""},
+		{`cid=$(curl -fsS https://api.stripe.com/v1/customers -u "$STRIPE_TEST_KEY:" -d email=ci@example.com | jq -er .id) && ./smoke.sh "$cid" && curl -s -X DELETE https://api.stripe.com/v1/customers/$cid -u "$STRIPE_TEST_KEY:"`, ""},
+		// jq -r without -e succeeds on an empty input: a failed POST leaves
+		// the ID empty, and the DELETE is one of the whole collection
+		{`cid=$(curl -fsS -X POST http://couch.acme.internal:5984/orders -d '{}' | jq -r .id) && curl -s -X DELETE http://couch.acme.internal:5984/orders/$cid`, "api:resource-delete"},
+		{`cid=$(curl -fsS https://api.stripe.com/v1/customers -d email=x | jq -er .id); curl -s -X DELETE https://api.stripe.com/v1/customers/$cid`, "api:resource-delete"},
 		{`rid=$(gh api -X POST repos/acme/shop/releases -f tag_name=v0.0.0-ci -F draft=true --jq .id) && gh api -X DELETE repos/acme/shop/releases/$rid`, ""},
 		{`curl -fsS -X PUT http://search.acme.internal:9200/ci-probe-4711 && curl -s -X DELETE http://search.acme.internal:9200/ci-probe-4711`, ""},
 		{`cid=$(curl -s https://api.stripe.com/v1/customers -d email=x | jq -r .id); curl -s -X DELETE https://api.stripe.com/v1/subscriptions/$cid`, "api:resource-delete"},

@@ -12,9 +12,12 @@ import (
 //	curl -X PUT http://search:9200/ci-4711 && ... && curl -X DELETE http://search:9200/ci-4711
 //
 // A POST to a collection makes a new resource whose ID the response holds:
-// a variable that captured that ID (see printedID) names what the request
-// made, whatever came before it. A PUT may replace what was there, so only
-// a throwaway name (ci-4711) makes its URL the script's own.
+// a variable that captured that ID (see printedID), on the && chain of the
+// DELETE, names what the request made. The capture must fail when the
+// request did (gh api --jq .id; curl -f ... | jq -er .id): an empty ID
+// makes the DELETE one of the collection (CouchDB deletes the database).
+// A PUT may replace what was there, so only a throwaway name (ci-4711)
+// makes its URL the script's own.
 
 // httpProg is the prog of the resources HTTP requests make.
 const httpProg = "http"
@@ -162,7 +165,7 @@ func deletesHTTPScratch(c *command) bool {
 	if m := idURL.FindStringSubmatch(url.src); m != nil && !url.lit {
 		v, ok := c.vars[m[2]]
 		coll, okURL := normalURL(m[1])
-		return ok && okURL && v.id != nil && v.id.prog == httpProg && len(v.id.prefix) == 1 && v.id.prefix[0] == coll
+		return ok && okURL && v.id != nil && v.id.prog == httpProg && len(v.id.prefix) == 1 && v.id.prefix[0] == coll && capturedOnChain(c, *v.id)
 	}
 	if !url.lit {
 		return false

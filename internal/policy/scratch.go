@@ -39,6 +39,12 @@ type created struct {
 	// idempotent: the tool's create succeeds on a name that is taken, so
 	// only a throwaway name on the same && chain is the script's own
 	idempotent bool
+	// capture numbers the assignment of a variable that captured the
+	// create's output (ID=$(tool create ...)); see printedID.
+	capture int
+	// quiet: the create was asked to print nothing (-q), so what a
+	// variable captured from it is not its ID
+	quiet bool
 }
 
 // cmdWords is a command line read without knowing its options: each
@@ -158,7 +164,9 @@ func namedCreated(c *command) []created {
 	if i < 0 {
 		return nil
 	}
-	r := created{prog: name, prefix: cw.positional[:i], operands: cw.positional[i+1:], pairs: cw.pairs}
+	r := created{prog: name, prefix: cw.positional[:i], operands: cw.positional[i+1:], pairs: cw.pairs,
+		quiet: slices.ContainsFunc([]string{"-q", "--quiet", "--silent"}, func(o string) bool { return slices.Contains(cw.flags, o) }) ||
+			cw.pairs["-o"] == "none" || cw.pairs["--output"] == "none" || cw.pairs["--format"] == "none"}
 	switch {
 	case cw.pairs["--name"] != "":
 		r.name = cw.pairs["--name"]
@@ -383,7 +391,7 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 	}
 	args, cloned := c.args, false
 	for i, a := range c.args {
-		if r, ok := c.printedID(a); ok {
+		if r, ok := c.printedID(a); ok && capturedOnChain(c, r) {
 			// "$ID", where ID=$(tool create ...) holds what the create
 			// printed: the ID of what it made, whatever came before it
 			if !cloned {
@@ -448,6 +456,14 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// capturedOnChain reports whether the assignment that captured r's ID is
+// on the && chain c is on: c runs only if it succeeded, and a create that
+// failed (its ID empty: delete "" may mean the current or every resource,
+// as gh repo delete does) stopped the chain.
+func capturedOnChain(c *command, r created) bool {
+	return r.capture != 0 && !r.quiet && slices.ContainsFunc(c.scratch, func(s created) bool { return s.capture == r.capture })
 }
 
 // idVar matches a word that is only a variable's value: $ID, "${ID}".

@@ -292,11 +292,13 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 	return in
 }
 
-// picksField reports a jq stage that prints one field of its input, raw:
-// jq -r .id, jq -r '.volume.id'.
+// picksField reports a jq stage that prints one field of its input, raw,
+// and fails when there is none (jq -er .id, jq -e -r '.volume.id'): the
+// pipeline's status is jq's, so only then does an empty input (a create
+// that failed) fail it.
 func picksField(s *syntax.Stmt) bool {
 	ce, ok := s.Cmd.(*syntax.CallExpr)
-	if !ok || len(ce.Args) != 3 || len(s.Redirs) > 0 {
+	if !ok || len(ce.Args) < 3 || len(ce.Args) > 4 || len(s.Redirs) > 0 {
 		return false
 	}
 	switch ce.Args[0].Lit() {
@@ -304,11 +306,18 @@ func picksField(s *syntax.Stmt) bool {
 	default:
 		return false
 	}
-	raw, filter := ce.Args[1].Lit(), ce.Args[2]
-	if raw != "-r" && raw != "--raw-output" {
+	flags := ""
+	for _, a := range ce.Args[1 : len(ce.Args)-1] {
+		f := a.Lit()
+		if !strings.HasPrefix(f, "-") || strings.HasPrefix(f, "--") {
+			return false
+		}
+		flags += f[1:]
+	}
+	if strings.Trim(flags, "er") != "" || !strings.Contains(flags, "e") || !strings.Contains(flags, "r") {
 		return false
 	}
-	f, ok := literalWord(filter)
+	f, ok := literalWord(ce.Args[len(ce.Args)-1])
 	return ok && jqFieldPath.MatchString(f)
 }
 
@@ -630,7 +639,12 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 		for i, a := range ce.Assigns {
 			w.assign(a, false, sp)
 			if ids != nil && ids[i] != nil && w.cond == w.andRight {
+				w.d.captures++
+				ids[i].capture = w.d.captures
 				w.env.markID(a.Name.Value, ids[i])
+				// what the assignment makes, for the && chain it is on: the
+				// commands after it run only if the create succeeded
+				w.making = append(w.making, *ids[i])
 			}
 		}
 		return stream{}
