@@ -199,8 +199,8 @@ func decodeHexLiterals(l lang, src string) (string, bool) {
 		sub := hexLiteral.FindStringSubmatch(m)
 		digits := strings.ReplaceAll(sub[1]+sub[2]+sub[3], " ", "")
 		b, err := hex.DecodeString(digits)
-		if err != nil || !utf8.Valid(b) || strings.ContainsAny(string(b), "'\\") {
-			return m
+		if err != nil || !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool { return r < ' ' || r == '\'' || r == '\\' || r == 0x7f }) {
+			return m // a quote, a backslash or a line break would end or change the literal written in its place
 		}
 		changed = true
 		return "'" + string(b) + "'"

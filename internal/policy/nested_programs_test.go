@@ -56,6 +56,13 @@ func TestNestedPrograms(t *testing.T) {
 		{`bash -c 'printf -v c "%s" ls; $c -la ~'`, ""},
 		{`bash -c 'printf -v c "%s%s" r m; $c -rf ~'`, "rm-root"},
 		{`bash -c 'printf -v c "%s" "$1"; $c -rf ~' _ rm`, "rm-root"},
+		// a function (or an alias) named like a program prints what it likes:
+		// its output in $(...) is not the program's
+		{`echo() { printf 'rm -rf ~'; }; eval "$(echo ls)"`, "unresolved-command"},
+		{`which() { printf rm; }; $(which ls) -rf ~`, "unresolved-command"},
+		{`eval "$(echo ls)"`, ""},
+		// a hex string whose text holds a line break is not written back in
+		{`python3 -c 'import os; os.system(bytes.fromhex("6c730a726d202d7266207e").decode())'`, "unresolved-command"},
 		// command -v NAME and type -P NAME print the program's path
 		{`$(command -v rm) -rf ~`, "rm-root"},
 		{`"$(command -v rm)" -rf ./build`, ""},

@@ -95,6 +95,9 @@ func (w *walker) outputOf(s *syntax.Stmt, in stream) stream {
 		for i, words := range lists {
 			cmd, _, st := unwrap(words)
 			o := generated()
+			if len(words) > 0 && w.shadowed(words[0]) {
+				st = runsNothing // a function or alias of that name prints what it likes
+			}
 			if st == runsProgram {
 				root := w.f // the whole job's script: what it configured anywhere
 				for root.parent != nil {
@@ -230,4 +233,15 @@ func unescapeHeredoc(s string) string {
 		sb.WriteByte(s[i])
 	}
 	return sb.String()
+}
+
+// shadowed reports a command word that names a function the script
+// defined, or any word once the script defined an alias: what it prints
+// is not what the program of that name would.
+func (w *walker) shadowed(word arg) bool {
+	if w.env.aliased {
+		return true
+	}
+	_, fn := w.env.funcs[word.val]
+	return fn
 }
