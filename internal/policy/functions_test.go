@@ -274,6 +274,11 @@ func TestPipelineProjections(t *testing.T) {
 		{"bw list items | jq -r '.[].login.password'", "secrets:secret-print"},
 		{"bw list items | jq '.[] | {name, pw: .login.password}'", "secrets:secret-print"},
 		{"bw list items | jq -r '.[] | .name + \" \" + .login.password'", "secrets:secret-print"},
+		// GitLab's CI variables come with their values; their keys and
+		// settings alone are names
+		{`glab api projects/412/variables | jq -r '.[] | "\(.key)=\(.value)"'`, "git:secret-print"},
+		{`glab api projects/412/variables/AWS_SECRET_ACCESS_KEY | jq '{key, protected, environment_scope}'`, ""},
+		{`curl -sS -X POST https://grafana.acme.internal/api/serviceaccounts/7/tokens | jq '{key}'`, "api:secret-print"},
 		// a password field of any program's output, printed
 		{"upstash redis get --id a3e25299 | jq -r .password", "secrets:secret-print"},
 		{"upstash redis get --id a3e25299 | jq -r .endpoint", ""},

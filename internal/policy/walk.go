@@ -499,7 +499,12 @@ func jqNamesOnly(words []string) bool {
 	if last == "" {
 		return false
 	}
-	for _, item := range strings.Split(last, ",") {
+	items := strings.Split(last, ",")
+	// a CI variable's key is its name when the pick also holds the
+	// variable's settings ({key, protected, environment_scope}); alone,
+	// .key is as often an API key
+	varMeta := slices.ContainsFunc(items, func(it string) bool { return variableMeta[strings.TrimPrefix(strings.TrimSpace(it), ".")] })
+	for _, item := range items {
 		item = strings.TrimSpace(item)
 		if k, v, ok := strings.Cut(item, ":"); ok {
 			if item = strings.TrimSpace(v); item == "" {
@@ -509,13 +514,17 @@ func jqNamesOnly(words []string) bool {
 		if !jqNamePath.MatchString(item) {
 			return false
 		}
-		field := item[strings.LastIndex(item, ".")+1:]
-		if !nameFields[strings.TrimSuffix(field, "[]")] {
+		field := strings.TrimSuffix(item[strings.LastIndex(item, ".")+1:], "[]")
+		if !nameFields[field] && !variableMeta[field] && (field != "key" || !varMeta) {
 			return false
 		}
 	}
 	return true
 }
+
+// variableMeta are the settings of a CI/CD variable (GitLab's), which
+// say nothing of its value.
+var variableMeta = map[string]bool{"protected": true, "masked": true, "environment_scope": true, "variable_type": true, "hidden": true, "raw": true}
 
 // cutNamesOnly: cut -d D -f LIST keeping only field 1 of KEY=VALUE or
 // NAME:VALUE records, or fields other than 2 of colon-separated
