@@ -152,7 +152,7 @@ func sedApply(text, pattern, repl string, global bool) (string, bool) {
 // sedExec judges what sed's s///e runs: each line of its input (when
 // known) and the replacement itself, when it is literal text.
 func (w *walker) sedExec(c *command) {
-	scripts, _ := sedScripts(c.args)
+	scripts, files := sedScripts(c.args)
 	for _, s := range scripts {
 		if !s.lit {
 			continue
@@ -163,6 +163,16 @@ func (w *walker) sedExec(c *command) {
 		}
 		if repl != "" && !strings.ContainsAny(repl, `&\`) {
 			w.runCode(c, langShell, code{text: repl, known: true, base: -1, anchor: s.pos}, "sed s///e", c.sp, nil, false)
+		}
+		if len(files) > 0 {
+			// each line of the files, edited, runs: s/^/CMD /e runs CMD on
+			// each line; anything else, a command the files hold
+			text := `"$(cat)"`
+			if (pattern == "^" || pattern == "^.*" && strings.Contains(repl, "&")) && !strings.ContainsAny(strings.ReplaceAll(repl, "&", ""), `&\`) {
+				text = strings.ReplaceAll(repl, "&", "") + text
+			}
+			w.runCode(c, langShell, code{text: text, known: true, base: -1, anchor: s.pos}, "sed s///e on "+quoteDetail(files[0].val), c.sp, nil, false)
+			return
 		}
 		if !c.stdin.present {
 			return

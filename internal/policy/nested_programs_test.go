@@ -52,6 +52,11 @@ func TestNestedPrograms(t *testing.T) {
 		{`python3 -c 'import subprocess; subprocess.run(["git", "push", "--force", "origin", "main"])'`, "git-destructive"},
 		{`python3 -c 'import subprocess; subprocess.run(["rm -rf ~"], shell=True)'`, "rm-root"},
 		{`python3 -c 'import subprocess; subprocess.run(["echo", cmd])'`, "unresolved-command"},
+		// sed's s///e on files runs each edited line
+		{`sed 's/^/rm -rf /e' list.txt`, "rm-root"},
+		{`sed 's/x/y/e' list.txt`, "unresolved-command"},
+		{`sed 's/^/echo /e' list.txt`, ""},
+		{`sed -i 's/foo/bar/g' a.txt`, ""},
 		// printf -v NAME: the variable holds what printf would print
 		{`bash -c 'printf -v c "%s" ls; $c -la ~'`, ""},
 		{`bash -c 'printf -v c "%s%s" r m; $c -rf ~'`, "rm-root"},
