@@ -47,11 +47,31 @@ func (w *walker) arith(n syntax.Node) {
 			if m.Param != nil {
 				w.arithValue(m.Param.Value, int(m.Pos().Offset()), 0)
 			}
+		case *syntax.BinaryArithm:
+			switch m.Op {
+			case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
+				syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn, syntax.AndBoolAssgn,
+				syntax.OrBoolAssgn, syntax.XorBoolAssgn, syntax.PowAssgn:
+				w.arithAssign(m.X)
+			}
+		case *syntax.UnaryArithm:
+			if m.Op == syntax.Inc || m.Op == syntax.Dec {
+				w.arithAssign(m.X)
+			}
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			return false // walked by subst
 		}
 		return true
 	})
+}
+
+// arithAssign records an assignment arithmetic makes (let U=4711,
+// $((U+=1)), ((U++))): the variable holds a number the detector does not
+// compute, and no longer anything it held before (an ID a create printed).
+func (w *walker) arithAssign(x syntax.ArithmExpr) {
+	if word, ok := x.(*syntax.Word); ok && isName(word.Lit()) {
+		w.setVar(word.Lit(), unknownValue, false)
+	}
 }
 
 func (w *walker) arithValue(name string, pos, hops int) {

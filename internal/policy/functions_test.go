@@ -1155,6 +1155,11 @@ func TestScratchResources(t *testing.T) {
 		{`X=/etc; (true && X=/tmp/s) && rm -rf "$X"`, ruleRmRoot},
 		{`X=/etc; true && X=/tmp/s && true || rm -rf "$X"`, ruleRmRoot},
 		{`X=/etc; false && X=/tmp/safe && rm -rf "$X"`, ""},
+		// arithmetic assigns too: the captured ID is gone
+		{`U=$(hcloud server create --name x --type cx22) && let U=4711 && hcloud server delete "$U"`, "cloud:resource-delete"},
+		{`U=$(hcloud server create --name x --type cx22) && : $((U=4711)) && hcloud server delete "$U"`, "cloud:resource-delete"},
+		{`U=$(hcloud server create --name x --type cx22) && ((U++)) && hcloud server delete "$U"`, "cloud:resource-delete"},
+		{`U=$(hcloud server create --name x --type cx22) && hcloud server delete "$U"`, ""},
 		// an HTTP API's: the member a POST made, by the ID captured from the
 		// response, and a throwaway-named resource a PUT made
 		{`cid=$(curl -fsS https://api.stripe.com/v1/customers -u "$STRIPE_TEST_KEY:" -d email=ci@example.com | jq -er .id) && ./smoke.sh "$cid" && curl -s -X DELETE https://api.stripe.com/v1/customers/$cid -u "$STRIPE_TEST_KEY:"`, ""},
