@@ -126,6 +126,14 @@ func (f *frame) childIn(sh Shell, src, via string, base, anchor int) *frame {
 	return c
 }
 
+// root is the job's whole script, the frame every nested one is part of.
+func (f *frame) root() *frame {
+	for f.parent != nil {
+		f = f.parent
+	}
+	return f
+}
+
 // outer maps an offset in f.src to the top-level command: exactly through
 // verbatim nesting, else to the start of the outermost word that holds it.
 func (f *frame) outer(off int) int {

@@ -1174,6 +1174,9 @@ func TestScratchResources(t *testing.T) {
 		{`cid=$(curl -s -X POST https://api.example.com/v1/x -d a=1 | jq -r '.data[0].id'); curl -X DELETE https://api.example.com/v1/x/$cid`, "api:resource-delete"},
 		{`cid=$(curl -s -X POST https://api.example.com/v1/x -d a=1 | jq -r .id); cid=cus_prod; curl -X DELETE https://api.example.com/v1/x/$cid`, "api:resource-delete"},
 		{`curl -X PUT http://search.acme.internal:9200/orders && curl -X DELETE http://search.acme.internal:9200/orders`, "data:index-delete"},
+		// curl's -f is a switch (gh api's -f a field): the URL after it is read
+		{`cid=$(curl -f -X POST https://api.example.com/v1/x -d a=1 | jq -er .id) && curl -f -X DELETE https://api.example.com/v1/x/$cid`, ""},
+		{`curl -f -X DELETE https://api.example.com/v1/x/1`, "api:resource-delete"},
 		{`curl -X PUT http://search.acme.internal:9200/ci-4711 && curl -X DELETE 'http://search.acme.internal:9200/ci-4711,orders'`, "data:index-delete"},
 	})
 }

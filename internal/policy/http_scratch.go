@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -33,10 +34,16 @@ var curlValueOptions = map[string]bool{"-X": true, "--request": true, "-H": true
 	"-c": true, "--cookie-jar": true, "--url": true, "-T": true, "--upload-file": true, "-F": true, "--form": true,
 	"--connect-timeout": true, "-m": true, "--max-time": true, "--unix-socket": true, "--cacert": true, "--cert": true, "--key": true,
 	"-w": true, "--write-out": true, "-x": true, "--proxy": true, "--retry": true, "-K": true, "--config": true, "--resolve": true,
-	"--aws-sigv4": true, "--oauth2-bearer": true, "--jq": true, "-q": true, "--method": true, "-f": true, "--field": true,
-	"--raw-field": true, "--input": true, "-p": true, "--preview": true, "--hostname": true}
+	"--aws-sigv4": true, "--oauth2-bearer": true}
 
-// httpDataOptions make a request without -X a POST.
+// forgeValueOptions are gh api's and glab api's options that take a value
+// (their -f is a field, curl's a switch).
+var forgeValueOptions = map[string]bool{"-X": true, "--method": true, "-H": true, "--header": true, "-f": true, "-F": true,
+	"--field": true, "--raw-field": true, "--input": true, "-q": true, "--jq": true, "-t": true, "--template": true, "-p": true,
+	"--preview": true, "--hostname": true, "--cache": true}
+
+// httpDataOptions make a request without -X a POST: curl's and the
+// forges' (-f and -F fields).
 var httpDataOptions = map[string]bool{"-d": true, "--data": true, "--data-raw": true, "--data-binary": true, "--data-urlencode": true,
 	"--data-ascii": true, "--json": true, "-F": true, "--form": true, "-f": true, "--field": true, "--raw-field": true, "--input": true}
 
@@ -44,12 +51,12 @@ var httpDataOptions = map[string]bool{"-d": true, "--data": true, "--data-raw": 
 // request: curl, wget, xh and httpie, and gh api / glab api (whose URL is
 // a path of the forge's API).
 func httpRequestOf(c *command) (method string, url arg, ok bool) {
-	args := c.args
+	args, values := c.args, curlValueOptions
 	forge := false
 	switch {
 	case httpClients[c.name]:
 	case (c.name == "gh" || c.name == "glab") && len(args) > 0 && args[0].lit && args[0].val == "api":
-		args, forge = args[1:], true
+		args, values, forge = args[1:], forgeValueOptions, true
 	default:
 		return "", arg{}, false
 	}
@@ -72,8 +79,8 @@ func httpRequestOf(c *command) (method string, url arg, ok bool) {
 			}
 		case a.lit && (strings.HasPrefix(v, "--post-data") || strings.HasPrefix(v, "--post-file")):
 			data = true
-		case a.lit && curlValueOptions[v]:
-			data = data || httpDataOptions[v]
+		case a.lit && values[v]:
+			data = data || httpDataOptions[v] && (forge || v != "-f")
 			i++
 		case a.lit && strings.HasPrefix(v, "-"):
 			if k, _, ok := strings.Cut(v, "="); ok && httpDataOptions[k] {
@@ -174,7 +181,7 @@ func deletesHTTPScratch(c *command) bool {
 	if !ok {
 		return false
 	}
-	for _, r := range append(c.scratch, c.earlier...) {
+	for _, r := range slices.Concat(c.scratch, c.earlier) {
 		if r.prog == httpProg && r.name != "" && r.name == u {
 			return true
 		}

@@ -125,11 +125,15 @@ func produce(c *command) stream {
 		// `which helm` list, type -P rm, command -v rm: the path of the
 		// program named, run by its name
 		args := c.args
-		lookup := map[string]string{"type": "-P", "command": "-v"}[c.name]
-		if lookup != "" && len(args) == 2 && args[0].lit && (args[0].val == lookup || c.name == "type" && args[0].val == "-p") {
+		if c.name != "which" {
+			f := ""
+			if len(args) == 2 && args[0].lit {
+				f = args[0].val
+			}
+			if !(c.name == "type" && (f == "-P" || f == "-p") || c.name == "command" && f == "-v") {
+				break
+			}
 			args = args[1:]
-		} else if c.name != "which" {
-			break
 		}
 		if len(args) == 1 {
 			if prog, ok := plainProgramName(args[0]); ok {

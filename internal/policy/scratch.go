@@ -491,8 +491,11 @@ func (c *command) printedID(a arg) (created, bool) {
 // variable holds: the $(...) is one command, and it made one resource
 // the model reads (made is what the walk of that command recorded).
 func captureID(a *syntax.Assign, made []created) *created {
+	if len(made) == 0 || a.Value == nil || !loneSubst(a.Value) {
+		return nil
+	}
 	made = slices.DeleteFunc(slices.Clone(made), func(r created) bool { return strings.HasPrefix(r.prog, mentionPrefix) })
-	if a.Value == nil || !loneSubst(a.Value) || len(made) != 1 {
+	if len(made) != 1 {
 		return nil
 	}
 	part := a.Value.Parts[0]

@@ -99,11 +99,8 @@ func (w *walker) outputOf(s *syntax.Stmt, in stream) stream {
 				st = runsNothing // a function or alias of that name prints what it likes
 			}
 			if st == runsProgram {
-				root := w.f // the whole job's script: what it configured anywhere
-				for root.parent != nil {
-					root = root.parent
-				}
-				cmd.stdin, cmd.cwd, cmd.vars, cmd.frame, cmd.sp = in, w.env.cwd, w.env.vars, root.src, stmtSpan(s)
+				// the frame is the job's whole script: what it configured anywhere
+				cmd.stdin, cmd.cwd, cmd.vars, cmd.frame, cmd.sp = in, w.env.cwd, w.env.vars, w.f.root().src, stmtSpan(s)
 				o = produce(&cmd)
 			}
 			if dumpsEnvironment(words) {
