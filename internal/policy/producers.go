@@ -130,7 +130,8 @@ func produce(c *command) stream {
 			if len(args) == 2 && args[0].lit {
 				f = args[0].val
 			}
-			if !(c.name == "type" && (f == "-P" || f == "-p") || c.name == "command" && f == "-v") {
+			lookup := c.name == "type" && (f == "-P" || f == "-p") || c.name == "command" && f == "-v"
+			if !lookup {
 				break
 			}
 			args = args[1:]
