@@ -82,11 +82,16 @@ func matchCmdletLine(c *command, h *hits) {
 		// whole, so that what one statement made another may remove
 		script = c.frame
 	}
-	ps := *c
-	ps.name, ps.prog = "pwsh", "pwsh"
-	ps.args = []arg{{val: "-Command", src: "-Command", lit: true, exact: -1}, {val: script, lit: true, exact: -1}}
+	judgeAsPwsh(*c, script, h)
+}
+
+// judgeAsPwsh runs the PowerShell judge on script, in c's place: as
+// pwsh -Command SCRIPT would have it judged.
+func judgeAsPwsh(c command, script string, h *hits) {
+	c.name, c.prog = "pwsh", "pwsh"
+	c.args = []arg{{val: "-Command", src: "-Command", lit: true, exact: -1}, {val: script, lit: true, exact: -1}}
 	for _, m := range matcherTable["pwsh"] {
-		m(&ps, h)
+		m(&c, h)
 	}
 }
 
@@ -118,12 +123,8 @@ func (w *walker) psAssignment(words []arg) bool {
 
 // psScript judges the whole script as the PowerShell one it is.
 func (w *walker) psScript(sp span) {
-	ps := command{name: "pwsh", prog: "pwsh", cwd: w.env.cwd, home: w.env.get("HOME"), sp: sp, frame: w.f.src, stmt: w.f.src,
-		args: []arg{{val: "-Command", src: "-Command", lit: true, exact: -1}, {val: w.f.src, lit: true, exact: -1}}}
 	var h hits
-	for _, m := range matcherTable["pwsh"] {
-		m(&ps, &h)
-	}
+	judgeAsPwsh(command{cwd: w.env.cwd, home: w.env.get("HOME"), sp: sp, frame: w.f.src, stmt: w.f.src}, w.f.src, &h)
 	for _, x := range h {
 		w.d.add(w.f, x.rule, x.detail, "", sp)
 	}
