@@ -1441,3 +1441,33 @@ func TestLinuxAdminPreviews(t *testing.T) {
 		{"rsync -a --delete /tmp/empty/ ./build/", ""},
 	})
 }
+
+// TestInterpreterPrintsEnvironment: interpreter code printing a secret
+// variable, the whole environment with its values, or a parsed .env is
+// secret-print; names only, harmless variables, a secret passed to a call
+// whose result is printed, and a captured print are not.
+func TestInterpreterPrintsEnvironment(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`python3 -c "import os; print(dict(os.environ))"`, "secrets:secret-print"},
+		{`python3 -c "import os, json; print(json.dumps(dict(os.environ), indent=2))"`, "secrets:secret-print"},
+		{`python3 -c 'import os; print(os.environ["DATABASE_URL"])'`, "secrets:secret-print"},
+		{`python3 -c 'import os; print(os.getenv("STRIPE_KEY"))'`, "secrets:secret-print"},
+		{`python3 -c 'import os; [print(k, v) for k, v in os.environ.items()]'`, "secrets:secret-print"},
+		{`node -e 'console.log(process.env)'`, "secrets:secret-print"},
+		{`node -e 'console.log(process.env.API_TOKEN)'`, "secrets:secret-print"},
+		{`node -e "console.log(require('dotenv').config().parsed)"`, "secrets:secret-print"},
+		{`ruby -e 'pp ENV.to_h'`, "secrets:secret-print"},
+		{`ruby -e 'puts ENV["GITHUB_TOKEN"]'`, "secrets:secret-print"},
+		{`perl -e 'print "$_=$ENV{$_}\n" for keys %ENV'`, "secrets:secret-print"},
+		{`php -r 'print_r(getenv());'`, "secrets:secret-print"},
+		{`python3 -c 'import os; print(os.environ.get("HOME"))'`, ""},
+		{`python3 -c 'import os; print(sorted(os.environ))'`, ""},
+		{`python3 -c 'import os; print(len(os.environ["API_TOKEN"]))'`, ""},
+		{`python3 -c 'import os, requests; print(requests.get("https://api.github.com/user", headers={"Authorization": "token " + os.environ["GITHUB_TOKEN"]}).status_code)'`, ""},
+		{`node -e 'console.log(Object.keys(process.env))'`, ""},
+		{`perl -e 'print join(",", keys %ENV)'`, ""},
+		{`X=$(python3 -c 'import os; print(os.environ["API_TOKEN"])') && gh auth status`, ""},
+	})
+}

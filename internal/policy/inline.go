@@ -156,6 +156,7 @@ func (w *walker) inline(l lang, f *frame) {
 	}
 	w.indirect(l, f, masked, lits)
 	w.sdkCalls(l, f, masked, lits)
+	w.envPrint(l, f, masked)
 	if l == langAwk {
 		w.awkPipes(f, masked, lits)
 	}
