@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -62,12 +63,37 @@ func (w *walker) setVar(name string, v value, cond bool) {
 	w.env.set(name, v, cond || w.cond > 0)
 }
 
+// cwdKey stands for the working directory among the values an && chain
+// replaced (chainOld): cd on the chain's right side is definite for the
+// commands after it on the chain (mkdir -p build && cd build && cmake ..
+// && cd .. && rm -rf ./build removes ./build).
+const cwdKey = "\x00cwd"
+
+// setCwd records a change of directory as setVar records an assignment.
+func (w *walker) setCwd(v value) {
+	if w.cond > 0 && w.cond == w.andRight {
+		if _, saved := w.chainOld[cwdKey]; !saved {
+			if w.chainOld == nil {
+				w.chainOld = map[string]value{}
+			}
+			w.chainOld[cwdKey] = w.env.cwd
+		}
+		w.env.setCwd(v, false)
+		return
+	}
+	w.env.setCwd(v, w.cond > 0)
+}
+
 // endChain ends an && chain: what its assignments set may or may not have
 // happened. An enclosing chain keeps the values they replaced, to do the
 // same when it ends.
 func (w *walker) endChain(outer map[string]value) {
 	for name, old := range w.chainOld {
-		w.env.set(name, union(old, w.env.get(name)), false)
+		if name == cwdKey {
+			w.env.setCwd(old, true)
+		} else {
+			w.env.set(name, union(old, w.env.get(name)), false)
+		}
 		if w.andRight > 0 {
 			if outer == nil {
 				outer = map[string]value{}
@@ -168,9 +194,9 @@ func (w *walker) sideEffects(c *command) {
 		rest, _ := skipOptions(c.args, optSpec{})
 		switch {
 		case len(rest) == 0:
-			w.env.setCwd(known("~"), cond)
+			w.setCwd(known("~"))
 		case rest[0].val == "-":
-			w.env.setCwd(unknownValue, cond)
+			w.setCwd(unknownValue)
 		case !rest[0].lit:
 			v := value{vals: c.paths(rest[0])} // "$PWD/..": a known place relative to the job's directory
 			if len(v.vals) == 0 {
@@ -182,13 +208,18 @@ func (w *walker) sideEffects(c *command) {
 					v.vals = c.paths(arg{val: a.val, lit: true})
 				}
 			}
-			w.env.setCwd(v, cond)
+			w.setCwd(v)
 		default:
 			v := value{vals: c.paths(rest[0])}
+			if !w.env.cwd.unknown && len(w.env.cwd.vals) > 0 && !isAbsolute(rest[0].val) {
+				// cd .. from a known directory: joined to it only, not also
+				// read from the job's directory (namedPaths' fallback)
+				v.vals = slices.DeleteFunc(v.vals, func(p string) bool { return p == rest[0].val })
+			}
 			if len(v.vals) == 0 {
 				v.unknown = true
 			}
-			w.env.setCwd(v, cond)
+			w.setCwd(v)
 		}
 	case "popd":
 		w.env.setCwd(unknownValue, cond)

@@ -73,3 +73,37 @@ func TestBeyondHostForms(t *testing.T) {
 		{"run() { echo \"+ $*\"; \"$@\"; }; run terraform plan", ""},
 	})
 }
+
+// TestPlansChainsAndTunables: an EXPLAIN is a plan (EXPLAIN ANALYZE runs
+// the statement); a string SQL Server or dynamic SQL runs is judged as
+// SQL; a row deleted from the catalog is a table gone; cd on an && chain is
+// definite for what follows on it, and cd .. goes back; capacity sysctls
+// and a reload of the system's configuration are routine.
+func TestPlansChainsAndTunables(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`psql -c 'EXPLAIN DELETE FROM sessions'`, ""},
+		{`psql -c 'EXPLAIN ANALYZE DELETE FROM sessions'`, "sql-destructive"},
+		{`sqlcmd -S sql01 -d Shop -Q "EXEC sp_MSforeachtable 'DELETE FROM ?'"`, "sql-destructive"},
+		{`sqlcmd -S sql01 -d Shop -Q "EXEC sp_MSforeachtable 'SELECT COUNT(*) FROM ?'"`, ""},
+		{`psql -c "INSERT INTO audit(q) VALUES ('DROP TABLE x')"`, ""},
+		{`sqlite3 dev.db "PRAGMA writable_schema=ON; DELETE FROM sqlite_master WHERE type='table'"`, "sql-destructive"},
+		{`psql shop -c 'SELECT lo_unlink(oid) FROM pg_largeobject_metadata'`, "sql-destructive"},
+		{`psql shop -c 'SELECT lo_unlink(16403)'`, ""},
+		{`cockroach sql -e "DROP SCHEDULES SELECT id FROM [SHOW SCHEDULES]"`, "sql-destructive"},
+		{`mkdir -p build && cd build && cmake .. && cmake --build . && cd .. && rm -rf ./build`, ""},
+		{`cd build && cd ../.. && rm -rf ./build`, "rm-outside"},
+		{`sysctl --system`, ""},
+		{`sysctl -w vm.max_map_count=262144`, ""},
+		{`sysctl -w net.ipv4.ip_forward=1`, "write-system"},
+		{`sysctl -w vm.max_map_count=262144 kernel.kptr_restrict=0`, "write-system"},
+		{`sysctl -p /tmp/x.conf`, "write-system"},
+		{`shutdown -k +10 'maintenance drill'`, ""},
+		{`shutdown -h +10`, "shutdown"},
+		{`redis-cli SCRIPT FLUSH`, ""},
+		{`redis-cli EVAL "for _,k in ipairs(redis.call('KEYS','session:*')) do redis.call('DEL',k) end" 0`, "data:key-mass-delete"},
+		{`mongorestore --drop --dryRun dump/`, ""},
+		{`mongorestore --drop dump/`, "data:restore-replace"},
+	})
+}

@@ -161,7 +161,7 @@ var systemctlSpec = optSpec{short: "tpsnoHM", long: []string{
 func matchShutdown(c *command, h *hits) {
 	switch c.name {
 	case "shutdown":
-		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "c", "help", "show") {
+		if _, opts := operands(c.args, optSpec{}); hasOpt(opts, "c", "k", "help", "show") { // -k only warns the users
 			return
 		}
 		if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "/a" || a.val == "/A" || a.val == "/?") }) {

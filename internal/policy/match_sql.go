@@ -335,6 +335,13 @@ func sqlStatements(src string) []sqlStatement {
 			if ch != '\'' && cur.sp.start >= 0 { // a quoted identifier
 				cur.words = append(cur.words, "IDENT")
 			}
+			if ch == '\'' && len(cur.words) > 0 && sqlRunsString[cur.words[len(cur.words)-1]] && j <= len(src) {
+				// EXEC sp_MSforeachtable 'DELETE FROM ?', EXECUTE IMMEDIATE
+				// 'DROP TABLE t': the string is a statement the server runs
+				for _, st := range sqlStatements(strings.ReplaceAll(src[i+1:min(j, len(src))], "''", "'")) {
+					cur.words = append(cur.words, st.words...)
+				}
+			}
 			i = min(j+1, len(src))
 		case ch == '-' && strings.HasPrefix(src[i:], "--") || ch == '#':
 			j := strings.IndexByte(src[i:], '\n')
@@ -369,6 +376,20 @@ func sqlStatements(src string) []sqlStatement {
 	return out
 }
 
+// sqlRunsString are the words after which a string literal is a statement
+// the server runs: dynamic SQL and SQL Server's per-table and per-database
+// loops.
+var sqlRunsString = map[string]bool{"EXEC": true, "EXECUTE": true, "IMMEDIATE": true, "SP_EXECUTESQL": true,
+	"SP_MSFOREACHTABLE": true, "SP_MSFOREACHDB": true}
+
+// systemCatalog reports a table of the database's own catalog: a row
+// deleted from it is a table, a user or a grant gone.
+func systemCatalog(table string) bool {
+	t := strings.TrimPrefix(table, "MAIN.")
+	return t == "SQLITE_MASTER" || t == "SQLITE_SCHEMA" || strings.HasPrefix(t, "PG_CATALOG.") || strings.HasPrefix(t, "MYSQL.") ||
+		strings.HasPrefix(t, "SYS.") || strings.HasPrefix(t, "INFORMATION_SCHEMA.")
+}
+
 func isIdentByte(c byte) bool {
 	return c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -382,6 +403,7 @@ var droppable = map[string]bool{
 	"SERIES": true, "MEASUREMENT": true, "RETENTION": true, "SHARD": true, "TABLESPACE": true,
 	"FUNCTION": true, "PROCEDURE": true, "TRIGGER": true, "DOMAIN": true, "COLLECTION": true,
 	"DICTIONARY": true, "STAGE": true, "WAREHOUSE": true, "STREAM": true, "DATASET": true, "LOGIN": true,
+	"SCHEDULE": true, "SCHEDULES": true, "BACKUP": true, "SNAPSHOT": true, "SUBSCRIPTION": true, "PUBLICATION": true,
 }
 
 // destructiveStatement reports DROP of a table, database, schema, column
@@ -389,6 +411,9 @@ var droppable = map[string]bool{
 // ALTER TABLE ... DELETE) or UPDATE without a WHERE that selects rows, and
 // RESTORE ... WITH REPLACE.
 func destructiveStatement(words []string) (string, bool) {
+	if len(words) > 1 && words[0] == "EXPLAIN" && !slices.ContainsFunc(words[1:min(4, len(words))], func(w string) bool { return w == "ANALYZE" || w == "ANALYSE" }) {
+		return "", false // a plan, not a run (EXPLAIN ANALYZE runs the statement)
+	}
 	for i, w := range words {
 		switch w {
 		case "DROP":
@@ -405,6 +430,9 @@ func destructiveStatement(words []string) (string, bool) {
 				return "TRUNCATE", true
 			}
 		case "DELETE":
+			if i+2 < len(words) && words[i+1] == "FROM" && systemCatalog(words[i+2]) {
+				return "DELETE from the system catalog " + strings.ToLower(words[i+2]), true
+			}
 			if i+1 < len(words) && words[i+1] == "FROM" || i >= 2 && words[0] == "ALTER" {
 				if !selectsRows(words[i+1:]) {
 					return "DELETE without a WHERE that selects rows", true
@@ -421,6 +449,10 @@ func destructiveStatement(words []string) (string, bool) {
 		case "DETACH":
 			if slices.Contains(words[i:], "PERMANENTLY") {
 				return "DETACH ... PERMANENTLY", true // ClickHouse: gone until attached by hand
+			}
+		case "LO_UNLINK", "PG_DROP_REPLICATION_SLOT":
+			if slices.Contains(words[i:], "FROM") {
+				return strings.ToLower(w) + " of every row a query lists", true // every large object, every slot
 			}
 		case "DROP_CHUNKS":
 			if slices.Contains(words[i:], "NOW") || slices.Contains(words[i:], "CURRENT_TIMESTAMP") {

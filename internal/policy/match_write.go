@@ -436,19 +436,40 @@ func matchCrontab(c *command, h *hits) {
 	}
 }
 
-// matchSysctl judges sysctl writes (-w, NAME=VALUE, -p/--load/--system).
+// matchSysctl judges sysctl writes (-w, NAME=VALUE, -p FILE/--load FILE):
+// a kernel parameter changed is write-system, unless it is one of the
+// capacity tunables services ask for (vm.max_map_count for Elasticsearch,
+// fs.inotify.max_user_watches for file watchers). Reloading the system's
+// own configuration (--system, -p without a file) changes nothing its
+// administrator did not write.
 func matchSysctl(c *command, h *hits) {
-	ops, opts := operands(c.args, optSpec{})
-	if hasOpt(opts, "w", "write", "p", "load", "system") {
-		h.add(ruleWriteSystem, "sysctl changes kernel parameters")
-		return
-	}
-	for _, o := range ops {
-		if strings.Contains(o.val, "=") {
-			h.add(ruleWriteSystem, "sysctl changes kernel parameters")
+	ops, opts := operands(c.args, optSpec{short: "p", long: []string{"load"}})
+	for _, o := range opts {
+		if (o.name == "p" || o.name == "load") && o.value.val != "" && o.value.val != "/etc/sysctl.conf" {
+			h.add(ruleWriteSystem, "sysctl loads kernel parameters from "+quoteDetail(o.value.src))
 			return
 		}
 	}
+	for _, o := range ops {
+		name, _, ok := strings.Cut(o.val, "=")
+		if ok && (!o.lit || !sysctlTunables[strings.ReplaceAll(strings.TrimSpace(name), "/", ".")]) {
+			h.add(ruleWriteSystem, "sysctl changes kernel parameter "+quoteDetail(o.src))
+			return
+		}
+	}
+}
+
+// sysctlTunables are kernel parameters that size a resource (map counts,
+// watches, queues, buffers, port ranges): raising one is routine service
+// set-up, not a change to the host's security or routing.
+var sysctlTunables = map[string]bool{
+	"vm.max_map_count": true, "vm.swappiness": true, "vm.overcommit_memory": true, "vm.dirty_ratio": true,
+	"vm.dirty_background_ratio": true, "fs.inotify.max_user_watches": true, "fs.inotify.max_user_instances": true,
+	"fs.inotify.max_queued_events": true, "fs.file-max": true, "fs.nr_open": true, "fs.aio-max-nr": true,
+	"net.core.somaxconn": true, "net.core.rmem_max": true, "net.core.wmem_max": true, "net.core.rmem_default": true,
+	"net.core.wmem_default": true, "net.core.netdev_max_backlog": true, "net.ipv4.tcp_max_syn_backlog": true,
+	"net.ipv4.ip_local_port_range": true, "net.ipv4.tcp_fin_timeout": true, "net.ipv4.tcp_tw_reuse": true,
+	"net.ipv4.tcp_keepalive_time": true, "kernel.pid_max": true, "kernel.threads-max": true,
 }
 
 // matchSudoedit judges sudoedit: a privileged edit of its files.
