@@ -78,6 +78,11 @@ func matchPackages(c *command, h *hits) {
 		}
 		return
 	case "pacman":
+		if slices.ContainsFunc(c.args, func(a arg) bool {
+			return a.lit && (a.val == "--print" || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "p"))
+		}) {
+			return // pacman -Rp, --print: lists what it would remove
+		}
 		for _, a := range c.args {
 			if a.lit && (a.val == "--remove" || strings.HasPrefix(a.val, "-R")) {
 				h.add(rulePackageRemove, "pacman -R")

@@ -45,6 +45,9 @@ var homeCredentialFiles = []string{
 	".databrickscfg", ".config/hcloud/cli.toml", ".config/flyctl/config.yml", ".fly/config.yml", ".config/helm/repositories.yaml",
 	".config/heroku/credentials", ".snowsql/config", ".config/op/config", ".bluemix/config.json", ".config/linode-cli", ".ngrok2/ngrok.yml",
 	".config/ngrok/ngrok.yml", ".config/stripe/config.toml", ".wrangler/config/default.toml", ".config/.wrangler/config/default.toml",
+	".rancher/cli2.json", ".config/doctl/config.yaml", ".talos/config", ".kube/kubeconfig",
+	".m2/settings.xml", ".gradle/gradle.properties", ".circleci/cli.yml", ".sentryclirc", ".jfrog/jfrog-cli.conf.v6", ".jfrog/jfrog-cli.conf",
+	".config/newrelic-cli/credentials.json", ".dogrc", ".pd.yml", ".config/pagerduty-cli/config.json", ".yarnrc.yml", ".nuget/NuGet/NuGet.Config",
 }
 
 // browserProfiles are the home-relative directories of browsers' profiles.
@@ -72,6 +75,25 @@ var systemCredentials = []string{
 	// private keys of the machine's TLS, VPN and certificate authorities
 	"/etc/ssl/private", "/etc/pki/tls/private", "/etc/wireguard", "/etc/letsencrypt/live", "/etc/letsencrypt/archive",
 	"/etc/cfssl", "/etc/ipsec.secrets", "/etc/openvpn/server.key", "/etc/kubernetes/pki", "/etc/kubernetes/admin.conf",
+	"/etc/kubernetes/super-admin.conf", "/etc/kubernetes/controller-manager.conf", "/etc/kubernetes/scheduler.conf",
+	// k3s and rke2: the cluster's admin kubeconfig, its join token and CA keys
+	"/etc/rancher/k3s/k3s.yaml", "/etc/rancher/rke2/rke2.yaml", "/var/lib/rancher/k3s/server/node-token", "/var/lib/rancher/k3s/server/token",
+	"/var/lib/rancher/k3s/server/tls", "/var/lib/rancher/rke2/server/node-token", "/var/lib/rancher/rke2/server/token", "/var/lib/rancher/rke2/server/tls",
+	"/var/lib/kubelet/pki", "/etc/kubernetes/kubelet.conf",
+	// CI runners' and agents' registration tokens and keys
+	"/var/lib/jenkins/secrets", "/var/lib/jenkins/credentials.xml", "/etc/gitlab-runner/config.toml", "/etc/buildkite-agent/buildkite-agent.cfg",
+	"/etc/datadog-agent/datadog.yaml", "/etc/gitlab/gitlab-secrets.json", "/etc/gitlab/initial_root_password",
+}
+
+// letsencryptPublic reports a certificate or chain Let's Encrypt keeps
+// beside its private key (live/example.com/fullchain.pem): public.
+func letsencryptPublic(c string) bool {
+	if !strings.HasPrefix(c, "/etc/letsencrypt/live/") && !strings.HasPrefix(c, "/etc/letsencrypt/archive/") {
+		return false
+	}
+	base := path.Base(c)
+	return strings.HasSuffix(base, ".pem") && (strings.HasPrefix(base, "cert") || strings.HasPrefix(base, "chain") || strings.HasPrefix(base, "fullchain")) ||
+		base == "README"
 }
 
 // isCredentialPath reports whether p names a credential or key, or a
@@ -86,7 +108,7 @@ func isCredentialPath(p string) bool {
 		if c == s || strings.HasPrefix(c, s+"/") {
 			// a pod's service-account directory also holds the cluster's
 			// CA certificate and its namespace's name: public
-			return !strings.HasSuffix(c, "/serviceaccount/ca.crt") && !strings.HasSuffix(c, "/serviceaccount/namespace")
+			return !strings.HasSuffix(c, "/serviceaccount/ca.crt") && !strings.HasSuffix(c, "/serviceaccount/namespace") && !letsencryptPublic(c)
 		}
 	}
 	rel, ok := homeRelative(c)

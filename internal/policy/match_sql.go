@@ -41,6 +41,7 @@ var sqlClients = map[string]sqlArgs{
 	"wrangler":          wranglerSQL,
 	"sqlite3":           positionalSQL,
 	"duckdb":            positionalSQL,
+	"gcloud":            spannerSQL,
 }
 
 // psqlSQL reads psql's -c and -f, and its fork ysqlsh's.
@@ -129,6 +130,24 @@ func bqSQL(args []arg) ([]arg, bool) {
 	return ops[1:], len(ops) == 1
 }
 
+// spannerSQL reads the statements of gcloud spanner databases execute-sql
+// --sql and ddl update --ddl; every other gcloud call runs no SQL.
+func spannerSQL(args []arg) ([]arg, bool) {
+	spec := optSpec{long: []string{"instance", "project", "sql", "ddl", "ddl-file", "query-mode", "format", "timeout", "priority",
+		"database-role", "impersonate-service-account", "configuration", "account", "verbosity"}}
+	ops, opts := operands(args, spec)
+	if len(ops) < 3 || ops[0].val != "spanner" || ops[1].val != "databases" || ops[2].val != "execute-sql" && ops[2].val != "ddl" {
+		return nil, false
+	}
+	var sql []arg
+	for _, o := range opts {
+		if o.name == "sql" || o.name == "ddl" {
+			sql = append(sql, o.value)
+		}
+	}
+	return sql, false
+}
+
 // influxQL reads the statements of influx (1.x) -execute.
 func influxQL(args []arg) ([]arg, bool) {
 	for i, a := range args {
@@ -212,7 +231,7 @@ func ephemeralSQL(c *command, sql []arg) bool {
 }
 
 // ephemeralEscape is SQL that reaches beyond an in-memory database.
-var ephemeralEscape = regexp.MustCompile(`(?i)\battach\b|(^|\n|;)\s*\.|\bcopy\b|\bexport\b|\binstall\b|\bload\b|\bwrite_|\bsecret\b`)
+var ephemeralEscape = regexp.MustCompile(`(?i)\battach\b|(^|\n|;)\s*\.|\bcopy\b|\bexport\b|\binstall\b|\bload\b|\bwrite_|\b(duckdb_)?secrets?\b`)
 
 // matchDropDB judges dropdb and mysqladmin drop.
 func matchDropDB(c *command, h *hits) {
@@ -289,6 +308,11 @@ var sqlServerDangers = []struct {
 	{regexp.MustCompile(`(?i)\bsp_configure\W+xp_cmdshell\W+1\b`), "sp_configure switching xp_cmdshell on (the server runs shell commands from SQL)"},
 	{regexp.MustCompile(`(?i)\bBACKUP\s+(LOG|DATABASE)\s+\S+\s+TO\s+DISK\s*=\s*N?'NUL:?'`), "BACKUP to NUL (the backup is thrown away and the log chain broken)"},
 	{regexp.MustCompile(`(?i)\bVACUUM\s+\S+\s+RETAIN\s+0(\.0*)?\s+HOURS\b|\bexpire_snapshots\s*\([^)]*(retain_last\s*=>\s*1\b|retention_threshold\s*=>\s*'0[a-z]*'|older_than\s*=>\s*TIMESTAMP\s*'2[1-9]\d\d)`), "a table's history removed (VACUUM RETAIN 0 HOURS, expire_snapshots of every snapshot)"},
+	{regexp.MustCompile(`(?i)\bxp_cmdshell\s+N?'`), "xp_cmdshell (the database server runs a shell command)"},
+	{regexp.MustCompile(`(?i)\b(TO|FROM)\s+PROGRAM\s+(E|U&)?'`), "COPY ... PROGRAM (the database server runs a shell command)"},
+	{regexp.MustCompile(`(?i)\b(pg_read_file|pg_read_binary_file|load_file)\s*\(\s*'(/|[a-z]:\\|\.\./)`), "a file of the database server's host read (pg_read_file, LOAD_FILE)"},
+	{regexp.MustCompile(`(?i)\bINTO\s+(OUTFILE|DUMPFILE)\s+'(/var/www|/srv|/etc|/root|/home|/usr|/opt|[a-z]:\\inetpub|[^']*\.(php|jsp|aspx?|sh|py)')`), "SELECT ... INTO OUTFILE writing into the server's web root or system (a file it serves or runs)"},
+	{regexp.MustCompile(`(?i)\bduckdb_secrets\s*\(\s*redact\s*(=|:=)\s*false`), "duckdb_secrets(redact=false) (the stored cloud credentials printed)"},
 	{regexp.MustCompile(`(?i)\bALTER\s+SERVER\s+ROLE\s+\[?sysadmin\]?\s+ADD\s+MEMBER\b|\bsp_addsrvrolemember\b[^;]*\bsysadmin\b`), "a login added to the sysadmin role"},
 }
 
@@ -358,6 +382,9 @@ func sqlStatements(src string) []sqlStatement {
 			}
 		case ch == '$':
 			i = skipDollarQuote(src, i)
+		case ch == '>' && cur.sp.start >= 0:
+			cur.words = append(cur.words, ">") // WHERE id > 0 reads ID > 0
+			i++
 		case isIdentByte(ch):
 			j := i
 			for j < len(src) && isIdentByte(src[j]) {
@@ -433,14 +460,37 @@ func destructiveStatement(words []string) (string, bool) {
 			if i+2 < len(words) && words[i+1] == "FROM" && systemCatalog(words[i+2]) {
 				return "DELETE from the system catalog " + strings.ToLower(words[i+2]), true
 			}
-			if i+1 < len(words) && words[i+1] == "FROM" || i >= 2 && words[0] == "ALTER" {
+			// DELETE FROM t, T-SQL's DELETE t, ClickHouse's ALTER TABLE t DELETE
+			if i+1 < len(words) && (words[i+1] == "FROM" || i == 0) || i >= 2 && words[0] == "ALTER" {
 				if !selectsRows(words[i+1:]) {
 					return "DELETE without a WHERE that selects rows", true
 				}
 			}
+			if i >= 1 && words[0] == "MATCH" && !slices.Contains(words, "WHERE") && !slices.Contains(words, "LIMIT") && i <= 4 {
+				return "Cypher DELETE of every node a label matches", true // MATCH (n:User) DETACH DELETE n
+			}
 		case "UPDATE":
-			if i == 0 && !selectsRows(words[i+1:]) {
+			if (i == 0 || i >= 2 && words[0] == "ALTER" && words[i-1] != "ON") && !selectsRows(words[i+1:]) {
 				return "UPDATE without WHERE", true
+			}
+			if i == 0 && len(words) > 1 && systemCatalog(words[1]) {
+				return "UPDATE of the system catalog " + strings.ToLower(words[1]), true // UPDATE mysql.user SET authentication_string = ''
+			}
+		case "PASSWORD", "IDENTIFIED":
+			// ALTER USER root IDENTIFIED BY ..., ALTER LOGIN sa WITH PASSWORD,
+			// ALTER ROLE postgres PASSWORD, SET PASSWORD: whoever used the
+			// old one is locked out
+			if len(words) > 2 && words[0] == "ALTER" && (words[1] == "USER" || words[1] == "ROLE" || words[1] == "LOGIN") ||
+				i == 1 && words[0] == "SET" {
+				return words[0] + " " + words[1] + " ... " + w + " (a login's password changed or removed)", true
+			}
+		case "SECURITY":
+			if i >= 3 && words[i-1] == "LEVEL" && words[i-2] == "ROW" && words[i-3] == "DISABLE" {
+				return "DISABLE ROW LEVEL SECURITY (every row readable by whoever can read the table)", true
+			}
+		case "REVOKE":
+			if i == 0 && len(words) > 1 && words[1] == "ALL" && !slices.Contains(words, "PUBLIC") {
+				return "REVOKE ALL (a login loses its access)", true
 			}
 		case "REPLACE":
 			if i >= 1 && words[i-1] == "WITH" && words[0] == "RESTORE" {
@@ -533,7 +583,13 @@ var secretColumns = map[string]bool{
 	"API_TOKEN": true, "API_KEY": true, "APIKEY": true, "SECRET": true, "SECRET_KEY": true, "CLIENT_SECRET": true, "ACCESS_TOKEN": true,
 	"REFRESH_TOKEN": true, "AUTH_TOKEN": true, "SESSION_TOKEN": true, "PRIVATE_KEY": true, "OTP_SECRET": true, "TOTP_SECRET": true,
 	"MFA_SECRET": true, "RESET_PASSWORD_TOKEN": true, "REMEMBER_TOKEN": true,
+	"ROLPASSWORD": true, "AUTHENTICATION_STRING": true, "CREDENTIALS": true,
 }
+
+// secretTables are the catalogs that hold the server's own password
+// hashes: SELECT * from one prints them.
+var secretTables = map[string]bool{"PG_SHADOW": true, "PG_AUTHID": true, "PG_CATALOG.PG_SHADOW": true, "PG_CATALOG.PG_AUTHID": true,
+	"MYSQL.USER": true, "SYS.SQL_LOGINS": true, "MASTER.SYS.SQL_LOGINS": true, "SYS.USER": true, "SYSTEM.USERS": true}
 
 // selectsSecret reports a SELECT whose result columns include a column
 // that holds credentials (SELECT email, password_hash FROM users): the
@@ -545,6 +601,9 @@ func selectsSecret(words []string) (string, bool) {
 	}
 	for i, w := range words[1:] {
 		if w == "FROM" {
+			if i == 0 && len(words) > 2 && secretTables[words[2]] {
+				return strings.ToLower(words[2]), true // SELECT * FROM pg_shadow
+			}
 			break
 		}
 		if dot := strings.LastIndexByte(w, '.'); dot >= 0 {
@@ -557,14 +616,32 @@ func selectsSecret(words []string) (string, bool) {
 	return "", false
 }
 
+// idColumn reports a column named as a row's key (id, user_id, InvoiceId).
+func idColumn(col string) bool {
+	if dot := strings.LastIndexByte(col, '.'); dot >= 0 {
+		col = col[dot+1:]
+	}
+	return col == "ID" || strings.HasSuffix(col, "_ID") || strings.HasSuffix(col, "ID") && len(col) > 4
+}
+
 // grantsEverything reports GRANT ALL [PRIVILEGES] ON *.* (MySQL) or the
 // grant of a role that is the server's superuser (rds_superuser,
 // cloudsqlsuperuser, azure_pg_admin, pg_execute_server_program), or SUPER.
 func grantsEverything(words []string) bool {
 	for i, w := range words {
 		switch w {
-		case "RDS_SUPERUSER", "CLOUDSQLSUPERUSER", "AZURE_PG_ADMIN", "PG_EXECUTE_SERVER_PROGRAM", "PG_READ_SERVER_FILES", "PG_WRITE_SERVER_FILES", "SUPER", "SYSADMIN":
+		case "RDS_SUPERUSER", "CLOUDSQLSUPERUSER", "AZURE_PG_ADMIN", "PG_EXECUTE_SERVER_PROGRAM", "PG_READ_SERVER_FILES", "PG_WRITE_SERVER_FILES", "SUPER", "SYSADMIN",
+			"ACCOUNTADMIN", "SECURITYADMIN", "ORGADMIN", "DBA", "SUPERUSER":
 			return true
+		case "PUBLIC", "GUEST":
+			// GRANT ALL ... TO PUBLIC: every login, present and future
+			if i > 0 && words[i-1] == "TO" && slices.Contains(words[:i], "ALL") {
+				return true
+			}
+		case "KEYSPACES", "DATABASES":
+			if i > 1 && words[i-1] == "ALL" && words[i-2] == "ON" && slices.Contains(words[:i-1], "ALL") {
+				return true // Cassandra: GRANT ALL PERMISSIONS ON ALL KEYSPACES
+			}
 		case "ON":
 			// * is not kept in a token: ON *.* TO reads ON . TO
 			if i+1 < len(words) && (words[i+1] == "." || words[i+1] == "TO") && slices.Contains(words[:i], "ALL") {
@@ -592,6 +669,12 @@ func selectsRows(words []string) bool {
 		}
 		if len(cond) == 2 && cond[0] == cond[1] {
 			return false // WHERE customer_id = customer_id: every row
+		}
+		if len(cond) == 4 && cond[1] == "IS" && cond[2] == "NOT" && cond[3] == "NULL" {
+			return false // WHERE id IS NOT NULL: every row that has one
+		}
+		if len(cond) == 3 && cond[1] == ">" && cond[2] == "0" && idColumn(cond[0]) {
+			return false // WHERE id > 0: every row
 		}
 		return true
 	}
