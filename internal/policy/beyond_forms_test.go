@@ -160,3 +160,27 @@ func TestSQLLoginsAndEveryRow(t *testing.T) {
 		{`sudo cat /var/lib/rancher/k3s/server/node-token`, "paths:credential-read"},
 	})
 }
+
+// TestCredentialsExposedAndTested covers credentials opened to every user
+// (chmod), served over HTTP, kept in NATS credentials files, and the
+// membership tests of the environment that print no value.
+func TestCredentialsExposedAndTested(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`chmod 644 ~/.ssh/id_rsa`, "chmod-system"},
+		{`chmod -R 777 ~/.ssh`, "chmod-system"},
+		{`chmod a+r ~/.aws/credentials`, "chmod-system"},
+		{`chmod 600 ~/.ssh/id_rsa`, ""},
+		{`chmod go-rwx ~/.ssh`, ""},
+		{`chmod 644 ~/.ssh/id_ed25519.pub`, ""},
+		{`python3 -m http.server 8000 --directory ~/.ssh`, "egress:data-send"},
+		{`python3 -m http.server --directory ~/.ssh --bind 127.0.0.1`, ""},
+		{`cat /etc/nats/creds/admin.creds`, "paths:credential-read"},
+		{`nats --creds /etc/nats/creds/admin.creds stream ls`, ""},
+		{`cat ~/.codex/auth.json`, "paths:credential-read"},
+		{`python3 -c "import os; print('OPENAI_API_KEY' in os.environ)"`, ""},
+		{`node -e 'console.log("API_TOKEN" in process.env)'`, ""},
+		{`python3 -c "import os; print(os.environ)"`, "secrets:secret-print"},
+	})
+}

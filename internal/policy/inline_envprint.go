@@ -38,8 +38,10 @@ var envRead = map[lang]*regexp.Regexp{
 
 // envKeysOnly is code that prints only the names of the environment's
 // variables, not their values: sorted(os.environ), Object.keys(process.env),
-// ENV.keys, keys %ENV, array_keys($_ENV).
-var envKeysOnly = regexp.MustCompile(`\b(?:sorted|list|set|len)\s*\(\s*os\.environ\s*\)|Object\.keys\s*\(\s*process\.env\s*\)|\bENV\.keys\b|\bkeys\s*%ENV|\barray_keys\s*\(\s*\$_ENV`)
+// ENV.keys, keys %ENV, array_keys($_ENV), or tests whether one is set
+// ('API_KEY' in os.environ, ENV.key?("API_KEY"), exists $ENV{API_KEY}).
+var envKeysOnly = regexp.MustCompile(`\b(?:sorted|list|set|len)\s*\(\s*os\.environ\s*\)|Object\.keys\s*\(\s*process\.env\s*\)|\bENV\.keys\b|\bkeys\s*%ENV|\barray_keys\s*\(\s*\$_ENV` +
+	`|\bin\s+(?:os\.environ|process\.env)\b|\bENV\.(?:key\?|has_key\?|include\?)|\bexists\s+\$ENV\b`)
 
 // envPrint judges interpreter code that prints, into the job's output, a
 // secret variable of the worker's environment, the whole environment with

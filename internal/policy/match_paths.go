@@ -46,6 +46,11 @@ var homeCredentialFiles = []string{
 	".config/heroku/credentials", ".snowsql/config", ".config/op/config", ".bluemix/config.json", ".config/linode-cli", ".ngrok2/ngrok.yml",
 	".config/ngrok/ngrok.yml", ".config/stripe/config.toml", ".wrangler/config/default.toml", ".config/.wrangler/config/default.toml",
 	".rancher/cli2.json", ".config/doctl/config.yaml", ".talos/config", ".kube/kubeconfig",
+	// coding agents' and AI tools' keys and the tokens in their MCP server configurations
+	".codex/auth.json", ".claude/.credentials.json", ".cursor/mcp.json", "Library/Application Support/Claude/claude_desktop_config.json",
+	".config/Claude/claude_desktop_config.json", ".continue/config.yaml", ".continue/config.json", ".gemini/oauth_creds.json",
+	".config/github-copilot/hosts.json", ".config/github-copilot/apps.json", ".codeium/config.json", ".config/openai/auth.json",
+	".config/kcat.conf", ".config/rpk/rpk.yaml", ".config/nats/context", ".local/share/nats/nsc/keys",
 	".m2/settings.xml", ".gradle/gradle.properties", ".circleci/cli.yml", ".sentryclirc", ".jfrog/jfrog-cli.conf.v6", ".jfrog/jfrog-cli.conf",
 	".config/newrelic-cli/credentials.json", ".dogrc", ".pd.yml", ".config/pagerduty-cli/config.json", ".yarnrc.yml", ".nuget/NuGet/NuGet.Config",
 }
@@ -1024,8 +1029,9 @@ var keyPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "tail"
 
 // privateKeyFile matches the names private keys are kept under in a
 // project or a system directory (cosign.key, tls.key, privkey.pem,
-// server-key.pem), wherever they are.
-var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privkey)\.pem$|^[\w.-]+\.key$|^id_(rsa|dsa|ecdsa|ed25519)$|^(AuthKey|ApiKey|SubscriptionKey)_\w+\.p8$`)
+// server-key.pem), and NATS credentials and nkeys (admin.creds, user.nk),
+// wherever they are.
+var privateKeyFile = regexp.MustCompile(`^([\w.-]*[-_.])?(key|private|priv|privkey)\.pem$|^[\w.-]+\.key$|^id_(rsa|dsa|ecdsa|ed25519)$|^(AuthKey|ApiKey|SubscriptionKey)_\w+\.p8$|^[\w.-]+\.(creds|nk)$`)
 
 // keyListPath is the last segment of an HTTP API path that lists a
 // service's keys or tokens, varListPath one that lists its secret

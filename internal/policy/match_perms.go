@@ -47,6 +47,10 @@ func matchChmod(c *command, h *hits) {
 				h.add(ruleChmodSystem, detail+t.show)
 				continue
 			}
+			if c.name == "chmod" && len(mode) > 0 && othersMayRead(mode[0]) && isCredentialPath(t.path) {
+				h.add(ruleChmodSystem, "chmod "+mode[0].val+" on "+t.show+": every user of the machine may read the credentials")
+				continue
+			}
 			if recursive && c.name == "chmod" && len(mode) > 0 && worldWritable(mode[0]) && opensTree(t.path) {
 				h.add(ruleChmodSystem, "chmod -R "+mode[0].val+" on "+t.show+": anyone may write every file in it")
 			}
@@ -90,6 +94,30 @@ func locksOwnerOut(a arg) bool {
 		}
 		who, rest, ok = strings.Cut(clause, "=")
 		if ok && strings.Trim(who, "ua") == "" && !strings.Contains(rest, "r") {
+			return true
+		}
+	}
+	return false
+}
+
+// othersMayRead reports a chmod mode that lets users other than the owner
+// and group read or write: octal whose last digit has the read or write bit
+// (644, 0666, 777), or symbolic o+r, a+rw, +r, a=r.
+func othersMayRead(a arg) bool {
+	if !a.lit || a.val == "" {
+		return false
+	}
+	v := a.val
+	if strings.Trim(v, "01234567") == "" {
+		return len(v) >= 3 && (v[len(v)-1]-'0')&6 != 0
+	}
+	for _, clause := range strings.Split(v, ",") {
+		i := strings.IndexAny(clause, "+=")
+		if i < 0 {
+			continue
+		}
+		who, perms := clause[:i], clause[i+1:]
+		if (who == "" || strings.ContainsAny(who, "oa")) && strings.ContainsAny(perms, "rw") {
 			return true
 		}
 	}

@@ -32,7 +32,7 @@ func matchFileServer(c *command, h *hits) {
 	}
 	for _, p := range c.paths(dir) {
 		clean, ok := cleanAbs(p)
-		if ok && (credentialTree(p) || isSystemDir(clean, true)) {
+		if ok && (credentialTree(p) || isCredentialPath(p) || isSystemDir(clean, true)) {
 			h.add(ruleDataSend, c.name+" serves "+quoteDetail(dir.src)+", a tree that holds credentials or the system's files, on the network")
 			return
 		}

@@ -312,6 +312,7 @@ var sqlServerDangers = []struct {
 	{regexp.MustCompile(`(?i)\b(TO|FROM)\s+PROGRAM\s+(E|U&)?'`), "COPY ... PROGRAM (the database server runs a shell command)"},
 	{regexp.MustCompile(`(?i)\b(pg_read_file|pg_read_binary_file|load_file)\s*\(\s*'(/|[a-z]:\\|\.\./)`), "a file of the database server's host read (pg_read_file, LOAD_FILE)"},
 	{regexp.MustCompile(`(?i)\bINTO\s+(OUTFILE|DUMPFILE)\s+'(/var/www|/srv|/etc|/root|/home|/usr|/opt|[a-z]:\\inetpub|[^']*\.(php|jsp|aspx?|sh|py)')`), "SELECT ... INTO OUTFILE writing into the server's web root or system (a file it serves or runs)"},
+	{regexp.MustCompile(`(?i)\b(MIN_)?DATA_RETENTION_TIME_IN_DAYS\s*=\s*0\b`), "DATA_RETENTION_TIME_IN_DAYS = 0 (Time Travel off: what is dropped or changed cannot be recovered)"},
 	{regexp.MustCompile(`(?i)\bduckdb_secrets\s*\(\s*redact\s*(=|:=)\s*false`), "duckdb_secrets(redact=false) (the stored cloud credentials printed)"},
 	{regexp.MustCompile(`(?i)\bALTER\s+SERVER\s+ROLE\s+\[?sysadmin\]?\s+ADD\s+MEMBER\b|\bsp_addsrvrolemember\b[^;]*\bsysadmin\b`), "a login added to the sysadmin role"},
 }
