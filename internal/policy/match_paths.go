@@ -991,11 +991,12 @@ func shellQuote(s string) string {
 }
 
 // isProjectEnvFile reports a project's secrets file (.env, .env.production,
-// prod.env), not its committed template (.env.example, .env.sample).
+// prod.env), not its committed template (.env.example, .env.sample), or a
+// Terraform state (it keeps every resource's passwords and keys in the clear).
 func isProjectEnvFile(p string) bool {
 	base := path.Base(p)
 	switch {
-	case base == ".env":
+	case base == ".env" || strings.HasSuffix(base, ".tfstate") || strings.HasSuffix(base, ".tfstate.backup"):
 		return true
 	case strings.HasPrefix(base, ".env."):
 		switch strings.TrimPrefix(base, ".env.") {
