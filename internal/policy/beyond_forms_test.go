@@ -184,3 +184,34 @@ func TestCredentialsExposedAndTested(t *testing.T) {
 		{`python3 -c "import os; print(os.environ)"`, "secrets:secret-print"},
 	})
 }
+
+// TestApplicationCodeAndTestEnvironments covers what web frameworks' code
+// does to a whole table, a queue or a secret, and the resets that name the
+// test environment (RAILS_ENV=test before the command, --env=testing).
+func TestApplicationCodeAndTestEnvironments(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`RAILS_ENV=test bin/rails db:reset`, ""},
+		{`RAILS_ENV=production bin/rails db:reset`, "data:schema-reset"},
+		{`RAILS_ENV=$TARGET bin/rails db:reset`, "data:schema-reset"},
+		{`bin/rails db:reset`, "data:schema-reset"},
+		{`export MIX_ENV=test; mix ecto.reset`, ""},
+		{`MIX_ENV=test mix ecto.reset`, ""},
+		{`MIX_ENV=prod mix ecto.reset`, "data:schema-reset"},
+		{`php artisan migrate:fresh --env=testing`, ""},
+		{`php artisan migrate:fresh`, "data:schema-reset"},
+		{`RAILS_ENV=production bin/rails db:migrate VERSION=0`, "data:schema-reset"},
+		{`bin/rails db:rollback STEP=1`, ""},
+		{`echo 'Post.delete_all' | bin/rails console`, "data:table-empty"},
+		{`bin/rails runner 'Account.update_all(balance_cents: 0)'`, "data:table-empty"},
+		{`python manage.py shell -c "from a.models import P; P.objects.filter(is_staff=False).update(password='!')"`, "data:table-empty"},
+		{`python manage.py shell -c "from a.models import P; P.objects.filter(pk=7).update(active=False)"`, ""},
+		{`python manage.py diffsettings --all`, "data:secret-print"},
+		{`php artisan key:generate --force`, "data:key-rotate"},
+		{`php artisan key:generate --show`, ""},
+		{`celery -A proj purge -f`, "messaging:topic-delete"},
+		{`tar -xzf backup.tar.gz -C /`, "write-system"},
+		{`tar -xzf app.tgz -C ./vendor`, ""},
+	})
+}

@@ -17,7 +17,7 @@ var printWords = map[lang][]string{
 
 // envSecretName is an environment variable name that says it holds a
 // secret: the names printenv refuses, and any *_KEY.
-const envSecretName = `[A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|DB_URL|_DSN|CONNECTION_STRING|MONGO(?:DB)?_UR[IL]|REDIS_URL|AMQP_URL|_KEY\b)[A-Z0-9_]*` //nolint:gosec // a pattern of variable names, not a credential
+const envSecretName = `[A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|DB_URL|_DSN|CONNECTION_STRING|MONGO(?:DB)?_UR[IL]|REDIS_URL|AMQP_URL|_KEY\b)[A-Z0-9_]*` //nolint:gosec // a pattern of variable names, not a credential
 
 // envRead is code reading one secret variable of the environment, or the
 // whole environment with its values, or a project's .env file parsed

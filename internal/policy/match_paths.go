@@ -50,7 +50,7 @@ var homeCredentialFiles = []string{
 	".codex/auth.json", ".claude/.credentials.json", ".cursor/mcp.json", "Library/Application Support/Claude/claude_desktop_config.json",
 	".config/Claude/claude_desktop_config.json", ".continue/config.yaml", ".continue/config.json", ".gemini/oauth_creds.json",
 	".config/github-copilot/hosts.json", ".config/github-copilot/apps.json", ".codeium/config.json", ".config/openai/auth.json",
-	".config/kcat.conf", ".config/rpk/rpk.yaml", ".config/nats/context", ".local/share/nats/nsc/keys",
+	".config/kcat.conf", ".config/rpk/rpk.yaml", ".config/borg/keys", ".config/kopia/repository.config", ".config/restic", ".config/nats/context", ".local/share/nats/nsc/keys",
 	".m2/settings.xml", ".gradle/gradle.properties", ".circleci/cli.yml", ".sentryclirc", ".jfrog/jfrog-cli.conf.v6", ".jfrog/jfrog-cli.conf",
 	".config/newrelic-cli/credentials.json", ".dogrc", ".pd.yml", ".config/pagerduty-cli/config.json", ".yarnrc.yml", ".nuget/NuGet/NuGet.Config",
 }
@@ -86,6 +86,8 @@ var systemCredentials = []string{
 	"/var/lib/rancher/k3s/server/tls", "/var/lib/rancher/rke2/server/node-token", "/var/lib/rancher/rke2/server/token", "/var/lib/rancher/rke2/server/tls",
 	"/var/lib/kubelet/pki", "/etc/kubernetes/kubelet.conf",
 	// CI runners' and agents' registration tokens and keys
+	// backup repositories' passwords and keys
+	"/etc/restic", "/root/.config/borg/keys", "/etc/borgmatic/passphrase", "/etc/kopia",
 	"/var/lib/jenkins/secrets", "/var/lib/jenkins/credentials.xml", "/etc/gitlab-runner/config.toml", "/etc/buildkite-agent/buildkite-agent.cfg",
 	"/etc/datadog-agent/datadog.yaml", "/etc/gitlab/gitlab-secrets.json", "/etc/gitlab/initial_root_password",
 }
@@ -281,7 +283,7 @@ var netSenders = []string{
 }
 
 // secretVarName matches a variable whose name says it holds a secret.
-var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|DB_URL|_DSN|CONNECTION_STRING|MONGO(DB)?_UR[IL]|REDIS_URL|AMQP_URL)[A-Z0-9_]*(\}|$|[^A-Za-z0-9_:#%/+-])`)
+var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL|DB_URL|_DSN|CONNECTION_STRING|MONGO(DB)?_UR[IL]|REDIS_URL|AMQP_URL)[A-Z0-9_]*(\}|$|[^A-Za-z0-9_:#%/+-])`)
 
 // matchSecretPrint judges echo and printf printing, into the job's output,
 // a variable of the worker's environment (one the job does not set) whose

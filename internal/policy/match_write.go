@@ -319,6 +319,10 @@ func matchTar(c *command, h *hits) {
 	}
 	for _, d := range dirs {
 		for _, t := range c.targets(d) {
+			if clean, ok := cleanAbs(t.path); ok && clean == "/" {
+				h.add(ruleWriteSystem, "tar -x into "+t.show+": the archive's files replace the system's")
+				continue
+			}
 			writeHits(t, writeModify, "tar -x into ", h)
 		}
 	}

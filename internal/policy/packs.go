@@ -199,6 +199,10 @@ type packRule struct {
 	Printed bool `yaml:"printed"`
 	// UnlessMatch refuses the rule when an argument matches it.
 	UnlessMatch string `yaml:"unless_match"`
+	// UnlessEnv refuses the rule when the command runs with one of these
+	// variables set, by the script, to a value the expression (anchored,
+	// case-insensitive) matches: RAILS_ENV: test resets a test database.
+	UnlessEnv map[string]string `yaml:"unless_env"`
 	// Deny are commands the rule must refuse (run by TestPackExamples).
 	Deny []string `yaml:"deny"`
 	// Via requires the command to be run by this (xargs, find -exec):
@@ -215,6 +219,7 @@ type packRule struct {
 	paths    [][][]string // each alternative path: words, each a set of alternatives
 	match    *regexp.Regexp
 	unlessM  *regexp.Regexp
+	unlessE  map[string]*regexp.Regexp
 	matchAll []*regexp.Regexp
 }
 
@@ -502,6 +507,16 @@ func (p *pack) compile() error {
 					return fmt.Errorf("%s.unless_match: %w", rf, err)
 				}
 				r.unlessM = re
+			}
+			for name, v := range r.UnlessEnv {
+				re, err := regexp.Compile("(?i)^(?:" + v + ")$")
+				if err != nil {
+					return fmt.Errorf("%s.unless_env[%s]: %w", rf, name, err)
+				}
+				if r.unlessE == nil {
+					r.unlessE = map[string]*regexp.Regexp{}
+				}
+				r.unlessE[name] = re
 			}
 		}
 	}
@@ -868,6 +883,11 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	}
 	if r.unlessM != nil && matchText(r.unlessM, c) {
 		return "", false
+	}
+	for name, re := range r.unlessE {
+		if v, ok := c.vars[name]; ok && !v.unknown && len(v.vals) > 0 && !slices.ContainsFunc(v.vals, func(s string) bool { return !re.MatchString(s) }) {
+			return "", false // RAILS_ENV=test: every value the script may give it is one the rule leaves alone
+		}
 	}
 	detail := strings.Join(append([]string{c.name}, shown...), " ")
 	if flag != "" {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -59,6 +60,13 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	c.xtrace, c.vars = w.env.xtrace, w.env.vars
+	if len(w.prefix) > 0 {
+		c.vars = maps.Clone(c.vars)
+		if c.vars == nil {
+			c.vars = make(map[string]value, len(w.prefix))
+		}
+		maps.Copy(c.vars, w.prefix)
+	}
 	c.scratch, c.earlier = w.scratch, w.earlier
 	if via == "" {
 		defer func() { w.making = createdBy(&c) }() // the top-level command of a call

@@ -15,14 +15,17 @@ import (
 // subshells, blocks, if/while/for/case bodies, functions, $(...), `...` and
 // <(...), with the input each one reads.
 type walker struct {
-	d     *detector
-	f     *frame
-	tree  Shell // the dialect the walked tree was read in
-	env   *env
-	cond  int      // >0: what runs here may not run, or runs in a subshell
-	stack []string // functions being walked at a call, against recursion
-	depth int      // statements being walked, nested
-	out   int      // $(...) outputs being computed, nested
+	d    *detector
+	f    *frame
+	tree Shell // the dialect the walked tree was read in
+	env  *env
+	// prefix are the assignments written before the command being run
+	// (RAILS_ENV=test bin/rails db:reset): its environment, not the script's
+	prefix map[string]value
+	cond   int      // >0: what runs here may not run, or runs in a subshell
+	stack  []string // functions being walked at a call, against recursion
+	depth  int      // statements being walked, nested
+	out    int      // $(...) outputs being computed, nested
 	// captured > 0: what runs here writes into a $(...) that is a word of
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
@@ -669,6 +672,8 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 		}
 	}
 	w.commandEnv(ce.Assigns, sp)
+	defer func(saved map[string]value) { w.prefix = saved }(w.prefix)
+	w.prefix = w.prefixVars(ce.Assigns)
 	var out stream
 	lists := w.argLists(ce.Args)
 	if len(lists) > 1 {
@@ -686,6 +691,35 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 	}
 	if len(lists) > 1 {
 		w.making = nil // which alternative ran, and so which name a create made, is not known
+	}
+	return out
+}
+
+// prefixVars returns the values the assignments before a command give its
+// environment, nil when there are none.
+func (w *walker) prefixVars(assigns []*syntax.Assign) map[string]value {
+	if len(assigns) == 0 {
+		return nil
+	}
+	out := make(map[string]value, len(assigns))
+	for _, a := range assigns {
+		if a.Name == nil {
+			continue
+		}
+		var v value
+		if a.Value == nil {
+			v.vals = []string{""}
+		}
+		if a.Value != nil {
+			for _, x := range w.value(a.Value) {
+				if !x.lit {
+					v.unknown = true
+					continue
+				}
+				v.vals = append(v.vals, x.val)
+			}
+		}
+		out[a.Name.Value] = v
 	}
 	return out
 }
