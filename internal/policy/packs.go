@@ -1229,9 +1229,9 @@ var (
 	// psSetPositional is Set-ItemProperty PATH NAME VALUE, its parameters
 	// given by position.
 	psSetPositional = regexp.MustCompile(`(?i)\bSet-ItemProperty\s+(?:-Path\s+)?("[^"]*"|'[^']*'|[^-\s]\S*)\s+([^-\s]\S*)\s+([^-\s;|]\S*)`)
-	// psParam is an abbreviated -Recurse or -Force: PowerShell takes any
+	// psParam is an abbreviated -Recurse or -Force (-r, -fo): PowerShell takes any
 	// unambiguous prefix of a parameter's name.
-	psParam = regexp.MustCompile(`(?i)(\s)-(rec|recu|recur|recurs|fo|for|forc)\b`)
+	psParam = regexp.MustCompile(`(?i)(\s)-(r|rec|recu|recur|recurs|fo|for|forc)\b`)
 )
 
 // psUnfold returns a PowerShell or cmd line as it runs once its literal
@@ -1342,6 +1342,7 @@ func cmdLoops(s string) string {
 // a script block's first command written against its brace ({Remove-Item),
 // and -Recurse and -Force abbreviated (-Recu, -Fo).
 func psNames(s string) string {
+	s = psIndirect(s)
 	s = psModuleName.ReplaceAllString(s, "$1$2")
 	s = psCallName.ReplaceAllString(s, "& $1$2$3")
 	s = psAlias.ReplaceAllStringFunc(s, func(m string) string {

@@ -1,0 +1,96 @@
+package policy
+
+import (
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// PowerShell lets a script name the command it runs without writing it:
+// by a wildcard Get-Command resolves (& (gcm Rem*-It?m)), by an alias the
+// script defines (sal x Remove-Item; x ...), by a string reversed at run
+// time (& (-join "metI-evomeR"[-1..-11])) or built by the format operator
+// (.("{1}{0}" -f "X","IE")). psIndirect writes each of these as the name
+// it stands for, so that the rules read the command that runs.
+
+var (
+	// psCallGlob is the call operator given Get-Command's pick of a
+	// wildcard pattern.
+	psCallGlob = regexp.MustCompile(`(?i)([&.]\s*)\(\s*(?:Get-Command|gcm)\s+(?:-Name\s+)?["']?([\w*?\[\]-]*[*?][\w*?\[\]-]*)["']?\s*\)`)
+	// psJoinReversed is a string literal reversed by -join over a
+	// descending index range: -join "metI-evomeR"[-1..-11].
+	psJoinReversed = regexp.MustCompile(`(?i)-join\s*(\(\s*)?(?:"([^"]+)"|'([^']+)')\s*\[\s*-1\s*\.\.\s*-(\d+)\s*\](\s*\))?`)
+	// psFormat is the format operator over literals: ("{1}{0}" -f "X","IE").
+	psFormat     = regexp.MustCompile(`(?i)\(\s*(?:"([^"]*\{\d+\}[^"]*)"|'([^']*\{\d+\}[^']*)')\s*-f\s*((?:(?:"[^"]*"|'[^']*')\s*,\s*)*(?:"[^"]*"|'[^']*'))\s*\)`)
+	psFormatArg  = regexp.MustCompile(`"([^"]*)"|'([^']*)'`)
+	psFormatSlot = regexp.MustCompile(`\{(\d+)\}`)
+	// psAliasDef is an alias the script defines for a cmdlet.
+	psAliasDef = regexp.MustCompile(`(?i)(?:^|[;{\n]\s*|(?:^|\s)-c(?:ommand)?\s+["']?)(?:sal|Set-Alias|New-Alias|nal)\s+(?:-Name\s+)?["']?(\w+)["']?\s+(?:-Value\s+)?["']?((?:` + psVerbs + `)-[A-Za-z]+)["']?`)
+)
+
+// psGlobTargets are the cmdlets a wildcard passed to Get-Command is read
+// as, the first that matches: those the rules judge, destructive first.
+var psGlobTargets = []string{"Remove-Item", "Remove-ItemProperty", "Clear-Content", "Clear-Item", "Set-Content", "Set-ItemProperty",
+	"New-ItemProperty", "Set-MpPreference", "Add-MpPreference", "Remove-MpPreference", "Invoke-Expression", "Invoke-WebRequest",
+	"Invoke-RestMethod", "Invoke-Command", "Start-Process", "Stop-Computer", "Restart-Computer", "Clear-Disk", "Format-Volume",
+	"Remove-Partition", "Initialize-Disk", "Clear-EventLog", "Remove-EventLog", "Stop-Service", "Set-Service", "Stop-Process",
+	"Remove-LocalUser", "Disable-LocalUser", "Set-LocalUser", "Remove-ADUser", "Set-NetFirewallProfile", "Disable-NetFirewallRule",
+	"Remove-NetFirewallRule", "Set-ExecutionPolicy", "Clear-RecycleBin", "Remove-WmiObject", "Remove-CimInstance", "Disable-ComputerRestore",
+	"Remove-AppxPackage", "Uninstall-Package", "Remove-SmbShare", "Remove-VM", "Remove-Mailbox", "Set-Mailbox", "Disable-BitLocker",
+	"Enable-BitLocker", "Remove-BitLockerKeyProtector", "Set-ItemPropertyValue", "Copy-Item", "Move-Item", "Get-Content", "Out-File"}
+
+// psIndirect writes the names a PowerShell line computes as the names
+// they resolve to.
+func psIndirect(s string) string {
+	if strings.Contains(s, "-join") || strings.Contains(s, "-JOIN") || strings.Contains(s, "-Join") {
+		s = psJoinReversed.ReplaceAllStringFunc(s, func(m string) string {
+			g := psJoinReversed.FindStringSubmatch(m)
+			lit := g[2] + g[3]
+			n, err := strconv.Atoi(g[4])
+			if err != nil || n > len(lit) {
+				n = len(lit)
+			}
+			b := []byte(lit[len(lit)-n:])
+			for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+				b[i], b[j] = b[j], b[i]
+			}
+			out := `"` + string(b) + `"`
+			if g[1] == "" && g[5] != "" {
+				out += ")" // (-join "..."[-1..-n]): the parenthesis closes the call's group
+			}
+			return out
+		})
+	}
+	if strings.Contains(s, "{0}") || strings.Contains(s, "{1}") {
+		s = psFormat.ReplaceAllStringFunc(s, func(m string) string {
+			g := psFormat.FindStringSubmatch(m)
+			var args []string
+			for _, a := range psFormatArg.FindAllStringSubmatch(g[3], -1) {
+				args = append(args, a[1]+a[2])
+			}
+			out := psFormatSlot.ReplaceAllStringFunc(g[1]+g[2], func(slot string) string {
+				if i, err := strconv.Atoi(slot[1 : len(slot)-1]); err == nil && i < len(args) {
+					return args[i]
+				}
+				return slot
+			})
+			return `("` + out + `")`
+		})
+	}
+	s = psCallGlob.ReplaceAllStringFunc(s, func(m string) string {
+		g := psCallGlob.FindStringSubmatch(m)
+		pattern := strings.ToLower(g[2])
+		for _, name := range psGlobTargets {
+			if ok, _ := path.Match(pattern, strings.ToLower(name)); ok {
+				return "& " + name // . (gcm X) runs X as & does, in the caller's scope
+			}
+		}
+		return m
+	})
+	for _, d := range psAliasDef.FindAllStringSubmatch(s, 4) {
+		use := regexp.MustCompile(`(?i)((?:^|[;|{(&\n])\s*)` + regexp.QuoteMeta(d[1]) + `(\s|$)`)
+		s = use.ReplaceAllString(s, "${1}"+d[2]+"${2}")
+	}
+	return s
+}
