@@ -235,3 +235,19 @@ func TestPowerShellComputedNames(t *testing.T) {
 		{`powershell -c 'Get-Command -Name Clear-EventLog -Syntax'`, ""},
 	})
 }
+
+// TestScratchUnderAParent covers a scratch resource made inside a parent
+// (a database's branch, a domain's snapshot): the delete that names the
+// same parent and name is the script's own; another parent or name, or a
+// verb-first delete's list of names, is not.
+func TestScratchUnderAParent(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`pscale branch create shop ci-4711 --org acme --wait && npm run test:db; pscale branch delete shop ci-4711 --force --org acme`, ""},
+		{`pscale branch create shop ci-4711 --org acme && pscale branch delete shop main --force --org acme`, "cloud:resource-delete"},
+		{`pscale branch create shop ci-4711 --org acme && pscale branch delete billing ci-4711 --force --org acme`, "cloud:resource-delete"},
+		{`virsh snapshot-create-as shop-db ci-4711 && ./m.sh; virsh snapshot-delete shop-db ci-4711`, ""},
+		{`tart clone src ci-4711 && tart delete src ci-4711`, "generic:resource-delete"},
+	})
+}

@@ -410,14 +410,19 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 	if cw.dynamic || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
 		return false
 	}
-	prefix, targets := []string(nil), cw.positional
+	prefix, targets, verb := []string(nil), cw.positional, ""
 	if isVerb != nil {
 		i := slices.IndexFunc(cw.positional, isVerb)
 		if i < 0 {
 			return false
 		}
-		prefix, targets = cw.positional[:i], cw.positional[i+1:]
+		prefix, targets, verb = cw.positional[:i], cw.positional[i+1:], cw.positional[i]
 	}
+	// a delete whose command path names the kind (pscale branch delete DB
+	// BRANCH, virsh snapshot-delete DOMAIN SNAP) takes the parent it
+	// lives in before its name; a verb-first one (tart delete A B) takes
+	// a list of names
+	nounFirst := len(prefix) > 0 || strings.ContainsAny(verb, "-_:")
 	pairs, named := cw.pairs, ""
 	if v, ok := pairs["--name"]; ok {
 		named = "--name"
@@ -438,7 +443,7 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		// (tart delete SOURCE CLONE) is not the scratch resource
 		kinds := targets[:len(targets)-1]
 		if len(kinds) > len(r.operands) || !slices.Equal(kinds, r.operands[:len(kinds)]) ||
-			slices.ContainsFunc(kinds, func(k string) bool { return !resourceTypes[k] }) {
+			!(nounFirst && len(kinds) == len(r.operands)-1) && slices.ContainsFunc(kinds, func(k string) bool { return !resourceTypes[k] }) {
 			continue
 		}
 		scoped := true
