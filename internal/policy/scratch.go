@@ -443,7 +443,7 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		// (tart delete SOURCE CLONE) is not the scratch resource
 		kinds := targets[:len(targets)-1]
 		if len(kinds) > len(r.operands) || !slices.Equal(kinds, r.operands[:len(kinds)]) ||
-			!(nounFirst && len(kinds) == len(r.operands)-1) && slices.ContainsFunc(kinds, func(k string) bool { return !resourceTypes[k] }) {
+			(!nounFirst || len(kinds) != len(r.operands)-1) && slices.ContainsFunc(kinds, func(k string) bool { return !resourceTypes[k] }) {
 			continue
 		}
 		scoped := true
