@@ -251,3 +251,27 @@ func TestScratchUnderAParent(t *testing.T) {
 		{`tart clone src ci-4711 && tart delete src ci-4711`, "generic:resource-delete"},
 	})
 }
+
+// TestRepositoryAndContainerSecrets covers the working directory's
+// repository deleted, secrets copied out of containers, and decrypted
+// infrastructure secrets printed.
+func TestRepositoryAndContainerSecrets(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`rm -rf .git`, "git-destructive"},
+		{`rm -rf vendor/lib/.git`, ""},
+		{`rm -f .git/index.lock`, ""},
+		{`docker cp prod-api:/run/secrets/db_password .`, "containers:secret-print"},
+		{`docker cp web:/app/logs/app.log .`, ""},
+		{`docker swarm join-token manager`, "containers:secret-print"},
+		{`docker swarm join-token -q worker`, ""},
+		{`pulumi stack output --show-secrets`, "iac:secret-print"},
+		{`pulumi stack output`, ""},
+		{`terraform output -raw db_password`, "iac:secret-print"},
+		{`terraform output db_endpoint`, ""},
+		{`ansible-playbook -i prod site.yml --tags teardown`, "iac:remote-delete"},
+		{`ansible-playbook -i prod site.yml --check --tags teardown`, ""},
+		{`ansible-vault view group_vars/prod/vault.yml`, "secrets:secret-print"},
+	})
+}

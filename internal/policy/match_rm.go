@@ -222,6 +222,10 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 		h.add(ruleRmOutside, tool+" -r on "+t.show+", outside the working directory")
 	case recursive && userProject(t.path):
 		h.add(ruleRmOutside, tool+" -r on "+t.show+", a project of the user's outside the working directory")
+	case recursive && tool != "mv" && path.Clean(strings.Trim(t.show, `"'`)) == ".git" && !strings.HasPrefix(t.path, "/tmp/"):
+		// the working directory's own repository (a clone's .git removed
+		// to vendor it, vendor/lib/.git, is that clone's)
+		h.add(ruleGitDestructive, tool+" -r on "+t.show+": the repository's history (every commit, branch and stash not pushed)")
 	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
 	case systemLogs(t.path, recursive):
 		h.add(ruleHistoryWipe, tool+" of system logs "+t.show)
