@@ -86,6 +86,8 @@ var systemCredentials = []string{
 	"/var/lib/rancher/k3s/server/tls", "/var/lib/rancher/rke2/server/node-token", "/var/lib/rancher/rke2/server/token", "/var/lib/rancher/rke2/server/tls",
 	"/var/lib/kubelet/pki", "/etc/kubernetes/kubelet.conf",
 	// CI runners' and agents' registration tokens and keys
+	// Wi-Fi and VPN secrets NetworkManager keeps
+	"/etc/NetworkManager/system-connections",
 	// backup repositories' passwords and keys
 	"/etc/restic", "/root/.config/borg/keys", "/etc/borgmatic/passphrase", "/etc/kopia",
 	"/var/lib/jenkins/secrets", "/var/lib/jenkins/credentials.xml", "/etc/gitlab-runner/config.toml", "/etc/buildkite-agent/buildkite-agent.cfg",
