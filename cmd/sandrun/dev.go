@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/sandrun/sandrun/client"
@@ -248,9 +250,14 @@ func (c cli) runDemo(ctx context.Context, cl *client.Client) error {
 // waitCron waits for the first finished job of the example schedule.
 func (c cli) waitCron(ctx context.Context, cl *client.Client) (jobs.Result, error) {
 	deadline := time.Now().Add(time.Minute)
+	var lastErr error
 	for time.Now().Before(deadline) {
 		list, err := cl.List(ctx, client.ListFilter{State: jobs.StateSucceeded})
-		if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
+			// a cluster's stream may be between leaders a moment: ask again
+			lastErr = err
+			list = nil
+		} else if err != nil {
 			return jobs.Result{}, err
 		}
 		for _, st := range list {
@@ -263,6 +270,9 @@ func (c cli) waitCron(ctx context.Context, cl *client.Client) (jobs.Result, erro
 			return jobs.Result{}, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+	if lastErr != nil {
+		return jobs.Result{}, fmt.Errorf("no cron job of dev-heartbeat finished within a minute (last: %w)", lastErr)
 	}
 	return jobs.Result{}, fmt.Errorf("no cron job of dev-heartbeat finished within a minute")
 }
