@@ -275,3 +275,17 @@ func TestRepositoryAndContainerSecrets(t *testing.T) {
 		{`ansible-vault view group_vars/prod/vault.yml`, "secrets:secret-print"},
 	})
 }
+
+// TestJqShapeOfCredentials covers jq printing only the keys or a count of
+// a credentials file: its shape, not its secrets.
+func TestJqShapeOfCredentials(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`jq '.auths | keys' ~/.docker/config.json`, ""},
+		{`jq '.mcpServers | length' ~/.cursor/mcp.json`, ""},
+		{`jq . ~/.docker/config.json`, "paths:credential-read"},
+		{`jq -r '.auths[].auth' ~/.docker/config.json`, "paths:credential-read"},
+		{`jq '.auths | keys, .credsStore' ~/.docker/config.json`, "paths:credential-read"},
+	})
+}

@@ -416,8 +416,8 @@ func matchCredentialRead(c *command, h *hits) {
 	if c.name == "sed" && slices.ContainsFunc(args, func(a arg) bool { return a.lit && strings.HasPrefix(a.val, "-i") }) {
 		return // in place: a write, judged as one
 	}
-	if grepCounts(c) {
-		return // grep -c, -l, -q print counts, file names or nothing
+	if grepCounts(c) || jqShape(c) {
+		return // grep -c, -l, -q print counts, file names or nothing; jq 'keys' the names only
 	}
 	for _, a := range args {
 		if a.taint&taintCredential != 0 {
@@ -848,6 +848,28 @@ func (w *walker) scriptSink(a arg, s stream) {
 
 // grepCounts reports a grep that prints no matched line: -c counts, -l and
 // -L name files, -q prints nothing.
+// jqShapeFilter is a jq or yq filter that prints only a document's shape:
+// its keys, a count or a type (.auths | keys, .mcpServers | length).
+var jqShapeFilter = regexp.MustCompile(`^\s*(\.[\w.\[\]"-]*\s*\|\s*)?(keys|keys_unsorted|length|type)\s*$`)
+
+// jqShape reports jq, gojq or yq given a filter that prints only the
+// document's shape, not its values.
+func jqShape(c *command) bool {
+	if c.name != "jq" && c.name != "gojq" && c.name != "yq" {
+		return false
+	}
+	for _, a := range c.args {
+		if !a.lit {
+			return false
+		}
+		if strings.HasPrefix(a.val, "-") {
+			continue
+		}
+		return jqShapeFilter.MatchString(a.val) // the first operand is the filter
+	}
+	return false
+}
+
 func grepCounts(c *command) bool {
 	switch c.name {
 	case "grep", "egrep", "fgrep", "rg", "ag":
