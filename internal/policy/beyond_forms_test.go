@@ -193,6 +193,8 @@ func TestApplicationCodeAndTestEnvironments(t *testing.T) {
 	e := newEngine(t, DefaultConfig())
 	checkDecisions(t, e, []ruleCase{
 		{`RAILS_ENV=test bin/rails db:reset`, ""},
+		{`RAILS_ENV=test DATABASE_URL=postgres://db.prod.internal/shop bin/rails db:reset`, "data:schema-reset"},
+		{`export PGHOST=db.prod.internal; MIX_ENV=test mix ecto.reset`, "data:schema-reset"},
 		{`RAILS_ENV=production bin/rails db:reset`, "data:schema-reset"},
 		{`RAILS_ENV=$TARGET bin/rails db:reset`, "data:schema-reset"},
 		{`bin/rails db:reset`, "data:schema-reset"},

@@ -885,7 +885,8 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		return "", false
 	}
 	for name, re := range r.unlessE {
-		if v, ok := c.vars[name]; ok && !v.unknown && len(v.vals) > 0 && !slices.ContainsFunc(v.vals, func(s string) bool { return !re.MatchString(s) }) {
+		if v, ok := c.vars[name]; ok && !v.unknown && len(v.vals) > 0 && !slices.ContainsFunc(v.vals, func(s string) bool { return !re.MatchString(s) }) &&
+			!databaseChosen(c.vars) {
 			return "", false // RAILS_ENV=test: every value the script may give it is one the rule leaves alone
 		}
 	}
@@ -894,6 +895,21 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		detail += " " + flag
 	}
 	return detail, true
+}
+
+// databaseVar names a variable that points a program at a database
+// whatever its environment's name says: RAILS_ENV=test with DATABASE_URL
+// set resets the database the URL names.
+var databaseVar = regexp.MustCompile(`(?i)^(DATABASE_URL|\w*_DATABASE_URL|\w*_DSN|DB_(HOST|URL|NAME|DATABASE)|PG(HOST|DATABASE|SERVICE)|MYSQL_(HOST|DATABASE)|\w*_DB_URL|MONGO(DB)?_UR[IL]|REDIS_URL)$`)
+
+// databaseChosen reports a job or script that sets a database variable.
+func databaseChosen(vars map[string]value) bool {
+	for name := range vars {
+		if databaseVar.MatchString(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // dynamicOperands reports a command whose operands are built at run time:
