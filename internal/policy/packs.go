@@ -1191,11 +1191,11 @@ func (t *packTool) withText(c *command) *command {
 		// a PowerShell script's removals of what it made itself
 		for i := range cc.args {
 			if v := cc.args[i].val; cc.args[i].lit && len(v) > 8 {
-				cc.args[i].val = psDropScratch(v)
+				cc.args[i].val = psDropPreviews(psDropScratch(v))
 			}
 		}
 		for i, w := range words {
-			words[i] = psDropScratch(w)
+			words[i] = psDropPreviews(psDropScratch(w))
 		}
 	}
 	if t.Joined {

@@ -94,3 +94,50 @@ func psIndirect(s string) string {
 	}
 	return s
 }
+
+// psPreview is a PowerShell statement that only previews or documents:
+// -WhatIf outside quotes, or Get-Help.
+var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s*["']?\s*(Get-Help|help)\s`)
+
+// psDropPreviews removes from a PowerShell line the statements that only
+// preview (Remove-Item X -WhatIf) or document (Get-Help X), so that the
+// rules judge the statements that run. A preview is judged per statement:
+// a -WhatIf on one statement says nothing of the others
+// (Set-MpPreference …; Get-Item x -WhatIf runs the first). Comments go
+// first, and a -WhatIf inside quotes does not count.
+func psDropPreviews(s string) string {
+	low := strings.ToLower(s)
+	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") {
+		return s
+	}
+	var out []string
+	for _, stmt := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
+		code := psUnquoted(psComment.ReplaceAllString(stmt, ""))
+		if psPreview.MatchString(code) {
+			continue
+		}
+		out = append(out, stmt)
+	}
+	return strings.Join(out, ";")
+}
+
+// psComment is a PowerShell comment: # at a word's start, to the line's end.
+var psComment = regexp.MustCompile(`(^|\s)#[^\n]*`)
+
+// psUnquoted blanks what a statement quotes ("-WhatIf" as a value is not
+// the switch).
+func psUnquoted(s string) string {
+	b := []byte(s)
+	var q byte
+	for i, c := range b {
+		switch {
+		case q == 0 && (c == '"' || c == '\''):
+			q = c
+		case q != 0 && c == q:
+			q = 0
+		case q != 0:
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
