@@ -239,6 +239,9 @@ func TestPowerShellComputedNames(t *testing.T) {
 		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true # -WhatIf'`, "windows:security-off"},
 		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true -WhatIf'`, ""},
 		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true;' 'gcm'`, "windows:security-off"},
+		{`powershell -c 'Set-MpPreference -DisableRealtimeMonitoring $true | Remove-Item x.txt -WhatIf'`, "windows:security-off"},
+		{`powershell -c 'Get-Help Remove-Item | ForEach-Object { Set-MpPreference -DisableRealtimeMonitoring $true }'`, "windows:security-off"},
+		{`pwsh -c 'Get-ChildItem C:\Users\dev -Recurse | Remove-Item -Recurse -Force -WhatIf'`, ""},
 	})
 }
 
@@ -293,5 +296,6 @@ func TestJqShapeOfCredentials(t *testing.T) {
 		{`jq . ~/.docker/config.json`, "paths:credential-read"},
 		{`jq -r '.auths[].auth' ~/.docker/config.json`, "paths:credential-read"},
 		{`jq '.auths | keys, .credsStore' ~/.docker/config.json`, "paths:credential-read"},
+		{`yq -i 'keys' ~/.kube/config`, "paths:credential-read"},
 	})
 }

@@ -858,6 +858,11 @@ func jqShape(c *command) bool {
 	if c.name != "jq" && c.name != "gojq" && c.name != "yq" {
 		return false
 	}
+	if slices.ContainsFunc(c.args, func(a arg) bool {
+		return a.val == "-i" || strings.HasPrefix(a.val, "--inplace") || strings.HasPrefix(a.val, "-i=")
+	}) {
+		return false // yq -i writes the shape over the file
+	}
 	for _, a := range c.args {
 		if !a.lit {
 			return false

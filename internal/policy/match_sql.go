@@ -186,6 +186,9 @@ func positionalSQL(args []arg) ([]arg, bool) {
 // sqlClient judges the SQL a database client runs.
 func (w *walker) sqlClient(c *command) {
 	sql, stdin := sqlClients[c.name](c.args)
+	if c.name == "gcloud" && len(sql) == 0 {
+		return // a gcloud call other than Spanner's SQL: its --file is no script
+	}
 	if !stdin && (ephemeralSQL(c, sql) || dropsScratchDB(c, sql)) {
 		return
 	}

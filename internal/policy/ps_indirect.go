@@ -99,26 +99,34 @@ func psIndirect(s string) string {
 // -WhatIf outside quotes, or Get-Help.
 var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s*["']?\s*(Get-Help|help)\s`)
 
-// psDropPreviews removes from a PowerShell line the statements that only
-// preview (Remove-Item X -WhatIf) or document (Get-Help X), so that the
-// rules judge the statements that run. A preview is judged per statement:
-// a -WhatIf on one statement says nothing of the others
-// (Set-MpPreference …; Get-Item x -WhatIf runs the first). Comments go
+// psDropPreviews blanks, in a PowerShell line, the pipeline elements that
+// only preview (Remove-Item X -WhatIf) or document (Get-Help X), so that
+// the rules judge what runs. A preview is judged per element: a -WhatIf on
+// one says nothing of the others (Set-MpPreference …; Get-Item x -WhatIf
+// runs the first, and so does Set-MpPreference … | Remove-Item x -WhatIf).
+// The separators stay, so a pipeline is still read as one. Comments go
 // first, and a -WhatIf inside quotes does not count.
 func psDropPreviews(s string) string {
 	low := strings.ToLower(s)
 	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") {
 		return s
 	}
-	var out []string
-	for _, stmt := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
-		code := psUnquoted(psComment.ReplaceAllString(stmt, ""))
-		if psPreview.MatchString(code) {
+	var b strings.Builder
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '|' {
 			continue
 		}
-		out = append(out, stmt)
+		elem := s[start:i]
+		if !psPreview.MatchString(psUnquoted(psComment.ReplaceAllString(elem, ""))) {
+			b.WriteString(elem)
+		}
+		if i < len(s) {
+			b.WriteByte(s[i])
+		}
+		start = i + 1
 	}
-	return strings.Join(out, ";")
+	return b.String()
 }
 
 // psComment is a PowerShell comment: # at a word's start, to the line's end.
