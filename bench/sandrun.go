@@ -131,10 +131,20 @@ func startSandrun(ctx context.Context, o sandrunOpts) (_ *sandrunTarget, err err
 	// The worker creates the layout; the client opens it once it exists.
 	all := append([]*proc{t.worker}, t.servers...)
 	if err := waitReady(ctx, "sandrun layout", 90*time.Second, func(ctx context.Context) error {
-		cl, err := client.Connect(ctx, client.Options{URL: url, CredsFile: clientCreds, Name: "sandrun-bench"})
-		if err == nil {
+		if t.cl == nil {
+			cl, err := client.Connect(ctx, client.Options{URL: url, CredsFile: clientCreds, Name: "sandrun-bench"})
+			if err != nil {
+				return err
+			}
 			t.cl = cl
 		}
+		if !t.secret {
+			return nil
+		}
+		// Jobs with a secret variable are sealed to the key the worker
+		// publishes at the start of its run, which may come after the
+		// layout exists.
+		_, err := t.cl.Seal(ctx, client.Spec{Env: map[string]string{"PROBE": "x"}, SecretEnv: []string{"PROBE"}})
 		return err
 	}, all...); err != nil {
 		return nil, err
