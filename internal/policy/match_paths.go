@@ -53,6 +53,7 @@ var homeCredentialFiles = []string{
 	".config/kcat.conf", ".config/rpk/rpk.yaml", ".config/borg/keys", ".config/kopia/repository.config", ".config/restic", ".config/nats/context", ".local/share/nats/nsc/keys",
 	".m2/settings.xml", ".gradle/gradle.properties", ".circleci/cli.yml", ".sentryclirc", ".jfrog/jfrog-cli.conf.v6", ".jfrog/jfrog-cli.conf",
 	".config/newrelic-cli/credentials.json", ".dogrc", ".pd.yml", ".config/pagerduty-cli/config.json", ".yarnrc.yml", ".nuget/NuGet/NuGet.Config",
+	".dbt/profiles.yml", ".chef/encrypted_data_bag_secret", ".config/fastlane/spaceauth", ".airflow/airflow.cfg",
 }
 
 // browserProfiles are the home-relative directories of browsers' profiles.
@@ -92,6 +93,9 @@ var systemCredentials = []string{
 	"/etc/restic", "/root/.config/borg/keys", "/etc/borgmatic/passphrase", "/etc/kopia",
 	"/var/lib/jenkins/secrets", "/var/lib/jenkins/credentials.xml", "/etc/gitlab-runner/config.toml", "/etc/buildkite-agent/buildkite-agent.cfg",
 	"/etc/datadog-agent/datadog.yaml", "/etc/gitlab/gitlab-secrets.json", "/etc/gitlab/initial_root_password",
+	// the Mac's auto-login password, Ceph's admin keyring, TLS keys a proxy
+	// serves (HAProxy keeps key and chain in one .pem), Bacula's passwords
+	"/etc/kcpassword", "/etc/ceph/ceph.client.admin.keyring", "/etc/haproxy/certs", "/etc/bacula/bacula-dir.conf",
 }
 
 // letsencryptPublic reports a certificate or chain Let's Encrypt keeps

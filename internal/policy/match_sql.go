@@ -632,6 +632,15 @@ func idColumn(col string) bool {
 // grant of a role that is the server's superuser (rds_superuser,
 // cloudsqlsuperuser, azure_pg_admin, pg_execute_server_program), or SUPER.
 func grantsEverything(words []string) bool {
+	if len(words) > 2 && words[2] == "TO" {
+		switch words[1] {
+		case "ADMIN", "POSTGRES", "ROOT", "DB_OWNER":
+			// GRANT admin TO contractor: membership of the cluster's
+			// administrators' role (CockroachDB's admin, PostgreSQL's
+			// bootstrap superuser)
+			return true
+		}
+	}
 	for i, w := range words {
 		switch w {
 		case "RDS_SUPERUSER", "CLOUDSQLSUPERUSER", "AZURE_PG_ADMIN", "PG_EXECUTE_SERVER_PROGRAM", "PG_READ_SERVER_FILES", "PG_WRITE_SERVER_FILES", "SUPER", "SYSADMIN",

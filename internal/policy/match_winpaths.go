@@ -28,6 +28,21 @@ const ruleWinTreeDelete = "windows:tree-delete"
 // winShells are the programs whose script the model reads.
 var winShells = map[string]bool{"cmd": true, "cmd.exe": true, "powershell": true, "powershell.exe": true, "pwsh": true, "pwsh.exe": true}
 
+// winAsWritten is a literal argument as a Windows shell reads it: sh reads
+// C:\Users unquoted as C:Users, cmd and PowerShell keep the backslashes.
+func winAsWritten(a arg) string {
+	w := a.src
+	if len(w) >= 2 && w[0] == '\'' && w[len(w)-1] == '\'' {
+		w = w[1 : len(w)-1]
+	} else if len(w) >= 2 && w[0] == '"' && w[len(w)-1] == '"' {
+		w = unescapeDouble(w[1 : len(w)-1]) // \"C:\x\" is "C:\x" once sh has read it
+	}
+	if w == "" || !a.lit {
+		return a.val
+	}
+	return w
+}
+
 // matchWindowsDeletes judges the recursive deletes of a PowerShell or cmd
 // line (see winDeletes).
 func matchWindowsDeletes(c *command, h *hits) {
@@ -42,17 +57,7 @@ func matchWindowsDeletes(c *command, h *hits) {
 				encoded = append(encoded, text)
 			}
 		}
-		// As written: sh reads C:\Users unquoted as C:Users, the Windows
-		// shell that runs it keeps the backslashes.
-		w := a.src
-		if len(w) >= 2 && w[0] == '\'' && w[len(w)-1] == '\'' {
-			w = w[1 : len(w)-1]
-		} else if len(w) >= 2 && w[0] == '"' && w[len(w)-1] == '"' {
-			w = unescapeDouble(w[1 : len(w)-1]) // \"C:\x\" is "C:\x" once sh has read it
-		}
-		if w == "" || !a.lit {
-			w = a.val
-		}
+		w := winAsWritten(a)
 		if strings.ContainsAny(w, " \t") && !winShells[c.name] {
 			// a command line in one argument (wmic ... create "cmd /c rd ..."):
 			// quoted, it is read as the script it is

@@ -3,6 +3,7 @@ package policy
 import (
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -99,6 +100,15 @@ func (w *walker) nest(c *command) {
 			}
 			w.scriptOperand(c, langShell, c.args[0], positional(c.args[0].val, c.args[1:]))
 		}
+	case "powershell", "powershell.exe", "pwsh", "pwsh.exe":
+		// pwsh -Command - (or no script at all) reads its script on stdin
+		if c.stdin.present && c.stdin.taint&taintDownload != 0 && pwshReadsStdin(c.args) {
+			w.d.add(w.f, rulePipeToShell, "runs code downloaded from the network", joinVia(c.via, "| "+c.name), c.sp)
+		}
+	case "shopt":
+		if slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "expand_aliases" || !a.lit }) && !slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "-u" }) {
+			w.env.bashAlias = true
+		}
 	case "at", "batch":
 		if _, opts := skipOptions(c.args, optSpec{short: "qfmMt"}); !hasOpt(opts, "f", "l", "d", "r", "c") {
 			w.stdinCode(c, langShell, nil)
@@ -156,6 +166,23 @@ func (w *walker) nest(c *command) {
 			w.callFunc(c)
 		}
 	}
+}
+
+// pwshReadsStdin reports a PowerShell command line whose script is its
+// standard input: -Command - or -File -, or no script or command at all.
+func pwshReadsStdin(args []arg) bool {
+	for i, a := range args {
+		o := strings.ToLower(strings.TrimLeft(a.val, "-/"))
+		switch {
+		case !strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "/"):
+			return false // a script file or a command
+		case o == "c" || o == "command" || o == "f" || o == "file" || o == "e" || o == "ec" || o == "enc" || o == "encodedcommand":
+			return i+1 < len(args) && args[i+1].val == "-"
+		case o == "executionpolicy" || o == "ep" || o == "windowstyle" || o == "w" || o == "workingdirectory" || o == "wd" || o == "configurationname" || o == "inputformat" || o == "outputformat":
+			return pwshReadsStdin(args[min(i+2, len(args)):])
+		}
+	}
+	return true
 }
 
 func joinVia(a, b string) string {
@@ -306,6 +333,27 @@ func (w *walker) optionScript(c *command, spec optSpec, names ...string) {
 	}
 }
 
+// shellAlias is an alias the script defined: its value, and where it
+// takes effect (text the shell reads after the end of the alias
+// command's line in frame f, or any other script read later: eval, a
+// function defined later).
+type shellAlias struct {
+	val   string
+	f     *frame
+	after int
+}
+
+// aliasFor returns the alias a command word at offset pos of the current
+// script expands to: dash expands aliases in every shell, bash only with
+// shopt -s expand_aliases.
+func (w *walker) aliasFor(name arg, pos int) (string, bool) {
+	a, ok := w.env.aliases[name.val]
+	if !ok || !name.lit || w.env.expanding[name.val] || w.f.shell == ShellBash && !w.env.bashAlias || a.f == w.f && pos <= a.after {
+		return "", false
+	}
+	return a.val, true
+}
+
 // alias NAME=VALUE: the value is code the shell may run.
 func (w *walker) alias(c *command) {
 	if len(c.args) > 0 {
@@ -318,6 +366,19 @@ func (w *walker) alias(c *command) {
 		}
 		src := argCode(a)
 		src.text = strings.ReplaceAll(val, homeMarker, "$HOME")
+		if a.lit {
+			if w.env.aliases == nil {
+				w.env.aliases = map[string]shellAlias{}
+			}
+			// the shell has read the rest of the line already
+			after := len(w.f.src)
+			if c.sp.end >= 0 && c.sp.end <= len(w.f.src) {
+				if i := strings.IndexByte(w.f.src[c.sp.end:], '\n'); i >= 0 {
+					after = c.sp.end + i
+				}
+			}
+			w.env.aliases[name] = shellAlias{val: src.text, f: w.f, after: after}
+		}
 		if src.base >= 0 {
 			src.base += len(name) + 1
 		}

@@ -157,6 +157,15 @@ func (w *walker) sedExec(c *command) {
 		if !s.lit {
 			continue
 		}
+		if sedBareExec.MatchString(s.val) {
+			// e without a command runs the pattern space: each input line
+			if len(files) > 0 {
+				w.runCode(c, langShell, code{text: `"$(cat)"`, known: true, base: -1, anchor: s.pos}, "sed e on "+quoteDetail(files[0].val), c.sp, nil, false)
+				return
+			}
+			w.stdinCode(c, langShell, nil)
+			return
+		}
 		pattern, repl, global, ok := sedSubstExec(s.val)
 		if !ok {
 			continue
@@ -187,6 +196,10 @@ func (w *walker) sedExec(c *command) {
 		return
 	}
 }
+
+// sedBareExec is a sed script whose command is e alone (after an optional
+// address), which runs each line it reaches as a shell command.
+var sedBareExec = regexp.MustCompile(`^\s*(\d+|\$|/[^/\n]*/)?\s*e\s*(;|$)`)
 
 // sedScripts returns sed's script arguments: -e and --expression values,
 // or else the first operand.

@@ -1201,6 +1201,17 @@ func (t *packTool) withText(c *command) *command {
 	if t.Joined {
 		line := c.name + " " + strings.Join(words, " ")
 		cc.args = append(cc.args, arg{val: line, lit: true, exact: -1})
+		if t.pack == "windows" {
+			// as written: the backslashes sh would have taken (reg delete
+			// HKCU\Software, type %USERPROFILE%\.ssh\id_rsa unquoted)
+			raw := make([]string, len(c.args))
+			for i, a := range c.args {
+				raw[i] = psDropPreviews(psDropScratch(strings.ReplaceAll(winAsWritten(a), homeMarker, "$HOME")))
+			}
+			if r := c.name + " " + strings.Join(raw, " "); r != line {
+				cc.args = append(cc.args, arg{val: r, lit: true, exact: -1})
+			}
+		}
 		if len(t.Encoded) > 0 {
 			if n := psUnfold(line); n != line {
 				cc.args = append(cc.args, arg{val: n, lit: true, exact: -1})

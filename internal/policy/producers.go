@@ -13,6 +13,7 @@ var downloaders = map[string]bool{
 	"aria2c": true, "lynx": true, "links": true, "w3m": true, "elinks": true,
 	"nc": true, "ncat": true, "netcat": true, "socat": true, "tftp": true,
 	"telnet": true, "pwncat": true, "nc.traditional": true, "nc.openbsd": true,
+	"curl.exe": true, "wget.exe": true,
 }
 
 // produce returns what command c writes to its standard output, as far as

@@ -78,12 +78,35 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 		}
 		c.name = alias
 	}
+	if val, ok := w.aliasFor(name, sp.start); ok {
+		w.expandAlias(&c, name.val, val)
+		return generated()
+	}
 	w.sideEffects(&c)
 	w.recordCommandWrites(&c)
 	w.judge(&c)
 	w.recordLink(&c) // after judging: ln acts on the link itself
 	w.recordProgramCopy(&c)
 	return produce(&c)
+}
+
+// expandAlias runs a command whose name is an alias the script defined
+// (alias x='rm -rf'; eval 'x ~') as the shell would: the alias's value
+// followed by the command's arguments. An alias is not expanded again
+// inside its own value (alias ls='ls -la').
+func (w *walker) expandAlias(c *command, name, val string) {
+	if w.env.expanding == nil {
+		w.env.expanding = map[string]bool{}
+	}
+	w.env.expanding[name] = true
+	defer delete(w.env.expanding, name)
+	src := code{text: val, known: true, base: -1, anchor: c.sp.start}
+	if len(c.args) > 0 {
+		rest := joinCode(c.args)
+		src.text += " " + rest.text
+		src.known, src.taint = rest.known, rest.taint
+	}
+	w.runCode(c, langShell, src, "alias "+name, c.sp, nil, true)
 }
 
 // unresolved reports a command whose program name is not known.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Bounds on what the detector tracks about variables. Past them a value
@@ -81,14 +82,17 @@ type env struct {
 	cwd       value
 	args      []string // $0, $1, $2, ... when argsKnown
 	argsKnown bool
-	funcs     map[string]funcDef // functions defined so far
-	files     map[string]written // files the script wrote, by fileKey
-	unpacked  []string           // directories a downloaded archive was unpacked into, by fileKey
-	links     links              // symbolic links the command created: file system state, shared by every clone
-	progs     progs              // programs the command copied under another name: shared like links
-	over      string             // a limit an assignment reached (value.over), until the walker reports it
-	aliased   bool               // the script defined an alias: a name may run something else
-	xtrace    bool               // set -x may be on: commands are printed expanded
+	funcs     map[string]funcDef    // functions defined so far
+	files     map[string]written    // files the script wrote, by fileKey
+	unpacked  []string              // directories a downloaded archive was unpacked into, by fileKey
+	links     links                 // symbolic links the command created: file system state, shared by every clone
+	progs     progs                 // programs the command copied under another name: shared like links
+	over      string                // a limit an assignment reached (value.over), until the walker reports it
+	aliased   bool                  // the script defined an alias: a name may run something else
+	aliases   map[string]shellAlias // alias NAME=VALUE the script defined, by name
+	expanding map[string]bool       // the aliases being expanded (not expanded again inside their value)
+	bashAlias bool                  // shopt -s expand_aliases: bash expands aliases outside an interactive shell
+	xtrace    bool                  // set -x may be on: commands are printed expanded
 }
 
 // newEnv is the environment a job starts in: the worker's own working
@@ -111,6 +115,7 @@ func (e *env) clone() *env {
 			c.files[k] = v
 		}
 	}
+	c.aliases, c.expanding, c.bashAlias = nil, nil, false // another shell process: aliases are not inherited
 	if e.funcs != nil {
 		c.funcs = make(map[string]funcDef, len(e.funcs))
 		for k, v := range e.funcs {
@@ -194,7 +199,13 @@ func (e *env) setArgs(args []arg) {
 			e.args, e.argsKnown = nil, false
 			return
 		}
-		e.args = append(e.args, a.val)
+		v := a.val
+		if rest, ok := strings.CutPrefix(v, "~"); ok && (rest == "" || rest[0] == '/') {
+			// the caller's shell expanded an unquoted ~ before passing
+			// it (a quoted one is ./~ by now): "$@" in the body is the home
+			v = homeMarker + rest
+		}
+		e.args = append(e.args, v)
 	}
 }
 
