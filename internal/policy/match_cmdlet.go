@@ -33,7 +33,8 @@ var (
 // psBareAliases are PowerShell's built-in aliases of cmdlets that change
 // things and that name no common program outside PowerShell: ri C:\Users
 // -r -fo is Remove-Item.
-var psBareAliases = map[string]bool{"ri": true, "rp": true, "spps": true, "spsv": true, "clc": true, "icm": true, "saps": true, "rwmi": true}
+var psBareAliases = map[string]bool{"ri": true, "rp": true, "spps": true, "spsv": true, "clc": true, "icm": true, "saps": true, "rwmi": true,
+	"iwr": true, "irm": true, "iex": true}
 
 // cmdletMatchers is what matchersFor gives a cmdlet no pack knows: the
 // PowerShell judge, and the generic tools' rules it had before.
@@ -77,7 +78,7 @@ func matchCmdletLine(c *command, h *hits) {
 	if strings.Contains(c.stmt, script) || strings.Contains(c.stmt, "|") && strings.Contains(c.stmt, c.name) {
 		script = c.stmt // the whole pipeline: gci $HOME | Remove-Item -Recurse
 	}
-	if first, _, _ := strings.Cut(strings.TrimSpace(c.frame), " "); first != "" && (psCmdlet(first) || psAssignStart.MatchString(c.frame)) && strings.Contains(c.frame, script) {
+	if first, _, _ := strings.Cut(strings.TrimSpace(c.frame), " "); first != "" && (psCmdlet(first) || psCmdletName.MatchString(first) || psAssignStart.MatchString(c.frame)) && strings.Contains(c.frame, script) {
 		// a script of PowerShell statements (sh split it at ;): judged
 		// whole, so that what one statement made another may remove
 		script = c.frame

@@ -60,6 +60,11 @@ func matchersFor(c *command) []matcher {
 		return []matcher{matchInitScript}
 	}
 	if ms := matcherTable[canonical(c.name)]; ms != nil {
+		if strings.IndexByte(c.name, '-') > 0 && psCmdletName.MatchString(c.name) && plainName(c.prog) {
+			// a cmdlet a pack knows by name (Invoke-WebRequest): its
+			// statement is PowerShell's too
+			return append(slices.Clip(ms), matchCmdletLine)
+		}
 		return ms
 	}
 	if psCmdlet(c.name) && plainName(c.prog) {
