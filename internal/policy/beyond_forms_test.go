@@ -349,3 +349,26 @@ func TestAdminRolesAndHostSecrets(t *testing.T) {
 		{`pwsh -c 'Get-Help Restart-Computer -Examples'`, ""},
 	})
 }
+
+// TestSecretOutputDestinations covers where a secret a command prints
+// goes: a file (> FILE) or a command that reads it as a secret is not the
+// job's output; >&2, /dev/stderr, a socket or a name built at run time
+// are; exported key stores are refused in a file too (to_file).
+func TestSecretOutputDestinations(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`(umask 077 && vault kv get -field=password secret/staging/db > /tmp/db-pass)`, ""},
+		{`vault kv get -field=password secret/staging/db`, "secrets:secret-print"},
+		{`vault kv get -field=password secret/staging/db >&2`, "secrets:secret-print"},
+		{`vault kv get -field=password secret/staging/db > /dev/stderr`, "secrets:secret-print"},
+		{`f=/dev/stderr; vault kv get -field=password secret/db > "$f"`, "secrets:secret-print"},
+		{`gpg --export-secret-keys --armor alice@example.com > alice-secret.asc`, "secrets:secret-print"},
+		{`printf '%s' "$NEW_TOKEN" | gcloud secrets versions add ci-token --data-file=-`, ""},
+		{`printf '%s' "$DB_PASSWORD" | docker secret create db_password -`, ""},
+		{`echo "$NPM_TOKEN" | gh secret set NPM_TOKEN`, ""},
+		{`echo "$NPM_TOKEN" | gh secret set NPM_TOKEN --body x`, "secrets:secret-print"},
+		{`echo "::add-mask::$DEPLOY_TOKEN"`, ""},
+		{`echo "deploying with $DEPLOY_TOKEN"`, "secrets:secret-print"},
+	})
+}

@@ -297,10 +297,15 @@ var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PA
 // a CLI printed into a variable: T=$(gh auth token); echo "$T". A job's own secrets
 // are masked in its output; the worker's are not the submitter's to read.
 func matchSecretPrint(c *command, h *hits) {
-	if c.captured {
+	if c.captured || c.toFile {
 		return
 	}
 	for _, a := range c.args {
+		if strings.HasPrefix(a.src, `"::add-mask::`) || strings.HasPrefix(a.src, "::add-mask::") {
+			// a GitHub Actions workflow command: the runner reads the
+			// line and hides the value from every later line of the log
+			return
+		}
 		if a.taint&taintEnv != 0 && secretVarName.MatchString(a.src) {
 			h.add(ruleSecretPrint, c.name+" prints the worker's secret "+quoteDetail(a.src))
 			return

@@ -30,6 +30,9 @@ type walker struct {
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
 	captured int
+	// toFile > 0: the statement running here has its standard output
+	// redirected to a file.
+	toFile int
 	// pipe is the text of the pipeline being walked, if any
 	pipe string
 	// inDecl > 0: walking a function's body at its definition, with its
@@ -86,6 +89,36 @@ func stmtSpan(s *syntax.Stmt) span {
 	return span{int(s.Position.Offset()), int(end)}
 }
 
+// stdoutToFile reports a statement whose standard output is redirected to
+// a file (> FILE, >> FILE, &> FILE), not to the job's output (>&2,
+// > /dev/stderr, /dev/stdout, /dev/tty).
+func stdoutToFile(s *syntax.Stmt) bool {
+	to := false
+	for _, r := range s.Redirs {
+		fd := "1"
+		if r.N != nil {
+			fd = r.N.Value
+		}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+			if fd != "1" && r.Op != syntax.RdrAll && r.Op != syntax.AppAll {
+				continue
+			}
+			switch t := r.Word.Lit(); t {
+			case "", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/dev/tty", "/proc/self/fd/1", "/proc/self/fd/2":
+				to = false // the output again, or a name built at run time
+			default:
+				to = !strings.HasPrefix(t, "/dev/tcp/") && !strings.HasPrefix(t, "/dev/udp/")
+			}
+		case syntax.DplOut:
+			if fd == "1" {
+				to = false // >&2: the output again
+			}
+		}
+	}
+	return to
+}
+
 // stmt walks one statement reading in as its standard input and returns
 // what it writes to its standard output, as far as the detector can tell.
 func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
@@ -109,7 +142,14 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 		return stream{}
 	case *syntax.CallExpr:
 		w.making = nil
+		toFile := stdoutToFile(s)
+		if toFile {
+			w.toFile++
+		}
 		out := w.call(c, in, sp)
+		if toFile {
+			w.toFile--
+		}
 		if !s.Negated && !s.Background && !s.Coprocess {
 			made = w.making
 		}
@@ -340,6 +380,20 @@ func readsCredential(s *syntax.Stmt) bool {
 		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token") {
 			return true
 		}
+	}
+	lits := make([]string, len(ce.Args))
+	for i, word := range ce.Args {
+		lits[i] = word.Lit()
+	}
+	switch {
+	case slices.Contains(lits, "--data-file=-"), slices.Contains(lits, "--data-file") && slices.Index(lits, "--data-file")+1 < len(lits) && lits[slices.Index(lits, "--data-file")+1] == "-":
+		return true // gcloud secrets versions add NAME --data-file=-
+	case len(lits) >= 4 && (lits[0] == "docker" || lits[0] == "podman") && lits[1] == "secret" && lits[2] == "create" && lits[len(lits)-1] == "-":
+		return true // docker secret create NAME -
+	case len(lits) >= 3 && lits[0] == "gh" && lits[1] == "secret" && lits[2] == "set" && !slices.ContainsFunc(lits, func(v string) bool { return v == "-b" || v == "--body" || strings.HasPrefix(v, "--body=") }):
+		return true // gh secret set NAME reads the value on stdin
+	case len(lits) >= 3 && lits[0] == "wrangler" && lits[1] == "secret" && lits[2] == "put":
+		return true
 	}
 	// ssh-add - loads a private key from its input into the agent
 	return len(ce.Args) == 2 && ce.Args[0].Lit() == "ssh-add" && ce.Args[1].Lit() == "-"
