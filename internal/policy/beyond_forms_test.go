@@ -372,3 +372,21 @@ func TestSecretOutputDestinations(t *testing.T) {
 		{`echo "deploying with $DEPLOY_TOKEN"`, "secrets:secret-print"},
 	})
 }
+
+// TestEnvSecretPrintForms covers interpreter prints of a secret variable
+// without parentheses (perl's print $ENV{X}), and values only tested (a
+// ternary, !!, bool()) that print no secret.
+func TestEnvSecretPrintForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`perl -e 'print $ENV{AWS_SESSION_TOKEN}'`, "secrets:secret-print"},
+		{`perl -e 'print length($ENV{GITHUB_TOKEN})'`, ""},
+		{`ruby -e 'puts ENV["GITHUB_TOKEN"] ? "set" : "unset"'`, ""},
+		{`python3 -c 'import os; print("set" if os.environ.get("OPENAI_API_KEY") else "unset")'`, ""},
+		{`python3 -c 'import os; print(os.environ.get("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else "")'`, "secrets:secret-print"},
+		{`node -e 'console.log(!!process.env.API_TOKEN)'`, ""},
+		{`node -e 'console.log(process.env.API_TOKEN ? process.env.API_TOKEN : "")'`, "secrets:secret-print"},
+		{`node -e 'console.log(process.env.API_TOKEN ?? "none")'`, "secrets:secret-print"},
+	})
+}

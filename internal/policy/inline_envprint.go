@@ -41,7 +41,11 @@ var envRead = map[lang]*regexp.Regexp{
 // ENV.keys, keys %ENV, array_keys($_ENV), or tests whether one is set
 // ('API_KEY' in os.environ, ENV.key?("API_KEY"), exists $ENV{API_KEY}).
 var envKeysOnly = regexp.MustCompile(`\b(?:sorted|list|set|len)\s*\(\s*os\.environ\s*\)|Object\.keys\s*\(\s*process\.env\s*\)|\bENV\.keys\b|\bkeys\s*%ENV|\barray_keys\s*\(\s*\$_ENV` +
-	`|\bin\s+(?:os\.environ|process\.env)\b|\bENV\.(?:key\?|has_key\?|include\?)|\bexists\s+\$ENV\b`)
+	`|\bin\s+(?:os\.environ|process\.env)\b|\bENV\.(?:key\?|has_key\?|include\?)|\bexists\s+\$ENV\b` +
+	// a value only tested: "set" if os.environ.get("X") else "unset",
+	// bool(...), !!process.env.X, process.env.X ? ... : ..., ENV["X"] ? ...
+	`|\bif\s+os\.(?:environ\.get|getenv)\s*\([^()]*\)\s+else\b|\b(?:bool|len)\s*\(\s*os\.(?:environ\.get|getenv)\s*\([^()]*\)\s*\)` +
+	`|!!\s*process\.env\.\w+|\bBoolean\s*\(\s*process\.env\.\w+\s*\)|\bprocess\.env\.\w+\s*\?[^?]|\bENV\s*\[[^\]]*\]\s*\?\s`)
 
 // envPrint judges interpreter code that prints, into the job's output, a
 // secret variable of the worker's environment, the whole environment with
@@ -98,11 +102,25 @@ func printRegion(masked string, from int) span {
 	if j < len(masked) && masked[j] == '(' {
 		return span{j, matchParen(masked, j)}
 	}
-	end := strings.IndexAny(masked[j:], ";\n}")
-	if end < 0 {
-		end = len(masked) - j
+	// to the end of the statement: a ; or a newline, or the } of a block
+	// it is in ($ENV{X} and hash[...] are its own brackets)
+	depth := 0
+	for k := j; k < len(masked); k++ {
+		switch masked[k] {
+		case '{', '(', '[':
+			depth++
+		case '}', ')', ']':
+			if depth == 0 {
+				return span{j, k}
+			}
+			depth--
+		case ';', '\n':
+			if depth == 0 {
+				return span{j, k}
+			}
+		}
 	}
-	return span{j, j + end}
+	return span{j, len(masked)}
 }
 
 // blankOut replaces a text with spaces of the same length.
