@@ -96,6 +96,8 @@ var systemCredentials = []string{
 	// the Mac's auto-login password, Ceph's admin keyring, TLS keys a proxy
 	// serves (HAProxy keeps key and chain in one .pem), Bacula's passwords
 	"/etc/kcpassword", "/etc/ceph/ceph.client.admin.keyring", "/etc/haproxy/certs", "/etc/bacula/bacula-dir.conf",
+	// a cluster's scheduler database password and the key every node's munge authenticates with
+	"/etc/slurm/slurmdbd.conf", "/etc/munge/munge.key",
 }
 
 // letsencryptPublic reports a certificate or chain Let's Encrypt keeps
