@@ -54,6 +54,7 @@ var homeCredentialFiles = []string{
 	".m2/settings.xml", ".gradle/gradle.properties", ".circleci/cli.yml", ".sentryclirc", ".jfrog/jfrog-cli.conf.v6", ".jfrog/jfrog-cli.conf",
 	".config/newrelic-cli/credentials.json", ".dogrc", ".pd.yml", ".config/pagerduty-cli/config.json", ".yarnrc.yml", ".nuget/NuGet/NuGet.Config",
 	".dbt/profiles.yml", ".chef/encrypted_data_bag_secret", ".config/fastlane/spaceauth", ".airflow/airflow.cfg",
+	".okta/okta.yaml", ".config/okta/okta.yaml", ".gam/oauth2service.json", ".gam/oauth2.txt", ".config/containers/auth.json",
 }
 
 // browserProfiles are the home-relative directories of browsers' profiles.
@@ -98,6 +99,7 @@ var systemCredentials = []string{
 	"/etc/kcpassword", "/etc/ceph/ceph.client.admin.keyring", "/etc/haproxy/certs", "/etc/bacula/bacula-dir.conf",
 	// a cluster's scheduler database password and the key every node's munge authenticates with
 	"/etc/slurm/slurmdbd.conf", "/etc/munge/munge.key",
+	"/var/lib/zerotier-one/identity.secret", "/var/lib/tailscale/tailscaled.state",
 }
 
 // letsencryptPublic reports a certificate or chain Let's Encrypt keeps
