@@ -39,6 +39,7 @@ var sqlClients = map[string]sqlArgs{
 	"turso":             tursoSQL,
 	"prisma":            prismaSQL,
 	"wrangler":          wranglerSQL,
+	"sqlplus":           optionSQL(optSpec{short: "sLMRc", long: nil}, "", "", "", ""), // a script on stdin (a heredoc)
 	"sqlite3":           positionalSQL,
 	"duckdb":            positionalSQL,
 	"gcloud":            spannerSQL,
