@@ -99,7 +99,7 @@ var systemCredentials = []string{
 	"/etc/kcpassword", "/etc/ceph/ceph.client.admin.keyring", "/etc/haproxy/certs", "/etc/bacula/bacula-dir.conf",
 	// a cluster's scheduler database password and the key every node's munge authenticates with
 	"/etc/slurm/slurmdbd.conf", "/etc/munge/munge.key",
-	"/etc/mysql/debian.cnf",
+	"/etc/mysql/debian.cnf", "/etc/grafana/grafana.ini", "/nexus-data/admin.password",
 	"/var/lib/zerotier-one/identity.secret", "/var/lib/tailscale/tailscaled.state",
 }
 
