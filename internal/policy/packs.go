@@ -804,13 +804,14 @@ func (t *packTool) judge(c *command, h *hits) {
 	if t.safe(pc) {
 		return
 	}
-	if deletesScratch(c, canonical(c.name), func(w string) bool { return matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) }) ||
-		deletesMentioned(c, t) || deletesHTTPScratch(c) {
-		return // the resource the same && chain made, or one the script made under a throwaway name
-	}
 	for i := range t.Rules {
 		r := &t.Rules[i]
 		if detail, ok := t.matches(r, c, pc); ok {
+			// asked only once a rule applies: most calls match none
+			if deletesScratch(c, canonical(c.name), func(w string) bool { return matchAnyWord(t.destroy, w) || matchAnyWord(t.After, w) }) ||
+				deletesMentioned(c, t) || deletesHTTPScratch(c) {
+				return // the resource the same && chain made, or one the script made under a throwaway name
+			}
 			h.add(r.id, detail)
 			return
 		}
