@@ -100,7 +100,7 @@ func stdoutToFile(s *syntax.Stmt) bool {
 			fd = r.N.Value
 		}
 		switch r.Op {
-		case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
 			if fd != "1" && r.Op != syntax.RdrAll && r.Op != syntax.AppAll {
 				continue
 			}
