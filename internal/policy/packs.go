@@ -203,6 +203,11 @@ type packRule struct {
 	ToFile bool `yaml:"to_file"`
 	// UnlessMatch refuses the rule when an argument matches it.
 	UnlessMatch string `yaml:"unless_match"`
+	// ExceptMatch narrows Match: the argument Match finds must not also
+	// match it (a service's own key in its own URL), judged argument by
+	// argument, so another argument cannot lend its exception to the one
+	// that sends a secret elsewhere.
+	ExceptMatch string `yaml:"except_match"`
 	// UnlessEnv refuses the rule when the command runs with one of these
 	// variables set, by the script, to a value the expression (anchored,
 	// case-insensitive) matches: RAILS_ENV: test resets a test database.
@@ -223,6 +228,7 @@ type packRule struct {
 	paths    [][][]string // each alternative path: words, each a set of alternatives
 	match    *regexp.Regexp
 	unlessM  *regexp.Regexp
+	exceptM  *regexp.Regexp
 	unlessE  map[string]*regexp.Regexp
 	matchAll []*regexp.Regexp
 }
@@ -511,6 +517,16 @@ func (p *pack) compile() error {
 					return fmt.Errorf("%s.unless_match: %w", rf, err)
 				}
 				r.unlessM = re
+			}
+			if r.ExceptMatch != "" {
+				if r.Match == "" || r.Input {
+					return fmt.Errorf("%s.except_match: needs match (on arguments)", rf)
+				}
+				re, err := regexp.Compile("(?i)" + r.ExceptMatch)
+				if err != nil {
+					return fmt.Errorf("%s.except_match: %w", rf, err)
+				}
+				r.exceptM = re
 			}
 			for name, v := range r.UnlessEnv {
 				re, err := regexp.Compile("(?i)^(?:" + v + ")$")
@@ -869,7 +885,7 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.Dynamic && !dynamicOperands(c) {
 		return "", false
 	}
-	if r.match != nil && (r.Input && !matchInput(r.match, c) || !r.Input && !matchText(r.match, c)) {
+	if r.match != nil && (r.Input && !matchInput(r.match, c) || !r.Input && !matchTextExcept(r.match, r.exceptM, c)) {
 		return "", false
 	}
 	for _, re := range r.matchAll {
@@ -965,6 +981,24 @@ func matchText(re *regexp.Regexp, c *command) bool {
 		return c.stdin.shape != "" && re.MatchString(c.stdin.shape) // built by jq from a literal filter
 	}
 	return re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)
+}
+
+// matchTextExcept is matchText where an argument that also matches except
+// does not count (nil: every argument counts).
+func matchTextExcept(re, except *regexp.Regexp, c *command) bool {
+	if except == nil {
+		return matchText(re, c)
+	}
+	for _, a := range c.args {
+		w := a.src
+		if a.lit {
+			w = a.val
+		}
+		if re.MatchString(w) && !except.MatchString(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchInput reports whether re matches what c reads: the known text of
