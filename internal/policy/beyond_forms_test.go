@@ -351,14 +351,17 @@ func TestAdminRolesAndHostSecrets(t *testing.T) {
 }
 
 // TestSecretOutputDestinations covers where a secret a command prints
-// goes: a file (> FILE) or a command that reads it as a secret is not the
-// job's output; >&2, /dev/stderr, a socket or a name built at run time
-// are; exported key stores are refused in a file too (to_file).
+// goes: /dev/null or a command that reads it as a secret is not the job's
+// output; >&2, /dev/stderr, a socket or a name built at run time are, and
+// so is a file (a later command or job can print it).
 func TestSecretOutputDestinations(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, DefaultConfig())
 	checkDecisions(t, e, []ruleCase{
-		{`(umask 077 && vault kv get -field=password secret/staging/db > /tmp/db-pass)`, ""},
+		{`vault kv get -field=password secret/staging/db > /dev/null`, ""},
+		{`(umask 077 && vault kv get -field=password secret/staging/db > /tmp/db-pass)`, "secrets:secret-print"},
+		{`vault kv get -field=password secret/db > /tmp/p; cat /tmp/p`, "secrets:secret-print"},
+		{`vault kv get -field=password secret/db > /dev/null >&2`, "secrets:secret-print"},
 		{`vault kv get -field=password secret/staging/db`, "secrets:secret-print"},
 		{`vault kv get -field=password secret/staging/db >&2`, "secrets:secret-print"},
 		{`vault kv get -field=password secret/staging/db > /dev/stderr`, "secrets:secret-print"},

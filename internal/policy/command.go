@@ -40,9 +40,6 @@ type command struct {
 	// in another command's words or an assignment, or a pipe into a
 	// command that reads a credential on stdin.
 	captured bool
-	// toFile says its standard output is redirected to a file (> FILE):
-	// what it prints is written there, not into the job's output.
-	toFile bool
 	// scratch are the resources made on the left of the && chains this
 	// command is on the right of (see scratch.go).
 	scratch []created

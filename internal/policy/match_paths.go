@@ -302,7 +302,7 @@ var secretVarName = regexp.MustCompile(`\$\{?[A-Z0-9_]*(SECRET|TOKEN|PASSWORD|PA
 // a CLI printed into a variable: T=$(gh auth token); echo "$T". A job's own secrets
 // are masked in its output; the worker's are not the submitter's to read.
 func matchSecretPrint(c *command, h *hits) {
-	if c.captured || c.toFile {
+	if c.captured {
 		return
 	}
 	for _, a := range c.args {

@@ -197,10 +197,6 @@ type packRule struct {
 	// assignment, nor piped into a command that reads a credential on
 	// stdin (docker login --password-stdin).
 	Printed bool `yaml:"printed"`
-	// ToFile keeps a Printed rule when the output is redirected to a file
-	// (an export of secret keys, a keychain or a stack's secrets left on
-	// disk in the clear); without it, > FILE is not the job's output.
-	ToFile bool `yaml:"to_file"`
 	// UnlessMatch refuses the rule when an argument matches it.
 	UnlessMatch string `yaml:"unless_match"`
 	// ExceptMatch narrows Match: the argument Match finds must not also
@@ -899,7 +895,7 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.PipedEnv && c.stdin.taint&taintSecret == 0 {
 		return "", false
 	}
-	if r.Printed && (c.captured || c.toFile && !r.ToFile) {
+	if r.Printed && c.captured {
 		return "", false
 	}
 	if r.unlessM != nil && matchText(r.unlessM, c) {

@@ -58,7 +58,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 		c.stmt = w.f.src[sp.start:sp.end]
 	}
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
-	c.home, c.links, c.files, c.captured, c.toFile = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0, w.toFile > 0
+	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	c.xtrace, c.vars = w.env.xtrace, w.env.vars
 	if len(w.prefix) > 0 {
 		c.vars = maps.Clone(c.vars)

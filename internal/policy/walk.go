@@ -30,9 +30,6 @@ type walker struct {
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
 	captured int
-	// toFile > 0: the statement running here has its standard output
-	// redirected to a file.
-	toFile int
 	// pipe is the text of the pipeline being walked, if any
 	pipe string
 	// inDecl > 0: walking a function's body at its definition, with its
@@ -89,11 +86,12 @@ func stmtSpan(s *syntax.Stmt) span {
 	return span{int(s.Position.Offset()), int(end)}
 }
 
-// stdoutToFile reports a statement whose standard output is redirected to
-// a file (> FILE, >> FILE, &> FILE), not to the job's output (>&2,
-// > /dev/stderr, /dev/stdout, /dev/tty).
-func stdoutToFile(s *syntax.Stmt) bool {
-	to := false
+// stdoutDiscarded reports a statement whose standard output last goes to
+// /dev/null: what it prints never reaches the job's output. A file does
+// not count: a later command, or a later job sharing the directory, can
+// print it (vault kv get -field=password x > /tmp/p; cat /tmp/p).
+func stdoutDiscarded(s *syntax.Stmt) bool {
+	discarded := false
 	for _, r := range s.Redirs {
 		fd := "1"
 		if r.N != nil {
@@ -101,22 +99,16 @@ func stdoutToFile(s *syntax.Stmt) bool {
 		}
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll:
-			if fd != "1" && r.Op != syntax.RdrAll && r.Op != syntax.AppAll {
-				continue
-			}
-			switch t := r.Word.Lit(); t {
-			case "", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/dev/tty", "/proc/self/fd/1", "/proc/self/fd/2":
-				to = false // the output again, or a name built at run time
-			default:
-				to = !strings.HasPrefix(t, "/dev/tcp/") && !strings.HasPrefix(t, "/dev/udp/")
+			if fd == "1" || r.Op == syntax.RdrAll || r.Op == syntax.AppAll {
+				discarded = r.Word.Lit() == "/dev/null"
 			}
 		case syntax.DplOut:
 			if fd == "1" {
-				to = false // >&2: the output again
+				discarded = false // >&2: the output again
 			}
 		}
 	}
-	return to
+	return discarded
 }
 
 // stmt walks one statement reading in as its standard input and returns
@@ -142,13 +134,13 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 		return stream{}
 	case *syntax.CallExpr:
 		w.making = nil
-		toFile := stdoutToFile(s)
-		if toFile {
-			w.toFile++
+		discarded := stdoutDiscarded(s)
+		if discarded {
+			w.captured++
 		}
 		out := w.call(c, in, sp)
-		if toFile {
-			w.toFile--
+		if discarded {
+			w.captured--
 		}
 		if !s.Negated && !s.Background && !s.Coprocess {
 			made = w.making
