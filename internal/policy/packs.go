@@ -967,34 +967,24 @@ next:
 // matchText reports whether re matches one of c's arguments (a literal's
 // value, or a word built at run time as written: a URL with $ZONE in it)
 // or the known text of its standard input.
-func matchText(re *regexp.Regexp, c *command) bool {
+func matchText(re *regexp.Regexp, c *command) bool { return matchTextExcept(re, nil, c) }
+
+// matchTextExcept is matchText where a text that also matches except
+// does not count, judged text by text (nil: every text counts).
+func matchTextExcept(re, except *regexp.Regexp, c *command) bool {
 	for _, a := range c.args {
-		if a.lit && re.MatchString(a.val) || !a.lit && re.MatchString(a.src) {
+		if a.lit && matchesExcept(re, except, a.val) || !a.lit && matchesExcept(re, except, a.src) {
 			return true // a word with a variable is matched as written
 		}
 	}
 	if !c.stdin.known {
-		return c.stdin.shape != "" && re.MatchString(c.stdin.shape) // built by jq from a literal filter
+		return c.stdin.shape != "" && matchesExcept(re, except, c.stdin.shape) // built by jq from a literal filter
 	}
-	return re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)
+	return matchesExcept(re, except, c.stdin.text) || c.stdin.alt != "" && matchesExcept(re, except, c.stdin.alt)
 }
 
-// matchTextExcept is matchText where an argument that also matches except
-// does not count (nil: every argument counts).
-func matchTextExcept(re, except *regexp.Regexp, c *command) bool {
-	if except == nil {
-		return matchText(re, c)
-	}
-	for _, a := range c.args {
-		w := a.src
-		if a.lit {
-			w = a.val
-		}
-		if re.MatchString(w) && !except.MatchString(w) {
-			return true
-		}
-	}
-	return false
+func matchesExcept(re, except *regexp.Regexp, s string) bool {
+	return re.MatchString(s) && (except == nil || !except.MatchString(s))
 }
 
 // matchInput reports whether re matches what c reads: the known text of

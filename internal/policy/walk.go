@@ -378,7 +378,7 @@ func readsCredential(s *syntax.Stmt) bool {
 		lits[i] = word.Lit()
 	}
 	switch {
-	case slices.Contains(lits, "--data-file=-"), slices.Contains(lits, "--data-file") && slices.Index(lits, "--data-file")+1 < len(lits) && lits[slices.Index(lits, "--data-file")+1] == "-":
+	case slices.Contains(lits, "--data-file=-"), dataFileStdin(lits):
 		return true // gcloud secrets versions add NAME --data-file=-
 	case len(lits) >= 4 && (lits[0] == "docker" || lits[0] == "podman") && lits[1] == "secret" && lits[2] == "create" && lits[len(lits)-1] == "-":
 		return true // docker secret create NAME -
@@ -389,6 +389,12 @@ func readsCredential(s *syntax.Stmt) bool {
 	}
 	// ssh-add - loads a private key from its input into the agent
 	return len(ce.Args) == 2 && ce.Args[0].Lit() == "ssh-add" && ce.Args[1].Lit() == "-"
+}
+
+// dataFileStdin reports --data-file - among a command's words.
+func dataFileStdin(lits []string) bool {
+	i := slices.Index(lits, "--data-file")
+	return i >= 0 && i+1 < len(lits) && lits[i+1] == "-"
 }
 
 // appliesManifest reports a pipeline stage that hands what it reads to a
