@@ -306,11 +306,6 @@ func matchSecretPrint(c *command, h *hits) {
 		return
 	}
 	for _, a := range c.args {
-		if strings.HasPrefix(a.src, `"::add-mask::`) || strings.HasPrefix(a.src, "::add-mask::") {
-			// a GitHub Actions workflow command: the runner reads the
-			// line and hides the value from every later line of the log
-			return
-		}
 		if a.taint&taintEnv != 0 && secretVarName.MatchString(a.src) {
 			h.add(ruleSecretPrint, c.name+" prints the worker's secret "+quoteDetail(a.src))
 			return
