@@ -13,6 +13,7 @@ type sqlArgs func(args []arg) (sql []arg, stdin bool)
 // sqlClients are the database clients whose SQL the detector reads.
 var sqlClients = map[string]sqlArgs{
 	"psql":              psqlSQL,
+	"gitlab-psql":       psqlSQL, // GitLab Omnibus's psql wrapper
 	"ysqlsh":            psqlSQL, // YugabyteDB's psql
 	"mysql":             optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),
 	"mariadb":           optionSQL(optSpec{short: "eDhPSuO", long: []string{"execute", "database", "host", "port", "socket", "user", "default-character-set", "init-command"}}, "e", "execute", "init-command", ""),

@@ -813,6 +813,12 @@ func winProtected(p string, recursive bool) string {
 		return "on " + quoteDetail(p) + ", a path computed at run time that it cannot resolve"
 	}
 	parts := strings.Split(clean, `\`)
+	if last := parts[len(parts)-1]; len(parts) > 1 && strings.ContainsAny(last, "*?") {
+		parts = parts[:len(parts)-1] // del /s \\fs01\Finance\Q3\*.xlsx: the tree the pattern searches
+	}
+	if strings.EqualFold(parts[len(parts)-1], ".git") && len(parts) > 1 {
+		return "on " + quoteDetail(strings.ReplaceAll(p, "<HOME>", "$HOME")) + ", a repository's history"
+	}
 	for _, part := range parts {
 		l := strings.ToLower(part)
 		if strings.Contains(l, "cache") || l == "temp" || l == "tmp" || l == "<temp>" || l == "packages" && strings.Contains(strings.ToLower(clean), `.nuget\packages`) {
@@ -869,7 +875,8 @@ func winProtected(p string, recursive bool) string {
 // dataDirs are the top-level directories of a data drive that hold what
 // people and services keep (D:\Shares\Finance, E:\SQLBackups\Billing).
 var dataDirs = []string{"Shares", "Share", "Data", "Backups", "Backup", "Databases", "SQLData", "SQLBackups", "Home", "Homes",
-	"Profiles", "Departments", "Users", "Archive", "Archives", "Exchange", "VMs", "Hyper-V"}
+	"Profiles", "Departments", "Users", "Archive", "Archives", "Exchange", "VMs", "Hyper-V", "Projects", "Repos", "Repositories",
+	"Finance", "HR", "Legal", "inetpub", "wwwroot", "Sites", "Websites", "MSSQL", "SQL", "Exports"}
 
 // winVirtualDisks reports, in a home's parts, a WSL distribution's state
 // (AppData\Local\Packages\<distribution>\LocalState, its ext4.vhdx) or

@@ -691,15 +691,21 @@ func (t *packTool) parse(c *command) packCall {
 }
 
 // pathWord reports whether w can be a subcommand: a word, not a path, URL
-// or file name.
+// or file name. A site alias (drush @prod) and a task's arguments (rake
+// "gitlab:password:reset[root]") count.
 func pathWord(w string) bool {
 	if w == "" || strings.Contains(w, "://") {
 		return false
 	}
+	brackets := false
 	for i, r := range w {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i == 0 && r == '@' && len(w) > 1:
 		case i > 0 && (r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':' || r == '.' || r == '/' || r == '~' || r == '^'):
+		case i > 0 && r == '[' && !brackets:
+			brackets = true
+		case brackets && (r == ']' || r == ',' || r == '@' || r == ' '), w[0] == '@' && r == '%': // @prod:%files
 		default:
 			return false
 		}
