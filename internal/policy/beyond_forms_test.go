@@ -468,3 +468,30 @@ func TestTokenSentHostPerURL(t *testing.T) {
 		{`curl -H "PRIVATE-TOKEN: $GITLAB_TOKEN" https://gitlab.example.net/api/v4/projects`, "egress:token-sent"},
 	})
 }
+
+// TestInterpreterOptionClusters: perl's -l and -0 (and ruby's -0, -W, -T)
+// take only a number, so the letters after one in a cluster are options
+// of their own: perl -lne CODE runs CODE (it was read as -l's value, and
+// the code went unjudged).
+func TestInterpreterOptionClusters(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`perl -le 'system("rm -rf ~")'`, "rm-root"},
+		{`perl -lne 'system("rm -rf ~")' list.txt`, "rm-root"},
+		{`perl -0777e 'system("rm -rf ~")'`, "rm-root"},
+		{`perl -l012e 'system("rm -rf ~")'`, "rm-root"},
+		{`ruby -0e 'system("rm -rf ~")'`, "rm-root"},
+		{`perl -lne 'print if /error/' app.log`, ""},
+		{`perl -0777 -pe 's/\n+/\n/g' notes.txt`, ""},
+		{`perl -le 'print $ENV{OPENAI_API_KEY}'`, "secrets:secret-print"},
+		{`awk 'BEGIN{print ENVIRON["DB_PASSWORD"]}'`, "secrets:secret-print"},
+		{`lua -e 'print(os.getenv("VAULT_TOKEN"))'`, "secrets:secret-print"},
+		{`awk 'BEGIN{print ENVIRON["HOME"]}'`, ""},
+		{`make destroy ENV=production`, "iac:destroy"},
+		{`make -n destroy ENV=production`, ""},
+		{`just --dry-run db-reset production`, ""},
+		{`rm -rf /var/lib/jenkins/jobs`, "rm-root"},
+		{`rm -rf /var/www/wordpress/wp-content`, "rm-root"},
+	})
+}

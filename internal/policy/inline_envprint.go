@@ -13,6 +13,8 @@ var printWords = map[lang][]string{
 	langRuby:   {"puts", "print", "p", "pp", "$stdout.puts", "STDOUT.puts"},
 	langPerl:   {"print", "say", "printf"},
 	langPHP:    {"echo", "print", "print_r", "var_dump", "var_export", "printf"},
+	langLua:    {"print", "io.write"},
+	langAwk:    {"print", "printf"},
 }
 
 // envSecretName is an environment variable name that says it holds a
@@ -34,6 +36,8 @@ var envRead = map[lang]*regexp.Regexp{
 		`|\bENV\s*(?:$|[;)}\n]|\.(?:to_h|to_a|to_hash|inspect|values|each|map|select|filter_map|sort)\b)|\bDotenv\.parse\b`),
 	langPerl: regexp.MustCompile(`\$ENV\s*\{\s*['"]?` + envSecretName + `['"]?\s*\}|\$ENV\s*\{\s*\$|%ENV\b`),
 	langPHP:  regexp.MustCompile(`\b(?:getenv|\$_ENV\s*\[|\$_SERVER\s*\[)\s*\(?\s*['"]` + envSecretName + `['"]|\bgetenv\s*\(\s*\)|\$_ENV\b\s*(?:$|[),;])`),
+	langLua:  regexp.MustCompile(`\bos\.getenv\s*\(?\s*['"]` + envSecretName + `['"]`),
+	langAwk:  regexp.MustCompile(`\bENVIRON\s*\[\s*"` + envSecretName + `"\s*\]`),
 }
 
 // envKeysOnly is code that prints only the names of the environment's

@@ -34,13 +34,14 @@ func interpreterLang(name string) lang {
 // only an attached value, and those after which no code is read (-m).
 type interpSpec struct {
 	code, value, attached, stop string
+	digits                      string // options whose attached value is a number only (perl -l, -0)
 	longCode, longValue         []string
 }
 
 var interpSpecs = map[lang]interpSpec{
 	langPython: {code: "c", value: "WX", stop: "m"},
-	langPerl:   {code: "eE", attached: "ilxIMmC0dD"},
-	langRuby:   {code: "e", value: "rICE", attached: "0FiKTWx"},
+	langPerl:   {code: "eE", attached: "ixIMmCdD", digits: "l0"},
+	langRuby:   {code: "e", value: "rICE", attached: "FiKx", digits: "0WT"},
 	langNode:   {code: "ep", value: "rC", longCode: []string{"eval", "print"}, longValue: []string{"require", "import", "loader", "experimental-loader", "input-type", "conditions", "env-file"}},
 	langPHP:    {code: "rBRE", value: "cdfz"},
 	langLua:    {code: "e", value: "l"},
@@ -103,6 +104,16 @@ loop:
 					i++
 				}
 				continue loop
+			case strings.Contains(spec.digits, ch):
+				// perl -l and -0 take only an attached number: in -lne
+				// and -0777e the letters after it are options (-e's code)
+				digits := "0123456789"
+				if ch == "0" && j+1 < len(v) && (v[j+1] == 'x' || v[j+1] == 'X') {
+					j, digits = j+1, "0123456789abcdefABCDEF" // -0x1FF
+				}
+				for j+1 < len(v) && strings.IndexByte(digits, v[j+1]) >= 0 {
+					j++
+				}
 			case strings.Contains(spec.attached, ch):
 				continue loop
 			}

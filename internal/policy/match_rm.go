@@ -187,7 +187,7 @@ func serviceDataDir(p string) bool {
 	if slices.Contains(serviceDataDirs, path.Dir(path.Dir(c))) && c != "/var/www" && !slices.Contains([]string{"/Volumes", "/mnt", "/media"}, path.Dir(path.Dir(c))) {
 		// a service's own data tree (/opt/shop/data, /srv/shop/uploads)
 		switch strings.ToLower(path.Base(c)) {
-		case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "backup":
+		case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "backup", "jobs", "wp-content", "repositories", "git-data", "secrets", "keys", "certs":
 			return true
 		}
 	}
