@@ -495,3 +495,31 @@ func TestInterpreterOptionClusters(t *testing.T) {
 		{`rm -rf /var/www/wordpress/wp-content`, "rm-root"},
 	})
 }
+
+// TestClusterSettingsAndState: persistent TLS-off in a kubeconfig, a
+// chart or Argo CD repository, or a workload's environment; a webhook
+// set to fail open; a database service opened to the internet; a local
+// Terraform state deleted; deletion protection switched off for a run.
+// Their read-only and scratch look-alikes stay approved.
+func TestClusterSettingsAndState(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`kubectl config set-cluster prod --insecure-skip-tls-verify=true`, "kube:security-off"},
+		{`kubectl config set-cluster prod --insecure-skip-tls-verify=false`, ""},
+		{`kubectl set env deployment/api NODE_TLS_REJECT_UNAUTHORIZED=0 -n prod`, "kube:security-off"},
+		{`kubectl set env deployment/api LOG_LEVEL=debug -n prod`, ""},
+		{`kubectl patch svc postgres -n db -p '{"spec":{"type":"LoadBalancer","loadBalancerSourceRanges":["0.0.0.0/0"]}}'`, "kube:security-off"},
+		{`helm repo add internal https://charts.acme.internal --insecure-skip-tls-verify`, "kube:security-off"},
+		{`argocd repo add git@git.acme.internal:infra/fleet.git --insecure-ignore-host-key`, "kube:security-off"},
+		{`oc adm prune images --keep-tag-revisions=3`, ""},
+		{`oc adm prune images --keep-tag-revisions=3 --confirm`, "kube:delete"},
+		{`oc extract secret/db -n prod --to=-`, "secrets:secret-print"},
+		{`oc extract configmap/kube-root-ca.crt --to=-`, ""},
+		{`rm -rf .terraform terraform.tfstate`, "rm-root"},
+		{`terraform apply -auto-approve -var=deletion_protection=false`, "iac:protection-off"},
+		{`terraform apply -auto-approve -var=deletion_protection=true`, ""},
+		{`ansible all -m file -a 'path=/tmp/../etc state=absent'`, "iac:remote-delete"},
+		{`ansible all -m file -a 'path=/tmp/ci-4711 state=absent'`, ""},
+	})
+}

@@ -228,6 +228,10 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 		// the working directory's own repository (a clone's .git removed
 		// to vendor it, vendor/lib/.git, is that clone's)
 		h.add(ruleGitDestructive, tool+" -r on "+t.show+": the repository's history (every commit, branch and stash not pushed)")
+	case tool != "mv" && (path.Base(t.path) == "terraform.tfstate" || path.Base(t.path) == "terraform.tfstate.backup") && !strings.HasPrefix(t.path, "/tmp/"):
+		// a local backend's state is the only record of what Terraform
+		// created: without it, the infrastructure is orphaned
+		h.add(ruleRmRoot, tool+" on "+t.show+", Terraform's state (its only record of the infrastructure it manages)")
 	case sensitiveDeleteHits(tool, t, recursive || tool == "mv", tool == "mv", h):
 	case systemLogs(t.path, recursive):
 		h.add(ruleHistoryWipe, tool+" of system logs "+t.show)
