@@ -344,6 +344,14 @@ func (w *walker) inlinePath(f *frame, call inlineCall, in []codeLit, sp span) {
 	}
 	if protectedRoot(p, true) || isSystemFile(p) || isHistoryFile(p) {
 		w.d.addHost(f, ruleInlineCode, call.name+" deletes "+quoteDetail(p), "", sp, true)
+		return
+	}
+	if winAbs(p) {
+		// a Windows host's path (shutil.rmtree(r'D:\Backups\SQL')): the
+		// same model as rd /s and Remove-Item -Recurse
+		if why := winProtected(p, true); why != "" && !strings.Contains(why, "computed at run time") {
+			w.d.addHost(f, ruleInlineCode, call.name+" deletes "+why, "", sp, true)
+		}
 	}
 }
 

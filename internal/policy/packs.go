@@ -1011,9 +1011,32 @@ func matchInput(re *regexp.Regexp, c *command) bool {
 	return false
 }
 
+// cmdWords walks the command cmd /c (or /k, /r) runs when it is given as
+// separate words: cmd /c kubectl delete ns prod runs kubectl, as cmd /c
+// "kubectl delete ns prod" does (whose one quoted word the windows pack
+// reads as a script).
+func (w *walker) cmdWords(c *command) {
+	if c.name != "cmd" && c.name != "cmd.exe" {
+		return
+	}
+	for i, a := range c.args {
+		if !a.lit || !strings.HasPrefix(a.val, "/") {
+			return
+		}
+		switch strings.ToLower(a.val) {
+		case "/c", "/k", "/r":
+			if rest := c.args[i+1:]; len(rest) >= 2 && rest[0].lit && pathWord(rest[0].val) {
+				w.run(rest, c.stdin, c.sp, joinVia(c.via, c.name), false)
+			}
+			return
+		}
+	}
+}
+
 // packNest walks the commands a pack's tool runs: the values of its Script
 // options as shell scripts, and with Exec the words after "--".
 func (w *walker) packNest(c *command) {
+	w.cmdWords(c)
 	tools := packTools[canonical(c.name)]
 	if tools == nil && genericProgram(c.name) && !projectProgram(c.prog) {
 		tools = packAny
