@@ -548,3 +548,26 @@ func TestCmdWordsAndRemoteCode(t *testing.T) {
 		{`node -e "fetch('https://api.example.com/health').then(r => console.log(r.status))"`, ""},
 	})
 }
+
+// TestStorageHostForms: disks filled by dd or fallocate, volume keys and
+// headers removed, storage shared with every host or its authentication
+// off, Ceph pools made deletable; NFS exports and bricks are data roots;
+// sgdisk -P writes nothing.
+func TestStorageHostForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`dd if=/dev/zero of=/var/fill.bin bs=1M`, "devices:disk-fill"},
+		{`dd if=/dev/zero of=/var/swap.img bs=1M count=1024`, ""},
+		{`fallocate -l 500G /var/fill.img`, "devices:disk-fill"},
+		{`fallocate -l 2G /var/swapfile`, ""},
+		{`cryptsetup luksRemoveKey /dev/sdb1 --key-file /etc/keys/data.key`, "devices:volume-destroy"},
+		{`dmsetup table --showkeys`, "devices:key-print"},
+		{`exportfs -o rw,no_root_squash,insecure '*:/'`, "devices:share-open"},
+		{`ceph config set mon mon_allow_pool_delete true`, "devices:volume-destroy"},
+		{`ceph config get mon mon_allow_pool_delete`, ""},
+		{`rm -rf /exports/projects`, "rm-root"},
+		{`sgdisk -P -n 1:0:0 -t 1:8300 /dev/sdb`, ""},
+		{`sgdisk -n 1:0:0 -t 1:8300 /dev/sdb`, "mkfs"},
+	})
+}

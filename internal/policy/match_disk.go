@@ -25,7 +25,7 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "sgdisk":
-		if onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "P", "pretend", "h", "help", "V", "version", "b", "backup") {
+		if lists("P", "pretend") || onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "h", "help", "V", "version", "b", "backup") { // -P: nothing is written
 			return
 		}
 	case "parted":

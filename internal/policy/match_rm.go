@@ -169,7 +169,8 @@ func remoteServiceData(p string) bool {
 var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "/var/opt", "/var/mail", "/opt", "/data",
 	"/Volumes", "/mnt", "/media", // and the mount points of disks: /Volumes/Data, /mnt/backup, /media/usb
 	"/scratch", "/lustre", "/gpfs", "/beegfs", "/project", "/projects", // clusters' shared file systems: /lustre/project, /scratch/*
-	"/sdcard", "/storage/emulated/0"} // an Android device's shared storage (adb shell rm -rf /sdcard/*)
+	"/sdcard", "/storage/emulated/0", // an Android device's shared storage (adb shell rm -rf /sdcard/*)
+	"/exports", "/export", "/nfs", "/bricks"} // NFS exports and Gluster bricks: other machines' data
 
 // serviceStateRebuilt are children of serviceDataDirs that package
 // managers rebuild: deleting them loses nothing.
@@ -187,7 +188,7 @@ func serviceDataDir(p string) bool {
 	if slices.Contains(serviceDataDirs, path.Dir(path.Dir(c))) && c != "/var/www" && !slices.Contains([]string{"/Volumes", "/mnt", "/media"}, path.Dir(path.Dir(c))) {
 		// a service's own data tree (/opt/shop/data, /srv/shop/uploads)
 		switch strings.ToLower(path.Base(c)) {
-		case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "backup", "jobs", "wp-content", "repositories", "git-data", "secrets", "keys", "certs":
+		case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "backup", "jobs", "wp-content", "repositories", "git-data", "secrets", "keys", "certs", "home", "homes", "projects", "shares":
 			return true
 		}
 	}
