@@ -170,7 +170,8 @@ var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "
 	"/Volumes", "/mnt", "/media", // and the mount points of disks: /Volumes/Data, /mnt/backup, /media/usb
 	"/scratch", "/lustre", "/gpfs", "/beegfs", "/project", "/projects", // clusters' shared file systems: /lustre/project, /scratch/*
 	"/sdcard", "/storage/emulated/0", // an Android device's shared storage (adb shell rm -rf /sdcard/*)
-	"/exports", "/export", "/nfs", "/bricks"} // NFS exports and Gluster bricks: other machines' data
+	"/exports", "/export", "/nfs", "/bricks", // NFS exports and Gluster bricks: other machines' data
+	dockerVolumes} // a named volume's data (docker run -v pgdata:/data alpine rm -rf /data/*)
 
 // serviceStateRebuilt are children of serviceDataDirs that package
 // managers rebuild: deleting them loses nothing.

@@ -1163,10 +1163,134 @@ func (w *walker) runImage(c *command, i int) {
 		prog.val, prog.exact = name, -1
 		words = append([]arg{prog}, rest...)
 	}
+	if mounts := containerMounts(c.args[:i]); len(mounts) > 0 {
+		// what the container does to a mounted path it does to the host's
+		// (docker run -v pgdata:/data alpine sh -c 'rm -rf /data/*'): the
+		// command is judged with the mount points written as their sources
+		w.run(hostPaths(words, mounts), c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
+		return
+	}
 	if packTools[canonical(name)] == nil && sqlClients[name] == nil || shells[name] || interpreterLang(name) != langShell {
 		return // a host tool, a shell or an interpreter: its harm stays in the container
 	}
 	w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
+}
+
+// mount is a host path (or a named volume's directory) and where a
+// container sees it.
+type mount struct{ src, dst string }
+
+// dockerVolumes is where the engine keeps its named volumes: each child is
+// one volume's data.
+const dockerVolumes = "/var/lib/docker/volumes"
+
+// containerMounts reads the -v/--volume and --mount options of a docker
+// run: host paths as written, named volumes as their directory under
+// dockerVolumes. The container's root (dst /) is not translated.
+func containerMounts(opts []arg) []mount {
+	var out []mount
+	add := func(src, dst string) {
+		dst = strings.TrimSuffix(dst, "/")
+		if src == "" || dst == "" || !strings.HasPrefix(dst, "/") {
+			return
+		}
+		if !strings.ContainsAny(src[:1], "/.~$") {
+			src = dockerVolumes + "/" + src // a named volume
+		}
+		if src = strings.TrimSuffix(src, "/"); src == "" {
+			src = "/" // the host's root
+		}
+		out = append(out, mount{src: src, dst: dst})
+	}
+	for i := 0; i < len(opts); i++ {
+		a := opts[i]
+		if !a.lit {
+			continue
+		}
+		v, ok := "", false
+		switch {
+		case a.val == "-v" || a.val == "--volume" || a.val == "--mount":
+			if i+1 < len(opts) && opts[i+1].lit {
+				v, ok = opts[i+1].val, true
+				i++
+			}
+		case strings.HasPrefix(a.val, "--volume=") || strings.HasPrefix(a.val, "--mount=") || strings.HasPrefix(a.val, "-v") && len(a.val) > 2:
+			_, v, ok = strings.Cut(a.val, "=")
+			if strings.HasPrefix(a.val, "-v") && !strings.HasPrefix(a.val, "--") {
+				v, ok = a.val[2:], true
+			}
+		}
+		if !ok {
+			continue
+		}
+		if strings.Contains(v, "target=") || strings.Contains(v, "dst=") || strings.Contains(v, "destination=") || strings.Contains(v, "source=") || strings.Contains(v, "src=") {
+			var src, dst string
+			for _, kv := range strings.Split(v, ",") {
+				k, val, _ := strings.Cut(kv, "=")
+				switch k {
+				case "source", "src":
+					src = val
+				case "target", "dst", "destination":
+					dst = val
+				}
+			}
+			add(src, dst)
+			continue
+		}
+		if len(v) > 2 && v[1] == ':' && (v[2] == '\\' || v[2] == '/') {
+			continue // C:\:C:\host: a Windows host's drive (the rd /s model's)
+		}
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 {
+			add(parts[0], parts[1])
+		}
+	}
+	return out
+}
+
+// hostPaths writes, in each literal word, a mount point's paths as the
+// host paths they are (the longest mount point first).
+func hostPaths(words []arg, mounts []mount) []arg {
+	slices.SortFunc(mounts, func(a, b mount) int { return len(b.dst) - len(a.dst) })
+	out := make([]arg, len(words))
+	for i, a := range words {
+		out[i] = a
+		if !a.lit {
+			continue
+		}
+		v := a.val
+		for _, m := range mounts {
+			v = replacePathPrefix(v, m.dst, m.src)
+		}
+		if v != a.val {
+			out[i].val, out[i].exact = v, -1
+		}
+	}
+	return out
+}
+
+// replacePathPrefix replaces dst where it starts a path in s (after a
+// space, quote, =, ( or the start, and followed by /, the end, a space,
+// a quote, * or a shell separator).
+func replacePathPrefix(s, dst, src string) string {
+	var b strings.Builder
+	for {
+		at := strings.Index(s, dst)
+		if at < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := at + len(dst)
+		before := at == 0 || strings.ContainsRune(" \t\n\"'=(:", rune(s[at-1]))
+		after := end == len(s) || strings.ContainsRune("/ \t\n\"'*;)|&", rune(s[end]))
+		b.WriteString(s[:at])
+		if before && after {
+			b.WriteString(src)
+		} else {
+			b.WriteString(dst)
+		}
+		s = s[end:]
+	}
 }
 
 // runScript judges the script a literal argument holds: with ScriptRe,
