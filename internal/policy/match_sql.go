@@ -320,6 +320,10 @@ var sqlServerDangers = []struct {
 	{regexp.MustCompile(`(?i)\b(MIN_)?DATA_RETENTION_TIME_IN_DAYS\s*=\s*0\b`), "DATA_RETENTION_TIME_IN_DAYS = 0 (Time Travel off: what is dropped or changed cannot be recovered)"},
 	{regexp.MustCompile(`(?i)\bduckdb_secrets\s*\(\s*redact\s*(=|:=)\s*false`), "duckdb_secrets(redact=false) (the stored cloud credentials printed)"},
 	{regexp.MustCompile(`(?i)\bALTER\s+SERVER\s+ROLE\s+\[?sysadmin\]?\s+ADD\s+MEMBER\b|\bsp_addsrvrolemember\b[^;]*\bsysadmin\b`), "a login added to the sysadmin role"},
+	{regexp.MustCompile(`(?i)\bALTER\s+SYSTEM\s+SET\s+(log_statement\s*(=|TO)\s*'?none|logging_collector\s*(=|TO)\s*'?off|ssl\s*(=|TO)\s*'?off|password_encryption\s*(=|TO)\s*'?(md5|off))|\bSET\s+(GLOBAL|PERSIST)\s+(general_log|audit_log\w*|require_secure_transport|validate_password\.\w+)\s*=\s*'?(OFF|0)\b|\bUNINSTALL\s+(PLUGIN\s+(audit_log|validate_password)|COMPONENT\s+'file://component_(validate_password|audit_log))|\bALTER\s+SERVER\s+AUDIT\b[^;]*\bSTATE\s*=\s*OFF\b|\bhost_based_authentication\.configuration\s*=\s*'[^']*\btrust\b|\bALTER\s+ACCOUNT\s+UNSET\s+NETWORK_POLICY\b|\bDISABLE_MFA\s*=\s*TRUE\b|\bALTER\s+USER\s+\S+\s+UNSET\s+NETWORK_POLICY\b`), "the database's audit log, TLS, password rules, network policy or second factor switched off"},
+	{regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+\S+\s+ENGINE\s*=\s*BLACKHOLE\b|\bCREATE\s+OR\s+REPLACE\s+TABLE\s+(\S+)\s+AS\s+SELECT\b[^;]*\bLIMIT\s+0\b`), "a table's rows discarded (ENGINE=BLACKHOLE, CREATE OR REPLACE ... LIMIT 0)"},
+	{regexp.MustCompile(`(?i)\bINSERT\s+INTO\s+FUNCTION\s+(url|s3|gcs|azureBlobStorage|remote|remoteSecure)\s*\(\s*'(https?://|s3://)`), "a table's rows sent to a URL or bucket the statement names (INSERT INTO FUNCTION url(...))"},
+	{regexp.MustCompile(`(?i)\bCOPY\s+INTO\s+'(s3|gcs|azure)://[^']*'[^;]*\bCREDENTIALS\s*=`), "a table unloaded to a bucket with credentials given inline (COPY INTO 's3://...' CREDENTIALS=)"},
 }
 
 // sqlStatement is one statement: its upper-cased words (keywords and
