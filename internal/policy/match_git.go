@@ -58,7 +58,10 @@ func matchGit(c *command, h *hits) {
 			}
 		}
 	case "clean":
-		_, opts := operands(args, optSpec{short: "e", long: []string{"exclude"}})
+		paths, opts := operands(args, optSpec{short: "e", long: []string{"exclude"}})
+		if len(paths) > 0 && !slices.ContainsFunc(paths, func(p arg) bool { return !p.lit || !buildOutput(p.val) }) {
+			return // git clean -fdx -- node_modules/ dist/: only what a build makes
+		}
 		force, dry := false, false
 		for _, o := range opts {
 			force = force || optionIs(o, "f", "force", gitCleanLong)
@@ -139,4 +142,20 @@ func pushesEverything(args []arg) (string, bool) {
 		return "", false
 	}
 	return ops[0].val, true
+}
+
+// buildOutputDirs are the directories a build or an install makes and
+// makes again: deleting them loses nothing.
+var buildOutputDirs = []string{"node_modules", "dist", "build", "target", "out", "bin", "obj", ".next", ".nuxt", ".cache", "coverage",
+	"__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".venv", "venv", ".gradle", ".terraform", "tmp", ".parcel-cache", ".turbo"}
+
+// buildOutput reports a relative path (a pathspec) in the work tree that
+// is a build's output directory or inside one.
+func buildOutput(p string) bool {
+	p = strings.TrimPrefix(p, "./")
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "-") || strings.ContainsAny(p, "*?[") || slices.Contains(strings.Split(p, "/"), "..") {
+		return false
+	}
+	first, _, _ := strings.Cut(p, "/")
+	return slices.Contains(buildOutputDirs, first)
 }
