@@ -639,3 +639,32 @@ func TestSecretsToFilesAndCleanPathspecs(t *testing.T) {
 		{`git clean -fdx -- ../other`, "git-destructive"},
 	})
 }
+
+// TestCloudAndRecoveryForms: public snapshots and functions, trails
+// weakened, a public-access block switched off (switching it on is
+// approved), versioning off, keys scheduled for deletion, admin grants on
+// smaller clouds; shadow copies, scheduled backups, boot configuration
+// and Time Machine coverage removed; restores and erase-restores over a
+// volume; disk fills on Windows and macOS.
+func TestCloudAndRecoveryForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`aws rds modify-db-snapshot-attribute --db-snapshot-identifier users-final --attribute-name restore --values-to-add all`, "cloud:public-access"},
+		{`aws lambda create-function-url-config --function-name admin-api --auth-type NONE`, "cloud:public-access"},
+		{`aws lambda create-function-url-config --function-name admin-api --auth-type AWS_IAM`, ""},
+		{`aws s3api put-public-access-block --bucket b --public-access-block-configuration BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true`, ""},
+		{`aws s3api put-public-access-block --bucket b --public-access-block-configuration BlockPublicAcls=false,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true`, "cloud:security-off"},
+		{`gsutil versioning set off gs://tf-state-acme`, "cloud:protection-off"},
+		{`gsutil versioning set on gs://tf-state-acme`, ""},
+		{`aliyun ram AttachPolicyToUser --PolicyType System --PolicyName AdministratorAccess --UserName dev01`, "cloud:admin-grant"},
+		{`wmic shadowcopy where "ID='{8F3A2B1C}'" delete`, "windows:recovery-delete"},
+		{`wbadmin disable backup -quiet`, "windows:recovery-delete"},
+		{`wbadmin get versions`, ""},
+		{`tmutil addexclusion -p /Users`, "devices:volume-destroy"},
+		{`tmutil addexclusion ~/Library/Caches`, ""},
+		{`asr restoreexact --source /Volumes/Images/golden.dmg --target /dev/disk2 --erase --noprompt`, "devices:volume-destroy"},
+		{`mkfile 900g /Users/Shared/fill.dat`, "devices:disk-fill"},
+		{`mkfile 1g /tmp/swap.img`, ""},
+	})
+}

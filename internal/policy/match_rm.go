@@ -249,7 +249,7 @@ func deleteHits(tool string, t target, recursive bool, h *hits) {
 }
 
 // backupDirs are directory names that hold backups, dumps or snapshots.
-var backupDirs = []string{"backup", "backups", "Backup", "Backups", "BACKUP", "BACKUPS", "bak", ".snapshots", "snapshots", "dumps",
+var backupDirs = []string{"backup", "backups", "Backup", "Backups", "BACKUP", "BACKUPS", "bak", ".snapshots", "snapshots", "dumps", "Backups.backupdb",
 	"db-backups", "db_backups", "pg_backups", "mysql-backups", "barman", "pgbackrest"}
 
 // backupPath reports a path outside the job's directory (absolute, or in
