@@ -668,3 +668,26 @@ func TestCloudAndRecoveryForms(t *testing.T) {
 		{`mkfile 1g /tmp/swap.img`, ""},
 	})
 }
+
+// TestDataStoreForms: a sqlite3 backup restored over a database, a
+// scratch database file in /tmp, a password hash column, a stored secret
+// printed from Redis or Consul, a native module loaded into Redis, a
+// restore over live etcd or InfluxDB data, a retention cut to minutes.
+func TestDataStoreForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`sqlite3 /srv/gitea/data/gitea.db ".restore /mnt/backup/gitea-2021.db"`, "sql-destructive"},
+		{`sqlite3 /tmp/scratch.db "DROP TABLE IF EXISTS staging_rows;"`, ""},
+		{`sqlite3 /tmp/../srv/app.db "DROP TABLE users"`, "sql-destructive"},
+		{`cqlsh -e "SELECT role, salted_hash FROM system_auth.roles;"`, "secrets:secret-print"},
+		{`redis-cli -h auth-cache GET oauth:client_secret`, "data:secret-print"},
+		{`redis-cli -h cache GET session:count`, ""},
+		{`redis-cli MODULE LOAD /tmp/exp.so`, "data:config-write"},
+		{`etcdctl snapshot restore /srv/old/etcd.db --data-dir /var/lib/etcd`, "data:restore-replace"},
+		{`influx bucket update --id 0f2a --retention 1h`, "data:data-overwrite"},
+		{`influx bucket update --id 0f2a --retention 720h`, ""},
+		{`consul kv get service/payments/db_password`, "data:secret-print"},
+		{`consul kv get service/payments/replicas`, ""},
+	})
+}

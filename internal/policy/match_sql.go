@@ -223,7 +223,7 @@ func ephemeralSQL(c *command, sql []arg) bool {
 			db = append(db, a)
 		}
 	}
-	memory := len(db) > 0 && db[0].val == ":memory:" || c.name == "duckdb" && len(db) == 0
+	memory := len(db) > 0 && (db[0].val == ":memory:" || tmpFile(db[0].val)) || c.name == "duckdb" && len(db) == 0
 	if !memory {
 		return false
 	}
@@ -323,6 +323,7 @@ var sqlServerDangers = []struct {
 	{regexp.MustCompile(`(?i)\bALTER\s+SYSTEM\s+SET\s+(log_statement\s*(=|TO)\s*'?none|logging_collector\s*(=|TO)\s*'?off|ssl\s*(=|TO)\s*'?off|password_encryption\s*(=|TO)\s*'?(md5|off))|\bSET\s+(GLOBAL|PERSIST)\s+(general_log|audit_log\w*|require_secure_transport|validate_password\.\w+)\s*=\s*'?(OFF|0)\b|\bUNINSTALL\s+(PLUGIN\s+(audit_log|validate_password)|COMPONENT\s+'file://component_(validate_password|audit_log))|\bALTER\s+SERVER\s+AUDIT\b[^;]*\bSTATE\s*=\s*OFF\b|\bhost_based_authentication\.configuration\s*=\s*'[^']*\btrust\b|\bALTER\s+ACCOUNT\s+UNSET\s+NETWORK_POLICY\b|\bDISABLE_MFA\s*=\s*TRUE\b|\bALTER\s+USER\s+\S+\s+UNSET\s+NETWORK_POLICY\b`), "the database's audit log, TLS, password rules, network policy or second factor switched off"},
 	{regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+\S+\s+ENGINE\s*=\s*BLACKHOLE\b|\bCREATE\s+OR\s+REPLACE\s+TABLE\s+(\S+)\s+AS\s+SELECT\b[^;]*\bLIMIT\s+0\b`), "a table's rows discarded (ENGINE=BLACKHOLE, CREATE OR REPLACE ... LIMIT 0)"},
 	{regexp.MustCompile(`(?i)\bINSERT\s+INTO\s+FUNCTION\s+(url|s3|gcs|azureBlobStorage|remote|remoteSecure)\s*\(\s*'(https?://|s3://)`), "a table's rows sent to a URL or bucket the statement names (INSERT INTO FUNCTION url(...))"},
+	{regexp.MustCompile(`(?i)(^|\n|;)\s*\.restore\s+\S`), "a database overwritten with a backup (sqlite3 .restore)"},
 	{regexp.MustCompile(`(?i)\bCOPY\s+INTO\s+'(s3|gcs|azure)://[^']*'[^;]*\bCREDENTIALS\s*=`), "a table unloaded to a bucket with credentials given inline (COPY INTO 's3://...' CREDENTIALS=)"},
 }
 
@@ -592,7 +593,7 @@ var secretColumns = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASSWORD_HASH": true, "PASSWORD_DIGEST": true, "ENCRYPTED_PASSWORD": true, "HASHED_PASSWORD": true,
 	"API_TOKEN": true, "API_KEY": true, "APIKEY": true, "SECRET": true, "SECRET_KEY": true, "CLIENT_SECRET": true, "ACCESS_TOKEN": true,
 	"REFRESH_TOKEN": true, "AUTH_TOKEN": true, "SESSION_TOKEN": true, "PRIVATE_KEY": true, "OTP_SECRET": true, "TOTP_SECRET": true,
-	"MFA_SECRET": true, "RESET_PASSWORD_TOKEN": true, "REMEMBER_TOKEN": true,
+	"MFA_SECRET": true, "RESET_PASSWORD_TOKEN": true, "REMEMBER_TOKEN": true, "SALTED_HASH": true,
 	"ROLPASSWORD": true, "AUTHENTICATION_STRING": true, "CREDENTIALS": true,
 }
 
@@ -795,4 +796,11 @@ func rolledBack(src string, sts []sqlStatement) bool {
 		}
 	}
 	return true
+}
+
+// tmpFile reports a database file directly in the temporary directory
+// (/tmp/scratch.db): a scratch database, not one a service keeps.
+func tmpFile(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/tmp/")
+	return ok && rest != "" && !strings.ContainsAny(rest, "/*?[") && rest != ".." && rest != "."
 }
