@@ -563,7 +563,7 @@ func TestStorageHostForms(t *testing.T) {
 		{`fallocate -l 2G /var/swapfile`, ""},
 		{`cryptsetup luksRemoveKey /dev/sdb1 --key-file /etc/keys/data.key`, "devices:volume-destroy"},
 		{`dmsetup table --showkeys`, "devices:key-print"},
-		{`exportfs -o rw,no_root_squash,insecure '*:/'`, "devices:share-open"},
+		{`exportfs -o rw,no_root_squash,insecure '*:/'`, "devices:share-open"}, //nolint:misspell // the program's name
 		{`ceph config set mon mon_allow_pool_delete true`, "devices:volume-destroy"},
 		{`ceph config get mon mon_allow_pool_delete`, ""},
 		{`rm -rf /exports/projects`, "rm-root"},
