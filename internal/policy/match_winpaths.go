@@ -816,9 +816,6 @@ func winProtected(p string, recursive bool) string {
 	if last := parts[len(parts)-1]; len(parts) > 1 && strings.ContainsAny(last, "*?") {
 		parts = parts[:len(parts)-1] // del /s \\fs01\Finance\Q3\*.xlsx: the tree the pattern searches
 	}
-	if strings.EqualFold(parts[len(parts)-1], ".git") && len(parts) > 1 {
-		return "on " + quoteDetail(strings.ReplaceAll(p, "<HOME>", "$HOME")) + ", a repository's history"
-	}
 	for _, part := range parts {
 		l := strings.ToLower(part)
 		if strings.Contains(l, "cache") || l == "temp" || l == "tmp" || l == "<temp>" || l == "packages" && strings.Contains(strings.ToLower(clean), `.nuget\packages`) {
@@ -826,6 +823,11 @@ func winProtected(p string, recursive bool) string {
 		}
 	}
 	show := quoteDetail(strings.ReplaceAll(p, "<HOME>", "$HOME"))
+	if strings.EqualFold(parts[len(parts)-1], ".git") && len(parts) > 1 && !slices.ContainsFunc(parts, func(s string) bool {
+		return strings.EqualFold(s, "vendor") || strings.EqualFold(s, "third_party") || strings.EqualFold(s, "node_modules")
+	}) {
+		return "on " + show + ", a repository's history" // a vendored clone's .git is that clone's
+	}
 	if strings.EqualFold(parts[0], "IIS:") && len(parts) >= 2 {
 		return "on " + show + ", IIS's sites, applications or pools"
 	}
