@@ -887,13 +887,13 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.Dynamic && !dynamicOperands(c) {
 		return "", false
 	}
-	if r.match != nil && (r.Input && !matchInput(r.match, c) || !r.Input && !matchTextExcept(r.match, r.exceptM, c)) {
-		return "", false
-	}
 	for _, re := range r.matchAll {
 		if !matchText(re, c) {
-			return "", false
+			return "", false // first: a rule's own word (a token's name) rules most calls out cheaply
 		}
+	}
+	if r.match != nil && (r.Input && !matchInput(r.match, c) || !r.Input && !matchTextExcept(r.match, r.exceptM, c)) {
+		return "", false
 	}
 	if r.Piped && !c.stdin.present {
 		return "", false
