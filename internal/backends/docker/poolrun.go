@@ -312,7 +312,7 @@ func (d *Docker) runPooled(ctx context.Context, spec backends.Spec, c pooledCont
 	refill := time.AfterFunc(refillDelay, c.startFill)
 	defer refill.Stop()
 
-	status, stopped, werr := d.await(ctx, bg, c.id, spec.Grace(), wait)
+	status, stopped, werr := d.await(ctx, bg, c.id, spec.Grace(), time.Time{}, wait)
 	res.FinishedAt = time.Now()
 	c.startFill()
 	if werr != nil {

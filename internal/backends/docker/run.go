@@ -90,6 +90,12 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	waitCtx, stopWait := context.WithCancel(bg)
 	defer stopWait()
 	wait := d.api.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	// A ctx that ended while the container was made need not start it
+	// (and a container's first moments are the worst time to stop it; see
+	// initSettle).
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("docker: not started: %w", context.Cause(ctx))
+	}
 	startStart := time.Now()
 	if _, err := d.api.ContainerStart(bg, id, client.ContainerStartOptions{}); err != nil {
 		return res, fmt.Errorf("docker: start: %w", err)
@@ -99,7 +105,7 @@ func (d *Docker) Run(ctx context.Context, spec backends.Spec, out backends.Outpu
 	// come from different components and can disagree by a millisecond.
 	res.StartedAt = time.Now()
 
-	status, stopped, werr := d.await(ctx, bg, id, spec.Grace(), wait)
+	status, stopped, werr := d.await(ctx, bg, id, spec.Grace(), res.StartedAt, wait)
 	res.FinishedAt = time.Now()
 	if werr != nil {
 		return res, fmt.Errorf("docker: wait: %w", werr)
@@ -124,14 +130,14 @@ func (d *Docker) ended(ctx, bg context.Context, id string, res backends.Result, 
 
 // await waits for container id's exit, or stops it (see stop) once ctx
 // ends; bg outlives ctx. stopped says ctx ended first.
-func (d *Docker) await(ctx, bg context.Context, id string, grace time.Duration, wait client.ContainerWaitResult) (status container.WaitResponse, stopped bool, err error) {
+func (d *Docker) await(ctx, bg context.Context, id string, grace time.Duration, started time.Time, wait client.ContainerWaitResult) (status container.WaitResponse, stopped bool, err error) {
 	select {
 	case status = <-wait.Result:
 		return status, false, nil
 	case err = <-wait.Error:
 		return status, false, err
 	case <-ctx.Done():
-		status, err = d.stop(bg, id, grace, wait)
+		status, err = d.stop(bg, id, grace, started, wait)
 		return status, true, err
 	}
 }
@@ -202,19 +208,37 @@ func outcome(ctx context.Context, res backends.Result, stopped bool, copyErr err
 // be killed again, so it is not retried.
 var ErrOOM = errors.New("oom: out of memory")
 
+// initSettle is how long after its start a container may still lose a
+// SIGTERM: its PID 1 (runc's init, then docker-init) has no handler for
+// the first moments, and a PID 1 without one ignores the signal. stop
+// sends SIGTERM again once a container that young is initSettle old.
+const initSettle = time.Second
+
 // stop sends SIGTERM to the container (its PID 1; the kernel kills the rest
 // of its PID namespace with it), then SIGKILL after grace, and waits for
-// the exit.
-func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, wait client.ContainerWaitResult) (container.WaitResponse, error) {
-	_, _ = d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGTERM"})
+// the exit. started is when the container started, or zero for one that
+// has run for a while (see initSettle).
+func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, started time.Time, wait client.ContainerWaitResult) (container.WaitResponse, error) {
+	term := func() { _, _ = d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGTERM"}) }
+	term()
+	var again <-chan time.Time
+	if age := time.Since(started); age < initSettle {
+		again = time.After(initSettle - age)
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	select {
-	case s := <-wait.Result:
-		return s, nil
-	case err := <-wait.Error:
-		return container.WaitResponse{}, err
-	case <-t.C:
+	for killed := false; !killed; {
+		select {
+		case s := <-wait.Result:
+			return s, nil
+		case err := <-wait.Error:
+			return container.WaitResponse{}, err
+		case <-again:
+			again = nil
+			term()
+		case <-t.C:
+			killed = true
+		}
 	}
 	_, _ = d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGKILL"})
 	select {

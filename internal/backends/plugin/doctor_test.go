@@ -40,10 +40,10 @@ func TestDescribe(t *testing.T) {
 
 	// A test plugin that takes any argument, and announces no version
 	// and no capability.
-	tb = setup(t, Config{Path: testPlugin("env"), Args: []string{"--token=" + secret}, Timeout: 5 * time.Second,
+	tb = setup(t, Config{Path: testPlugin("env"), Args: []string{"--token=" + secret}, Timeout: 30 * time.Second,
 		Env: map[string]string{"ENVFILE": filepath.Join(t.TempDir(), "env"), "API_TOKEN": secret}}, true)
 	got, err = tb.b.Describe(t.Context())
-	if want := fmt.Sprintf(`plugin %s: "test", protocol 2, capabilities none; timeout 5s`, testPlugin("env")); err != nil || got != want {
+	if want := fmt.Sprintf(`plugin %s: "test", protocol 2, capabilities none; timeout 30s`, testPlugin("env")); err != nil || got != want {
 		t.Errorf("Describe: %q, %v; want %q", got, err, want)
 	}
 	if strings.Contains(got, secret) || strings.Contains(got, "API_TOKEN") {
