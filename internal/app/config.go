@@ -233,6 +233,10 @@ type PolicyConfig struct {
 	// DisabledPacks turns rule packs off (`sandrun policy rules` lists
 	// them): a deployment without Kubernetes may drop kube.
 	DisabledPacks []string `yaml:"disabled_packs"`
+	// TokenHosts names the deployment's own services a job may send a
+	// service's credential to (a self-managed GitLab): a host name, or
+	// *.domain for the names under it.
+	TokenHosts []string `yaml:"token_hosts"`
 }
 
 // Engine builds the policy engine; errors name the field.
@@ -252,6 +256,7 @@ func (p PolicyConfig) Engine() (*policy.Engine, error) {
 	}
 	cfg.Shell = sh
 	cfg.DisabledPacks = p.DisabledPacks
+	cfg.TokenHosts = p.TokenHosts
 	return policy.New(cfg)
 }
 

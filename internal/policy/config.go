@@ -34,6 +34,14 @@ type Config struct {
 	// does not apply: a deployment without clusters may turn kube off. The
 	// built-in rules cannot be turned off.
 	DisabledPacks []string
+	// TokenHosts names the deployment's own services that a job may send
+	// a service's credential to (egress:token-sent): a self-managed GitLab
+	// or GitHub Enterprise on the company's domain, an internal API
+	// gateway. An entry is a host name or IPv4 address ("git.example.com"),
+	// or "*." and a domain of at least two labels for the names under it
+	// ("*.corp.example.com", not the domain itself). A request that sends
+	// a credential to these hosts and no other is not token-sent.
+	TokenHosts []string
 }
 
 // DefaultConfig returns the ceiling a worker gets when it configures none:
@@ -70,7 +78,29 @@ var (
 	// pass in allowlist mode ("unparsable", "unresolved-command",
 	// "shell-dialect").
 	ErrNotAllowlistable = errors.New("rule cannot be allowlisted")
+	// ErrBadHost is returned for a policy.token_hosts entry that is not a
+	// host name or a *.domain pattern.
+	ErrBadHost = errors.New("not a host name")
 )
+
+// validTokenHost reports a Config.TokenHosts entry: a host name, or "*."
+// and a domain of two labels or more.
+func validTokenHost(h string) bool {
+	if d, ok := strings.CutPrefix(h, "*."); ok {
+		return strings.Contains(d, ".") && hostName.MatchString(d)
+	}
+	return hostName.MatchString(h)
+}
+
+// trustedHost reports host as one of patterns (Config.TokenHosts).
+func trustedHost(patterns []string, host string) bool {
+	for _, p := range patterns {
+		if d, ok := strings.CutPrefix(p, "*."); ok && strings.HasSuffix(host, "."+d) || p == host {
+			return true
+		}
+	}
+	return false
+}
 
 // FieldError is a configuration error about one setting, e.g.
 // `policy.allowlist[2]: unknown rule "foo"`.
@@ -116,6 +146,12 @@ func (c Config) validate() error {
 		if !slices.ContainsFunc(Packs(), func(p PackInfo) bool { return p.Name == name }) {
 			errs = append(errs, &FieldError{fmt.Sprintf("policy.disabled_packs[%d]", i), fmt.Errorf("%w %q (valid: %s)",
 				ErrUnknownPack, name, strings.Join(packNames(), ", "))})
+		}
+	}
+	for i, h := range c.TokenHosts {
+		if !validTokenHost(h) {
+			errs = append(errs, &FieldError{fmt.Sprintf("policy.token_hosts[%d]", i), fmt.Errorf("%w %q (a lowercase host name such as git.example.com, or *.example.com for the names under a domain; no scheme, port or path)",
+				ErrBadHost, h)})
 		}
 	}
 	if _, err := ParseShell(string(c.Shell)); err != nil {

@@ -18,7 +18,8 @@ type finding struct {
 	text     string // the matched text as written (in the nested script for nested ones)
 	pos      int    // byte offset in the top-level command
 	hostOnly bool
-	via      string // nesting path, "" at top level
+	via      string   // nesting path, "" at top level
+	hosts    []string // see hit.hosts
 }
 
 // Bounds on detector work. Past them the command is refused too-complex
@@ -230,6 +231,15 @@ type span struct{ start, end int }
 func (d *detector) add(f *frame, ruleID, detail, via string, sp span) {
 	r, _ := lookupRule(ruleID)
 	d.addHost(f, ruleID, detail, via, sp, r.hostOnly)
+}
+
+// addHit is add for a matcher's hit, keeping the hosts it names.
+func (d *detector) addHit(f *frame, x hit, via string, sp span) {
+	n := len(d.findings)
+	d.add(f, x.rule, x.detail, via, sp)
+	if len(d.findings) > n {
+		d.findings[n].hosts = x.hosts
+	}
 }
 
 func (d *detector) addHost(f *frame, ruleID, detail, via string, sp span, hostOnly bool) {

@@ -830,11 +830,69 @@ func (t *packTool) judge(c *command, h *hits) {
 				deletesMentioned(c, t) || deletesHTTPScratch(c) {
 				return // the resource the same && chain made, or one the script made under a throwaway name
 			}
-			h.add(r.id, detail)
+			x := hit{rule: r.id, detail: detail}
+			if r.exceptM != nil {
+				x.hosts = offendingHosts(r.match, r.exceptM, c)
+			}
+			*h = append(*h, x)
 			return
 		}
 	}
 }
+
+// offendingHosts names the hosts of the arguments that match re and not
+// except (the URLs a rule judged argument by argument), or nil when one
+// of them has no literal host or the match was in the command's input.
+func offendingHosts(re, except *regexp.Regexp, c *command) []string {
+	var hosts []string
+	for _, a := range c.args {
+		s := a.src
+		if a.lit {
+			s = a.val
+		}
+		if !matchesExcept(re, except, s) {
+			continue
+		}
+		h := urlHost(s)
+		if h == "" {
+			return nil
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts
+}
+
+// urlHost is the host of a URL or a host[:port][/path] word, lowercased,
+// or "" when it is not a literal name or address.
+func urlHost(s string) string {
+	s = strings.Trim(s, `"'`)
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	if strings.ContainsAny(s, `\ `) {
+		return "" // read differently by different URL parsers
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if strings.HasPrefix(s, "[") {
+		return "" // an IPv6 literal: never a configured service host
+	}
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.ToLower(strings.TrimSuffix(s, "."))
+	if !hostName.MatchString(s) {
+		return ""
+	}
+	return s
+}
+
+// hostName is a DNS name or an IPv4 address, as written in a URL.
+var hostName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
 
 // matches reports whether r applies to the call, and how to show it.
 func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) {

@@ -51,6 +51,7 @@ type Engine struct {
 	allowlist map[string]bool // rule IDs that pass in allowlist mode
 	shell     Shell           // the dialect of a request that names none
 	packsOff  map[string]bool // rule packs this worker does not apply
+	tokenTo   []string        // Config.TokenHosts
 }
 
 // New validates cfg and builds an Engine. Origins missing from cfg.Ceiling
@@ -84,6 +85,7 @@ func New(cfg Config) (*Engine, error) {
 			e.packsOff[p] = true
 		}
 	}
+	e.tokenTo = slices.Clone(cfg.TokenHosts)
 	return e, nil
 }
 
@@ -186,14 +188,24 @@ func (e *Engine) Decide(req Request) Decision {
 			detail: fmt.Sprintf("unknown shell %s: the detector reads sh and bash only", quoteDetail(string(req.Shell)))}}, all...)
 	}
 	findings := applicable(slices.Clone(all), !req.Isolated)
+	if skipped := len(all) - len(findings); skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d host-only match(es) skipped: no host access", skipped))
+	}
 	if len(e.packsOff) > 0 {
 		findings = slices.DeleteFunc(findings, func(f finding) bool {
 			r, _ := lookupRule(f.rule)
 			return e.packsOff[r.pack]
 		})
 	}
-	if skipped := len(all) - len(findings); skipped > 0 {
-		notes = append(notes, fmt.Sprintf("%d host-only match(es) skipped: no host access", skipped))
+	if len(e.tokenTo) > 0 {
+		n := len(findings)
+		findings = slices.DeleteFunc(findings, func(f finding) bool {
+			return f.rule == ruleTokenSent && len(f.hosts) > 0 &&
+				!slices.ContainsFunc(f.hosts, func(h string) bool { return !trustedHost(e.tokenTo, h) })
+		})
+		if n > len(findings) {
+			notes = append(notes, fmt.Sprintf("%d credential(s) sent only to policy.token_hosts", n-len(findings)))
+		}
 	}
 	var verdict, why string
 	switch {

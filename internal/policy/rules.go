@@ -30,6 +30,11 @@ const (
 	ruleTooComplex     = "too-complex"
 )
 
+// ruleTokenSent is the egress pack's rule for a service's credential sent
+// to a host that is not the service's; Config.TokenHosts names more hosts
+// that are.
+const ruleTokenSent = "egress:token-sent"
+
 // RuleInfo describes one detector rule, for docs and `sandrun doctor`.
 type RuleInfo struct {
 	ID          string

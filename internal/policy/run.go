@@ -17,11 +17,17 @@ import (
 const maxCalls = 256
 
 // hit is one rule firing on the command a matcher looks at.
-type hit struct{ rule, detail string }
+// hit is one rule a command matched. hosts, for a credential sent over
+// the network (egress:token-sent), names the hosts it went to, or is nil
+// when one of them is not known (see Config.TokenHosts).
+type hit struct {
+	rule, detail string
+	hosts        []string
+}
 
 type hits []hit
 
-func (h *hits) add(rule, detail string) { *h = append(*h, hit{rule, detail}) }
+func (h *hits) add(rule, detail string) { *h = append(*h, hit{rule: rule, detail: detail}) }
 
 // run judges one expanded command line: wrappers stripped, matchers run,
 // nested scripts walked. It returns what the command writes to its output.
@@ -141,7 +147,7 @@ func (w *walker) judge(c *command) {
 	matchPacksEvery(c, &h)
 	xtraceSecret(c, &h)
 	for _, x := range h {
-		w.d.add(w.f, x.rule, x.detail, c.via, c.sp)
+		w.d.addHit(w.f, x, c.via, c.sp)
 	}
 	w.nest(c)
 }
