@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -45,6 +46,12 @@ func (w *walker) recordRedirects(s *syntax.Stmt, out stream) {
 			continue
 		}
 		switch r.Op {
+		case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll, syntax.AppOut, syntax.AppAll:
+			for _, a := range w.value(r.Word) {
+				w.checksOffWrite(a, out, "redirection to ", stmtSpan(s))
+			}
+		}
+		switch r.Op {
 		case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll:
 			for _, a := range w.value(r.Word) {
 				w.recordWrite(a, out, false)
@@ -85,6 +92,7 @@ func (w *walker) recordCommandWrites(c *command) {
 		ops, opts := operands(c.args, optSpec{long: []string{"output-error"}})
 		for _, o := range ops {
 			w.recordWrite(o, c.stdin, hasOpt(opts, "a", "append"))
+			w.checksOffWrite(o, c.stdin, "tee to ", c.sp)
 		}
 	case "curl", "wget":
 		dl := generated()
@@ -249,6 +257,21 @@ func downloadOutputs(c *command) []arg {
 	return outs
 }
 
+// loadsDownload reports a kernel module loaded from a file the script
+// downloaded (curl -o m.ko URL && insmod m.ko): code from the network run
+// in the kernel.
+func (w *walker) loadsDownload(c *command) {
+	if c.name != "insmod" && c.name != "modprobe" && c.name != "kldload" {
+		return
+	}
+	for _, a := range c.args {
+		if f, ok := w.writtenScript(a); ok && f.s.taint&taintDownload != 0 {
+			w.d.add(w.f, rulePipeToShell, c.name+" "+quoteDetail(a.val)+": loads a kernel module downloaded from the network", c.via, c.sp)
+			return
+		}
+	}
+}
+
 // writtenScript returns what the script wrote to the file a names.
 func (w *walker) writtenScript(a arg) (written, bool) {
 	if !a.lit {
@@ -256,4 +279,50 @@ func (w *walker) writtenScript(a arg) (written, bool) {
 	}
 	f, ok := w.env.files[fileKey(a.val)]
 	return f, ok
+}
+
+// checksOffConfig pairs a client's configuration file (its path, as the
+// script names it) with the settings that, written into it, switch a
+// check off for every later run of the client: SSH host keys, TLS
+// certificates, package checksums.
+var checksOffConfig = []struct{ file, text *regexp.Regexp }{
+	{regexp.MustCompile(`(^|/)\.ssh/config$|(^|/)\.ssh/config\.d/[^/]+$|(^|/)ssh_config$|/ssh_config\.d/[^/]+$`),
+		regexp.MustCompile(`(?im)^\s*(StrictHostKeyChecking\s*=?\s*(no|off)|UserKnownHostsFile\s*=?\s*/dev/null)\b`)},
+	{regexp.MustCompile(`(^|/)[._]curlrc$`), regexp.MustCompile(`(?im)^\s*(-k|--?insecure|insecure)\s*$`)},
+	{regexp.MustCompile(`(^|/)\.?wgetrc$`), regexp.MustCompile(`(?im)^\s*check_?certificate\s*=\s*(off|no|0|false)\b`)},
+	{regexp.MustCompile(`(^|/)\.?npmrc$|(^|/)\.yarnrc(\.yml)?$`), regexp.MustCompile(`(?im)^\s*(strict-ssl\s*=\s*false|enableStrictSsl\s*:\s*false)\b`)},
+	{regexp.MustCompile(`(^|/)pip\.(conf|ini)$`), regexp.MustCompile(`(?im)^\s*trusted[-_]host\s*=`)},
+	{regexp.MustCompile(`(^|/)\.gitconfig$|(^|/)git/config$|(^|/)\.git/config$|(^|/)gitconfig$`), regexp.MustCompile(`(?im)^\s*sslverify\s*=\s*(false|0|no|off)\b`)},
+	{regexp.MustCompile(`(^|/)\.condarc$`), regexp.MustCompile(`(?im)^\s*ssl_verify\s*:\s*(false|no|0)\b`)},
+	{regexp.MustCompile(`(^|/)\.gemrc$|(^|/)\.bundle/config$`), regexp.MustCompile(`(?im):?ssl_verify_mode:\s*"?0\b`)},
+	{regexp.MustCompile(`(^|/)composer/config\.json$|(^|/)\.composer/config\.json$`), regexp.MustCompile(`(?i)"secure-http"\s*:\s*false|"disable-tls"\s*:\s*true`)},
+	{regexp.MustCompile(`(^|/)registries\.conf$|/registries\.conf\.d/[^/]+$`), regexp.MustCompile(`(?im)^\s*insecure\s*=\s*true\b`)},
+}
+
+// checksOffEnv is, written into a shell start-up file, a variable that
+// switches a client's TLS, host key or checksum checks off for every
+// later login.
+var checksOffEnv = regexp.MustCompile(`(?i)\b(NODE_TLS_REJECT_UNAUTHORIZED=["']?0|GIT_SSL_NO_VERIFY=["']?[^0\s"']|PYTHONHTTPSVERIFY=["']?0|GOINSECURE=["']?\S|GOSUMDB=["']?off|GOFLAGS=["']?\S*-insecure|VAULT_SKIP_VERIFY=["']?(1|true)|AZURE_CLI_DISABLE_CONNECTION_VERIFICATION=["']?[^0\s"']|NPM_CONFIG_STRICT_SSL=["']?false|DOCKER_CONTENT_TRUST=["']?0|ANSIBLE_HOST_KEY_CHECKING=["']?(false|0|no))`)
+
+// checksOffWrite reports a write of known text s into a client's
+// configuration file, or a shell start-up file, that switches its checks
+// off (secrets:tls-off).
+func (w *walker) checksOffWrite(a arg, s stream, how string, sp span) {
+	if !s.known || !a.lit && !a.expanded {
+		return
+	}
+	c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
+	for _, t := range c.targets(a) {
+		for _, text := range []string{s.text, s.alt} {
+			if text == "" {
+				continue
+			}
+			if isShellStartup(t.path) && checksOffEnv.MatchString(text) || slices.ContainsFunc(checksOffConfig, func(cc struct{ file, text *regexp.Regexp }) bool {
+				return cc.file.MatchString(t.path) && cc.text.MatchString(text)
+			}) {
+				w.d.add(w.f, ruleChecksOff, how+t.show+": switches its checks off", "", sp)
+				return
+			}
+		}
+	}
 }

@@ -88,6 +88,8 @@ loop:
 			switch {
 			case strings.Contains(spec.stop, ch):
 				return // python -m module: no code on the command line
+			case l == langRuby && ch == "c" && !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit || strings.HasPrefix(a.val, "-r") }):
+				return // ruby -c checks the syntax and runs nothing (a -r library it would load)
 			case strings.Contains(spec.code, ch):
 				code := arg{val: v[j+1:], lit: true, pos: a.pos, end: a.end, exact: -1}
 				if a.exact >= 0 {

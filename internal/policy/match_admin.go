@@ -28,6 +28,12 @@ func matchFirewall(c *command, h *hits) {
 			ops[0].val == "delete" && slices.Contains([]string{"table", "chain"}, ops[1].val)) {
 			h.add(ruleFirewallFlush, "nft "+ops[0].val+" "+ops[1].val)
 		}
+		// nft insert rule inet filter input accept: a rule with no match
+		// before its verdict accepts every packet the chain sees
+		if n := len(ops); (n == 5 || n == 6) && (ops[0].val == "insert" || ops[0].val == "add") && ops[1].val == "rule" &&
+			strings.EqualFold(ops[n-2].val, "input") && ops[n-1].val == "accept" {
+			h.add(ruleFirewallFlush, "nft "+ops[0].val+" rule … input accept: accepts every incoming packet")
+		}
 	case "ufw":
 		ops, _ := operands(c.args, optSpec{})
 		if len(ops) > 0 && (ops[0].val == "disable" || ops[0].val == "reset") && !slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "--dry-run" }) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"slices"
 	"strings"
 )
@@ -34,12 +35,66 @@ func optName(long string) string {
 // the remote branch); deleting remote branches (push --delete, push origin
 // :branch) and --mirror/--prune are flagged; git clean is flagged whenever
 // it is forced and not a dry run; checkout/restore of paths is not flagged.
+// worktreeOnly are the git subcommands whose harm stays in the work tree
+// and the local repository.
+var worktreeOnly = map[string]bool{"reset": true, "clean": true, "checkout": true, "restore": true, "switch": true, "stash": true}
+
+// scratchRepo reports a git call whose repository (the working directory,
+// or -C DIR) is known to be, every value of it, a clone the same && chain
+// made (git clone URL /tmp/x && cd /tmp/x && git reset --hard).
+func scratchRepo(c *command) bool {
+	if _, ok := c.vars["GIT_DIR"]; ok {
+		return false
+	}
+	if _, ok := c.vars["GIT_WORK_TREE"]; ok {
+		return false
+	}
+	var dirs []string
+	if !c.cwd.unknown {
+		dirs = c.cwd.vals
+	}
+	cloned := func(d string) bool { // by git clone URL DIR, DIR absolute, earlier on the chain
+		return slices.ContainsFunc(c.scratch, func(r created) bool {
+			return r.prog == "git" && path.IsAbs(r.name) && path.Clean(r.name) == d
+		})
+	}
+	for i, a := range c.args {
+		if !a.lit || strings.HasPrefix(a.val, "--git-dir") || strings.HasPrefix(a.val, "--work-tree") {
+			return false // a repository or work tree named elsewhere
+		}
+		if a.lit && a.val == "-C" && i+1 < len(c.args) {
+			d := c.args[i+1]
+			if !d.lit {
+				return false
+			}
+			var joined []string
+			for _, cwd := range dirs {
+				joined = append(joined, path.Join(cwd, d.val))
+			}
+			if path.IsAbs(d.val) {
+				joined = []string{d.val}
+			}
+			dirs = joined
+		}
+	}
+	for _, d := range dirs {
+		d = path.Clean(d)
+		if !cloned(d) || len(c.links.follow(d+"/")) > 0 {
+			return false // not the script's own clone, or one reached through a link the script made
+		}
+	}
+	return len(dirs) > 0
+}
+
 func matchGit(c *command, h *hits) {
 	rest, _ := skipOptions(c.args, gitGlobalSpec)
 	if len(rest) == 0 || !rest[0].lit {
 		return
 	}
 	sub, args := rest[0].val, rest[1:]
+	if worktreeOnly[sub] && scratchRepo(c) {
+		return // a clone in a temporary directory: its work tree is the job's own
+	}
 	switch sub {
 	case "push":
 		if detail, ok := destructivePush(args); ok {

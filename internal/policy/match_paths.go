@@ -428,6 +428,7 @@ func matchCredentialRead(c *command, h *hits) {
 	if grepCounts(c) || jqShape(c) {
 		return // grep -c, -l, -q print counts, file names or nothing; jq 'keys' the names only
 	}
+	args = withoutCredentialUses(c.name, args)
 	for _, a := range args {
 		if a.taint&taintCredential != 0 {
 			h.add(ruleCredentialRead, c.name+" reads credentials a search by name found")
@@ -449,6 +450,37 @@ func matchCredentialRead(c *command, h *hits) {
 			}
 		}
 	}
+}
+
+// credentialUses are, per program, the options whose value is a
+// credential the program uses itself (curl --netrc-file, age -i): it
+// authenticates with it, and prints or sends none of it.
+var credentialUses = map[string][]string{
+	"curl": {"--netrc-file", "--cert", "-E", "--key", "--cacert", "--proxy-cert", "--proxy-key", "--proxy-cacert"},
+	"wget": {"--certificate", "--private-key", "--ca-certificate"},
+	"age":  {"-i", "--identity"}, "rage": {"-i", "--identity"},
+}
+
+// withoutCredentialUses is args without the values of name's
+// credentialUses options.
+func withoutCredentialUses(name string, args []arg) []arg {
+	opts := credentialUses[name]
+	if opts == nil {
+		return args
+	}
+	out := make([]arg, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a.lit && slices.Contains(opts, a.val) {
+			i++ // its value
+			continue
+		}
+		if n, _, ok := strings.Cut(a.val, "="); a.lit && ok && slices.Contains(opts, n) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // tarOperands returns tar's arguments with each operand after -C DIR

@@ -144,7 +144,9 @@ var serviceDaemons = []string{"postgres", "postmaster", "mysqld", "mariadbd", "m
 	"systemd-journald", "auditd", "crond", "cron", "haproxy", "rabbitmq-server", "beam.smp", "clickhouse-server", "elasticsearch",
 	"consul", "vault", "nomad", "k3s", "slapd", "named", "unbound", "chronyd", "ntpd", "sssd", "firewalld",
 	// macOS: the display server and the login session (killing either logs the user out), directory services
-	"WindowServer", "loginwindow", "opendirectoryd", "launchd"}
+	"WindowServer", "loginwindow", "opendirectoryd", "launchd",
+	// the init system and the daemons the host needs to run at all
+	"systemd", "init", "systemd-logind", "systemd-udevd", "udevd", "dbus-daemon", "dbus-broker", "systemd-networkd", "NetworkManager", "systemd-resolved"}
 
 func matchKillall5(_ *command, h *hits) { h.add(ruleKillAll, "killall5") }
 
@@ -183,7 +185,10 @@ func matchShutdown(c *command, h *hits) {
 			h.add(ruleShutdown, "kexec -e")
 		}
 	case "systemctl":
-		ops, _ := operands(c.args, systemctlSpec)
+		ops, opts := operands(c.args, systemctlSpec)
+		if hasOpt(opts, "dry-run") {
+			return // the power verbs only say what they would do
+		}
 		if len(ops) > 0 && ops[0].lit && slices.Contains(shutdownVerbs, ops[0].val) {
 			h.add(ruleShutdown, "systemctl "+ops[0].val)
 		}

@@ -455,13 +455,28 @@ func matchSysctl(c *command, h *hits) {
 		}
 	}
 	for _, o := range ops {
-		name, _, ok := strings.Cut(o.val, "=")
-		if ok && (!o.lit || !sysctlTunables[strings.ReplaceAll(strings.TrimSpace(name), "/", ".")]) {
+		name, val, ok := strings.Cut(o.val, "=")
+		key := strings.ReplaceAll(strings.TrimSpace(name), "/", ".")
+		if ok && o.lit && slices.Contains(sysctlHardening[key], strings.TrimSpace(val)) {
+			continue // kernel.randomize_va_space=2: a protection switched on
+		}
+		if ok && (!o.lit || !sysctlTunables[key]) {
 			h.add(ruleWriteSystem, "sysctl changes kernel parameter "+quoteDetail(o.src))
 			return
 		}
 	}
 }
+
+// sysctlHardening are kernel parameters with the values that switch a
+// protection on (the settings hardening guides ask for).
+var sysctlHardening = map[string][]string{
+	"kernel.randomize_va_space": {"2"}, "kernel.yama.ptrace_scope": {"1", "2", "3"}, "kernel.kptr_restrict": {"1", "2"},
+	"kernel.dmesg_restrict": {"1"}, "kernel.unprivileged_bpf_disabled": {"1", "2"}, "net.core.bpf_jit_harden": {"1", "2"},
+	"fs.protected_hardlinks": {"1"}, "fs.protected_symlinks": {"1"}, "fs.protected_fifos": {"1", "2"}, "fs.protected_regular": {"1", "2"},
+	"fs.suid_dumpable": {"0"}, "kernel.sysrq": {"0"}, "net.ipv4.tcp_syncookies": {"1"}, "net.ipv4.conf.all.rp_filter": {"1"},
+	"net.ipv4.conf.default.rp_filter": {"1"}, "net.ipv4.conf.all.accept_redirects": {"0"}, "net.ipv4.conf.default.accept_redirects": {"0"},
+	"net.ipv4.conf.all.send_redirects": {"0"}, "net.ipv4.conf.all.accept_source_route": {"0"}, "net.ipv6.conf.all.accept_redirects": {"0"},
+	"net.ipv4.icmp_echo_ignore_broadcasts": {"1"}, "net.ipv4.conf.all.log_martians": {"1"}}
 
 // sysctlTunables are kernel parameters that size a resource (map counts,
 // watches, queues, buffers, port ranges): raising one is routine service

@@ -199,6 +199,11 @@ type packRule struct {
 	Printed bool `yaml:"printed"`
 	// UnlessMatch refuses the rule when an argument matches it.
 	UnlessMatch string `yaml:"unless_match"`
+	// UnlessEvery makes UnlessMatch a test of every operand after the
+	// command path (or verb), not of some argument: all of the paths are
+	// under /tmp, the one device is "unavailable". With no operand it
+	// does not let the command off.
+	UnlessEvery bool `yaml:"unless_every"`
 	// ExceptMatch narrows Match: the argument Match finds must not also
 	// match it (a service's own key in its own URL), judged argument by
 	// argument, so another argument cannot lend its exception to the one
@@ -213,6 +218,9 @@ type packRule struct {
 	// Via requires the command to be run by this (xargs, find -exec):
 	// its operands come from a list.
 	Via string `yaml:"via"`
+	// UnlessVia leaves out a command run by this (op: `op run -- printenv
+	// X` prints the value masked).
+	UnlessVia string `yaml:"unless_via"`
 	// Dynamic requires an operand built at run time ($(docker ps -q), or
 	// appended by xargs): the command acts on a list it cannot see.
 	Dynamic bool `yaml:"dynamic"`
@@ -714,6 +722,33 @@ func pathWord(w string) bool {
 }
 
 // hasOption reports whether the call gives option spec (see packRule.Any).
+// negated reports a long option spec (see hasOption) that is also given
+// with another value on the line (--dry-run=client --dry-run=none,
+// --cascade=false --cascade=true): which occurrence wins is the tool's to
+// say. Without a wanted value, another value is one that turns it off.
+func (pc packCall) negated(spec string) bool {
+	name, want, hasWant := strings.Cut(spec, "=")
+	if !strings.HasPrefix(name, "--") {
+		return false
+	}
+	for _, i := range pc.opts {
+		n, v, ok := strings.Cut(pc.args[i].val, "=")
+		if n != name {
+			continue
+		}
+		if !ok && i+1 < len(pc.args) && pc.args[i+1].lit && !strings.HasPrefix(pc.args[i+1].val, "-") {
+			v, ok = pc.args[i+1].val, hasWant
+		}
+		switch {
+		case hasWant && ok && !optionValueIs(v, want), hasWant && !ok:
+			return true
+		case !hasWant && ok && (strings.EqualFold(v, "none") || strings.EqualFold(v, "false") || strings.EqualFold(v, "no")):
+			return true
+		}
+	}
+	return false
+}
+
 func (pc packCall) hasOption(spec string) bool {
 	name, want, hasWant := strings.Cut(spec, "=")
 	for _, i := range pc.opts {
@@ -793,14 +828,21 @@ func shortCluster(v string) bool {
 func (t *packTool) safe(pc packCall) bool {
 	for _, s := range t.Safe {
 		if strings.HasPrefix(s, "-") {
+			// --dry-run=client --dry-run=none: the last one wins, and
+			// whichever does, the call is not known to be a dry run
+			on, off := false, false
 			for _, i := range pc.opts {
 				n, v, inline := strings.Cut(pc.args[i].val, "=")
 				if !inline && i+1 < len(pc.args) && pc.args[i+1].lit && (pc.args[i+1].val == "false" || pc.args[i+1].val == "none") {
 					v = pc.args[i+1].val // --DryRun false
 				}
-				if n == s && v != "none" && v != "false" {
-					return true
+				if n == s {
+					off = off || v == "none" || v == "false"
+					on = on || v != "none" && v != "false"
 				}
+			}
+			if on && !off {
+				return true
 			}
 			continue
 		}
@@ -901,6 +943,10 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		return "", false
 	}
 	shown := pc.path[:n]
+	after := -1 // the index in args of the last word of the path or the verb
+	if n > 0 && n <= len(pc.pathIdx) {
+		after = pc.pathIdx[n-1]
+	}
 	if r.Verb == "destroy" {
 		verb := ""
 		for i, w := range pc.path[n:] {
@@ -916,6 +962,9 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 			return "", false
 		}
 		shown = pc.path[:slices.Index(pc.path, verb)+1]
+		if k := slices.Index(pc.path, verb); k < len(pc.pathIdx) {
+			after = pc.pathIdx[k]
+		}
 	}
 	for _, o := range r.All {
 		if !pc.hasOption(o) {
@@ -935,11 +984,11 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		}
 	}
 	for _, o := range r.Unless {
-		if pc.hasOption(o) {
+		if pc.hasOption(o) && !pc.negated(o) {
 			return "", false
 		}
 	}
-	if r.Via != "" && !strings.Contains(c.via, r.Via) {
+	if r.Via != "" && !strings.Contains(c.via, r.Via) || r.UnlessVia != "" && runBy(c.via, r.UnlessVia) {
 		return "", false
 	}
 	if r.Dynamic && !dynamicOperands(c) {
@@ -962,10 +1011,13 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.Printed && c.captured {
 		return "", false
 	}
-	if r.unlessM != nil && matchText(r.unlessM, c) {
+	if r.unlessM != nil && (r.UnlessEvery && t.everyOperand(r.unlessM, pc, after) || !r.UnlessEvery && matchUnless(r.unlessM, c)) {
 		return "", false
 	}
 	for name, re := range r.unlessE {
+		if !readsEnv(c.name, name) {
+			continue // RACK_ENV=test means nothing to flask
+		}
 		if v, ok := c.vars[name]; ok && !v.unknown && len(v.vals) > 0 && !slices.ContainsFunc(v.vals, func(s string) bool { return !re.MatchString(s) }) &&
 			!databaseChosen(c.vars) {
 			return "", false // RAILS_ENV=test: every value the script may give it is one the rule leaves alone
@@ -976,6 +1028,38 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		detail += " " + flag
 	}
 	return detail, true
+}
+
+// runBy reports a via path ("sh -c > op") one of whose levels is run by
+// the program named.
+func runBy(via, program string) bool {
+	for level := range strings.SplitSeq(via, " > ") {
+		if name, _, _ := strings.Cut(level, " "); name == program {
+			return true
+		}
+	}
+	return false
+}
+
+// envReaders names, for an environment variable an unless_env rule trusts,
+// the programs that choose their database by it. A task runner (make, npm
+// run, just: taskRunners) passes it on to whatever its task runs.
+var envReaders = map[string][]string{
+	"RAILS_ENV":              {"rails", "rake", "bundle", "spring"},
+	"RACK_ENV":               {"rails", "rake", "bundle", "spring", "rackup", "padrino", "hanami"},
+	"MIX_ENV":                {"mix", "elixir", "iex"},
+	"NODE_ENV":               {"node", "nodejs", "knex", "sequelize", "sequelize-cli", "npx", "pnpx", "bunx"},
+	"APP_ENV":                {"php", "artisan", "console", "symfony"},
+	"FLASK_ENV":              {"flask"},
+	"DJANGO_SETTINGS_MODULE": {"manage.py", "django-admin", "python", "python3", "uv", "poetry", "pipenv"},
+}
+
+// readsEnv reports whether program (as the command names it) chooses its
+// database by the environment variable name.
+func readsEnv(program, name string) bool {
+	readers, ok := envReaders[name]
+	base := program[strings.LastIndexByte(program, '/')+1:]
+	return !ok || slices.Contains(readers, base) || taskRunners[base] || taskRunners[program]
 }
 
 // databaseVar names a variable that points a program at a database
@@ -1045,6 +1129,175 @@ func matchTextExcept(re, except *regexp.Regexp, c *command) bool {
 		return c.stdin.shape != "" && matchesExcept(re, except, c.stdin.shape) // built by jq from a literal filter
 	}
 	return matchesExcept(re, except, c.stdin.text) || c.stdin.alt != "" && matchesExcept(re, except, c.stdin.alt)
+}
+
+// matchUnless is matchText for an unless_match, which lets a command off
+// when some argument matches: only an argument that can narrow what the
+// command does counts. Not a header, a description or a log file's name
+// (inertOption), nor the value of an option given twice (the tool takes
+// the first or the last), nor what a script's comment says.
+func matchUnless(re *regexp.Regexp, c *command) bool {
+	for i, a := range c.args {
+		if unlessCarrier(c, i) {
+			continue
+		}
+		s := a.src
+		if a.lit {
+			s = a.val
+		}
+		if re.MatchString(withoutComments(s)) || a.expanded && re.MatchString(a.src) {
+			return true // an expanded word also as written: $(hdiutil attach -nomount ram://N)
+		}
+	}
+	if !c.stdin.known {
+		return c.stdin.shape != "" && re.MatchString(c.stdin.shape)
+	}
+	return re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)
+}
+
+// everyOperand reports whether re matches every operand of the call after
+// the argument at index after, and there is one: the words that are not
+// options or the values of the tool's value options.
+func (t *packTool) everyOperand(re *regexp.Regexp, pc packCall, after int) bool {
+	n := 0
+	for i := after + 1; i < len(pc.args); i++ {
+		a := pc.args[i]
+		if a.lit && strings.HasPrefix(a.val, "-") && a.val != "-" {
+			if !strings.Contains(a.val, "=") && slices.Contains(t.Values, a.val) {
+				i++ // its value
+			}
+			continue
+		}
+		s := a.src
+		if a.lit {
+			s = a.val
+		}
+		if !re.MatchString(s) {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// inertOptions are options whose value never narrows what a command does
+// to its target, lowercased: a dry-run marker in a User-Agent, "status"
+// as a log file's name or "tcp:80" in a description change nothing.
+var inertOptions = map[string]bool{"--header": true, "--user-agent": true, "--referer": true, "--cookie": true,
+	"--description": true, "--comment": true, "--message": true, "--note": true, "--title": true, "--reason": true,
+	"--log": true, "--log-file": true, "--logfile": true, "--log-path": true, "--logdir": true, "--log-dir": true,
+	"--log-level": true, "--tmpdir": true, "--timeout": true, "--cli-connect-timeout": true, "--cli-read-timeout": true,
+	"--dupe-window": true, "--touch": true, "--tag": true, "--label": true}
+
+// inertShort are short options of the same kind, per program.
+var inertShort = map[string][]string{"curl": {"-H", "-A", "-e", "-b"}, "gh": {"-H"}, "glab": {"-H"}, "mvn": {"-l"}, "mvnw": {"-l"},
+	"socat": {"-lf", "-L"}, "hponcfg": {"-l"}, "alembic": {"-x"}}
+
+// envArgTools read a NAME=value argument as an environment variable
+// (rake db:drop RAILS_ENV=test, make reset RAILS_ENV=test); to any other
+// program it is an operand like another.
+var envArgTools = map[string]bool{"rake": true, "rails": true, "bundle": true, "make": true, "gmake": true}
+
+// envArg is a NAME=value word.
+var envArg = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
+
+// stdoutPath names the job's own output as a file.
+var stdoutPath = regexp.MustCompile(`^(/dev/(stdout|stderr|tty|fd/[12])|/proc/self/fd/[12])$`)
+
+// unlessCarrier reports c's argument i as one that cannot narrow the
+// command (see matchUnless).
+func unlessCarrier(c *command, i int) bool {
+	a := c.args[i]
+	name, inline := "", false
+	if a.lit && strings.HasPrefix(a.val, "-") && a.val != "-" && a.val != "--" {
+		if n, _, ok := strings.Cut(a.val, "="); ok {
+			name, inline = n, true
+		}
+	}
+	if !inline && i > 0 {
+		if p := c.args[i-1]; p.lit && strings.HasPrefix(p.val, "-") && len(p.val) > 1 && p.val != "--" && !strings.Contains(p.val, "=") &&
+			!strings.HasPrefix(a.val, "-") {
+			name = p.val
+		}
+	}
+	if name != "" && (inertOptions[strings.ToLower(name)] || slices.Contains(inertShort[canonical(c.name)], name)) {
+		return true
+	}
+	base := c.name[strings.LastIndexByte(c.name, '/')+1:]
+	if a.lit && envArg.MatchString(a.val) && !strings.HasPrefix(a.val, "-") && !envArgTools[base] {
+		return true
+	}
+	// --output=/dev/stdout, -l /dev/stdout: an output option that prints
+	if a.lit && strings.HasPrefix(a.val, "-") {
+		if _, v, ok := strings.Cut(a.val, "="); ok && stdoutPath.MatchString(v) ||
+			!ok && i+1 < len(c.args) && c.args[i+1].lit && stdoutPath.MatchString(c.args[i+1].val) {
+			return true
+		}
+	}
+	// npm run X --env=test: npm's own configuration, not the script's;
+	// npx --env=test pkg: npx's, before the package
+	switch base {
+	case "npm":
+		if a.lit && strings.HasPrefix(a.val, "-") && !slices.ContainsFunc(c.args[:i], func(b arg) bool { return b.lit && b.val == "--" }) {
+			return true
+		}
+	case "npx", "pnpx", "bunx":
+		if a.lit && strings.HasPrefix(a.val, "-") && !slices.ContainsFunc(c.args[:i], func(b arg) bool { return b.lit && !strings.HasPrefix(b.val, "-") }) {
+			return true
+		}
+	}
+	if name != "" && strings.HasPrefix(name, "-") {
+		n := 0
+		for _, b := range c.args {
+			if b.lit && (b.val == name || strings.HasPrefix(b.val, name+"=")) {
+				n++
+			}
+		}
+		if n > 1 {
+			return true
+		}
+	}
+	switch canonical(c.name) {
+	case "http", "https", "xh", "xhs":
+		// httpie's Name:value items are request headers
+		return a.lit && httpieHeader.MatchString(a.val)
+	}
+	return false
+}
+
+// httpieHeader is an httpie request item that sets a header.
+var httpieHeader = regexp.MustCompile(`^[A-Z][A-Za-z0-9-]*:([^/\d]|/[^/]|$)`)
+
+// withoutComments is s without what a script's comments say: from a #
+// that starts a word, or a // after a blank, to the end of the line,
+// outside quotes. Text that is no script loses nothing it needs.
+func withoutComments(s string) string {
+	if !strings.Contains(s, "#") && !strings.Contains(s, "//") {
+		return s
+	}
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t' || s[i-1] == '\n' || s[i-1] == ';'),
+			ch == '/' && i+1 < len(s) && s[i+1] == '/' && i > 0 && (s[i-1] == ' ' || s[i-1] == '\t' || s[i-1] == '\n' || s[i-1] == ';'):
+			j := strings.IndexByte(s[i:], '\n')
+			if j < 0 {
+				return b.String()
+			}
+			i += j - 1
+			continue
+		}
+		b.WriteByte(ch)
+	}
+	return b.String()
 }
 
 func matchesExcept(re, except *regexp.Regexp, s string) bool {
@@ -1221,7 +1474,7 @@ func (w *walker) runImage(c *command, i int) {
 		prog.val, prog.exact = name, -1
 		words = append([]arg{prog}, rest...)
 	}
-	if mounts := containerMounts(c.args[:i]); len(mounts) > 0 {
+	if mounts := scratchVolumesOut(c, containerMounts(stableArgs(c, c.args[:i]))); len(mounts) > 0 {
 		// what the container does to a mounted path it does to the host's
 		// (docker run -v pgdata:/data alpine sh -c 'rm -rf /data/*'): the
 		// command is judged with the mount points written as their sources
@@ -1232,6 +1485,23 @@ func (w *walker) runImage(c *command, i int) {
 		return // a host tool, a shell or an interpreter: its harm stays in the container
 	}
 	w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
+}
+
+// scratchVolumesOut drops from mounts the named volumes c's chain made
+// (docker volume create ci-$$ && docker run -v ci-$$:/w ... && docker
+// volume rm ci-$$), or made earlier under a throwaway name: their data is
+// the script's own, not a service's.
+func scratchVolumesOut(c *command, mounts []mount) []mount {
+	return slices.DeleteFunc(mounts, func(m mount) bool {
+		name, ok := strings.CutPrefix(m.src, dockerVolumes+"/")
+		if !ok || strings.Contains(name, "/") {
+			return false
+		}
+		own := func(r created) bool {
+			return (r.prog == "docker" || r.prog == "podman" || r.prog == "nerdctl") && slices.Equal(r.prefix, []string{"volume"}) && r.name == name
+		}
+		return slices.ContainsFunc(c.scratch, own) || slices.ContainsFunc(c.earlier, func(r created) bool { return own(r) && throwawayName(name) })
+	})
 }
 
 // mount is a host path (or a named volume's directory) and where a

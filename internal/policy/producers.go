@@ -103,6 +103,16 @@ func produce(c *command) stream {
 			c.args[2].lit && ramDisk.MatchString(c.args[2].val) {
 			return stream{present: true, known: true, text: c.args[2].val + "\n", start: -1, base: -1, anchor: c.sp.start}
 		}
+	case "pbpaste", "wl-paste", "xclip", "xsel":
+		// the clipboard: where pass show -c, gopass -c and keychains put
+		// a password
+		if c.name == "pbpaste" || c.name == "wl-paste" || slices.ContainsFunc(c.args, func(a arg) bool {
+			return a.lit && (a.val == "-o" || a.val == "-out" || a.val == "--output" || a.val == "-O")
+		}) {
+			out := generated()
+			out.taint |= taintSecret
+			return out
+		}
 	case "losetup":
 		// losetup -f --show FILE prints the loop device it attached FILE
 		// to: writing the device writes the file, so it stands for it
@@ -164,6 +174,9 @@ func produce(c *command) stream {
 	}
 	out := generated()
 	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
+	if c.name == "cut" && cutNamesOnly(argWords(c)) {
+		out.taint &^= taintSecret | taintToken | taintEnvFile // env | cut -d= -f1: the names, not the values
+	}
 	if dumpsData(c) {
 		out.taint |= taintData
 	}
@@ -180,6 +193,18 @@ func produce(c *command) stream {
 // outputs: DROP TABLE, TRUNCATE, DELETE FROM inside quotes, to be run by
 // whatever reads the output.
 var sqlGenerator = regexp.MustCompile(`(?i)['"]\s*(drop\s+(table|database|schema|view|index|sequence|function|type|user|role|owned)|truncate(\s+table)?|delete\s+from)\b`)
+
+// argWords are c's arguments when all are literal, else nil.
+func argWords(c *command) []string {
+	words := make([]string, 0, len(c.args))
+	for _, a := range c.args {
+		if !a.lit {
+			return nil
+		}
+		words = append(words, a.val)
+	}
+	return words
+}
 
 // dumpsEnvironment reports a command that prints the environment's values:
 // env or printenv (with or without names), set, export -p, declare -x or -p,
@@ -416,6 +441,15 @@ func dumpsEnvironment(words []arg) bool {
 		return len(rest) == 0 && name != "export" || slices.ContainsFunc(rest, func(a arg) bool {
 			return a.lit && strings.HasPrefix(a.val, "-") && strings.ContainsAny(a.val, "px")
 		})
+	case "systemctl":
+		return slices.ContainsFunc(rest, func(a arg) bool { return a.lit && a.val == "show-environment" })
+	case "docker", "podman", "nerdctl", "kubectl", "oc", "crictl":
+		// docker exec api env, kubectl exec web -- printenv: a container's
+		// environment (its secrets)
+		if n := len(rest); n >= 3 && rest[n-1].lit && (rest[n-1].val == "env" || rest[n-1].val == "printenv") &&
+			slices.ContainsFunc(rest[:n-1], func(a arg) bool { return a.lit && a.val == "exec" }) {
+			return true
+		}
 	}
 	for _, a := range rest {
 		if a.lit && strings.HasPrefix(a.val, "/proc/") && strings.HasSuffix(a.val, "/environ") {

@@ -33,7 +33,11 @@ const (
 // ruleTokenSent is the egress pack's rule for a service's credential sent
 // to a host that is not the service's; Config.TokenHosts names more hosts
 // that are.
-const ruleTokenSent = "egress:token-sent"
+const ruleTokenSent = "egress:token-sent" //nolint:gosec // a rule ID, not a credential
+
+// ruleChecksOff is the secrets pack's rule for TLS certificate, SSH host
+// key and checksum checks switched off for every later run.
+const ruleChecksOff = "secrets:tls-off"
 
 // RuleInfo describes one detector rule, for docs and `sandrun doctor`.
 type RuleInfo struct {

@@ -90,6 +90,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	}
 	w.sideEffects(&c)
 	w.recordCommandWrites(&c)
+	w.loadsDownload(&c)
 	w.judge(&c)
 	w.recordLink(&c) // after judging: ln acts on the link itself
 	w.recordProgramCopy(&c)

@@ -84,6 +84,39 @@ func readWords(args []arg) cmdWords {
 	return cw
 }
 
+// stableArgs is args where a word that expands one variable the script
+// never sets (scratch-$$, s3://ci-smoke-$RUN_ID, "tmp/probe-${CI_JOB_ID}")
+// reads as written: it names the same thing at the create and at the
+// delete of a chain. A variable the script or the job sets, or one that
+// changes at each expansion ($RANDOM), stays unknown.
+func stableArgs(c *command, args []arg) []arg {
+	out := args
+	for i, a := range args {
+		if a.lit && (!a.expanded || !strings.Contains(a.src, "$$")) {
+			continue // $$ expands to the detector's stand-ins for the shell's PID
+		}
+		m := stableWord.FindStringSubmatch(a.src)
+		if m == nil || m[2] != "" && volatileVars[m[2]] {
+			continue
+		}
+		if _, set := c.vars[m[2]]; set && m[2] != "" {
+			continue
+		}
+		if &out[0] == &args[0] {
+			out = slices.Clone(args)
+		}
+		out[i] = arg{val: strings.Trim(a.src, `"`), lit: true, pos: a.pos, end: a.end, exact: -1}
+	}
+	return out
+}
+
+// stableWord is a word of literal name characters around one expansion of
+// $$ or of a variable (group 2), optionally in double quotes.
+var stableWord = regexp.MustCompile(`^"?[\w./:@%+-]*\$(\$|\{?([A-Za-z_]\w*)\}?)[\w./:@%+-]*"?$`)
+
+// volatileVars change at each expansion.
+var volatileVars = map[string]bool{"RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true, "BASHPID": true, "EPOCHREALTIME": true, "EPOCHSECONDS": true}
+
 // booleanOptions are options that take no value in the tools that have
 // them: the word after one is an operand.
 var booleanOptions = map[string]bool{"--force": true, "-f": true, "--yes": true, "-y": true, "--purge": true, "--wait": true,
@@ -147,7 +180,7 @@ func namedCreated(c *command) []created {
 	if name != "createdb" && !slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && createVerb(a.val) }) {
 		return nil // the common case: no word is a create verb
 	}
-	cw := readWords(c.args)
+	cw := readWords(stableArgs(c, c.args))
 	if cw.dynamic || slices.ContainsFunc(reuseOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
 		return nil
 	}
@@ -170,6 +203,8 @@ func namedCreated(c *command) []created {
 	switch {
 	case cw.pairs["--name"] != "":
 		r.name = cw.pairs["--name"]
+	case len(r.operands) > 1 && r.operands[len(r.operands)-1] == "-":
+		r.name = r.operands[len(r.operands)-2] // docker secret create NAME -: the data on stdin
 	case len(r.operands) > 0:
 		r.name = r.operands[len(r.operands)-1]
 	case cw.pairs["-n"] != "":
@@ -213,7 +248,7 @@ func mentioned(c *command) []created {
 		return nil
 	}
 	var words []string
-	for _, a := range c.args {
+	for _, a := range stableArgs(c, c.args) {
 		if a.lit {
 			if _, v, ok := strings.Cut(a.val, "="); ok && strings.HasPrefix(a.val, "-") {
 				words = append(words, v)
@@ -222,7 +257,7 @@ func mentioned(c *command) []created {
 			}
 		}
 	}
-	cw := readWords(c.args)
+	cw := readWords(stableArgs(c, c.args))
 	var prefix []string // the words before the making one: the resource's kind (machine, osd pool)
 	for _, w := range cw.positional {
 		if makingWords[w] || createVerb(w) {
@@ -255,7 +290,7 @@ func deletesMentioned(c *command, t *packTool) bool {
 	if len(c.scratch) == 0 && len(c.earlier) == 0 {
 		return false
 	}
-	cw := readWords(c.args)
+	cw := readWords(stableArgs(c, c.args))
 	if cw.dynamic || len(cw.positional) == 0 || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
 		return false
 	}
@@ -330,7 +365,7 @@ func sqlCreated(c *command) []created {
 	if m == nil {
 		return nil
 	}
-	cw := readWords(c.args)
+	cw := readWords(stableArgs(c, c.args))
 	pairs := map[string]string{}
 	for _, o := range sqlServerOptions {
 		if v, ok := cw.pairs[o]; ok {
@@ -352,7 +387,7 @@ func dropsScratchDB(c *command, sql []arg) bool {
 		return false
 	}
 	name := strings.ToLower(strings.Trim(m[1], "\"`[]"))
-	cw := readWords(c.args)
+	cw := readWords(stableArgs(c, c.args))
 	made := c.scratch
 	for _, r := range c.earlier {
 		if throwawayName(r.name) {
@@ -406,7 +441,7 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 	if len(made) == 0 {
 		return false
 	}
-	cw := readWords(args)
+	cw := readWords(stableArgs(c, args))
 	if cw.dynamic || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
 		return false
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -320,6 +321,10 @@ func (w *walker) pipeline(s *syntax.Stmt, in stream) stream {
 			// tool create ... | jq -r .id: what the pipeline prints is the
 			// ID of what the create made
 			w.pipeMade = w.made
+		} else if i > 0 && i == len(stages)-1 && len(w.made) > 0 {
+			// echo -n x | gcloud secrets create NAME --data-file=-: the
+			// pipeline's status is its last stage's
+			w.pipeMade = w.made
 		}
 		out.start = start
 		in = out
@@ -480,13 +485,17 @@ func projectsNames(s *syntax.Stmt) bool {
 		words = append(words, v)
 	}
 	switch ce.Args[0].Lit() {
-	case "jq", "gojq", "jaq":
+	case "jq", "gojq", "jaq", "yq":
 		return jqNamesOnly(words)
 	case "cut":
 		return cutNamesOnly(words)
 	}
 	return false
 }
+
+// jqMetadata is a jq path to a secret's metadata (vault kv's versions
+// and times), not its data.
+var jqMetadata = regexp.MustCompile(`^(\.data)?\.metadata(\.\w+)*$`)
 
 // literalWord is w's value when it is made only of literal text and quotes.
 func literalWord(w *syntax.Word) (string, bool) {
@@ -545,8 +554,12 @@ func jqNamesOnly(words []string) bool {
 	stages := strings.Split(filter, "|")
 	last := strings.TrimSpace(stages[len(stages)-1])
 	switch last {
-	case "keys", "keys[]", "keys_unsorted", "keys_unsorted[]", ".[].key", "to_entries[].key", "map(.key)", "length", "keys | length":
+	case "keys", "keys[]", "keys_unsorted", "keys_unsorted[]", ".[].key", "to_entries[].key", "map(.key)", "length", "keys | length",
+		"map_values(length)", "map_values(type)", "map(length)":
 		return true // an object's keys (variable names), or a count
+	}
+	if jqMetadata.MatchString(last) {
+		return true // vault kv get | jq .data.metadata: versions and times
 	}
 	last = strings.TrimPrefix(last, "map(")
 	last = strings.Trim(last, "[]() ")
@@ -733,18 +746,32 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 		w.cond++
 		defer func() { w.cond-- }()
 	}
+	var first []created
+	same := true
 	for i, words := range lists {
 		o := w.run(words, in, sp, "", false)
 		if i == 0 {
-			out = o
+			out, first = o, w.making
 		} else {
 			out = out.merge(o)
+			same = same && slices.EqualFunc(first, w.making, sameCreated)
 		}
 	}
 	if len(lists) > 1 {
-		w.making = nil // which alternative ran, and so which name a create made, is not known
+		// which alternative ran, and so which name a create made, is not
+		// known; unless every one made the same (scratch-$$ read as written)
+		w.making = nil
+		if same {
+			w.making = first
+		}
 	}
 	return out
+}
+
+// sameCreated reports two creates of the same resource.
+func sameCreated(a, b created) bool {
+	return a.prog == b.prog && a.name == b.name && a.idempotent == b.idempotent && a.capture == b.capture && a.quiet == b.quiet &&
+		slices.Equal(a.prefix, b.prefix) && slices.Equal(a.operands, b.operands) && maps.Equal(a.pairs, b.pairs)
 }
 
 // prefixVars returns the values the assignments before a command give its
