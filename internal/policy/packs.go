@@ -846,13 +846,35 @@ func (t *packTool) safe(pc packCall) bool {
 			}
 			continue
 		}
-		for _, a := range pc.args {
-			if a.lit && a.val == s {
-				return true
-			}
+		// help, explain, completion: the subcommand itself, not a word
+		// anywhere (kubectl delete ns prod help deletes prod)
+		if len(pc.path) > 0 && pc.path[0] == s || slices.Contains(t.Names, "aws") && helpLast(pc, s) {
+			return true
 		}
 	}
 	return false
+}
+
+// helpLast reports a call whose last argument is word and whose other
+// operands are only its command path: the AWS CLI's way to ask for a
+// command's help (aws ec2 terminate-instances help). To kubectl it is one
+// more name (kubectl delete ns prod help deletes prod).
+func helpLast(pc packCall, word string) bool {
+	n := len(pc.args)
+	if n == 0 || !pc.args[n-1].lit || pc.args[n-1].val != word {
+		return false
+	}
+	path := len(pc.path)
+	if len(pc.pathIdx) > 0 && pc.pathIdx[len(pc.pathIdx)-1] == n-1 {
+		path-- // the word was read as the path's last
+	}
+	operands := 0
+	for _, a := range pc.args[:n-1] {
+		if !a.lit || !strings.HasPrefix(a.val, "-") {
+			operands++
+		}
+	}
+	return operands == path
 }
 
 // judge applies the tool's rules to c.

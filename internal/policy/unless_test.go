@@ -91,6 +91,15 @@ func TestUnlessCannotBeLent(t *testing.T) {
 		{`python manage.py shell -c "from django.contrib.auth.models import User; User.objects.filter(id=7).update(is_active=False)"`, ""},
 		{`node -e 'fs.rmSync(os.homedir(), {recursive: true, force: true, dryRun: true})'`, "paths:interp-destroy"},
 		{`ansible all -m authorized_key -a "user=root key='ssh-ed25519 AAAAC3Nza ops@laptop' comment='state=absent'" -b`, "iac:remote-persistence"},
+		// a tool's safe word is its subcommand, not a name among the operands
+		{`kubectl delete ns prod help`, "kube:delete"},
+		{`gh repo delete acme/api --yes help`, "git:forge-delete"},
+		{`docker volume rm pgdata help`, "containers:volume-delete"},
+		{`kubectl delete ns prod explain`, "kube:delete"},
+		{`aws ec2 terminate-instances --instance-ids i-1 help`, "cloud:resource-delete"},
+		{`kubectl help delete`, ""},
+		{`kubectl delete ns prod --help`, ""},
+		{`aws ec2 terminate-instances help`, ""},
 	})
 }
 
