@@ -722,6 +722,40 @@ func pathWord(w string) bool {
 }
 
 // hasOption reports whether the call gives option spec (see packRule.Any).
+// hasOptionAbbrev is hasOption where a long option may also be written
+// as an abbreviation of three letters or more (git push --forc, argparse
+// and getopt_long take any unambiguous prefix): for the options that
+// make a call dangerous, not for those that excuse it.
+func (pc packCall) hasOptionAbbrev(spec string) bool {
+	if pc.hasOption(spec) {
+		return true
+	}
+	name, want, hasWant := strings.Cut(spec, "=")
+	if !strings.HasPrefix(name, "--") || strings.HasSuffix(name, "*") {
+		return false
+	}
+	for _, i := range pc.opts {
+		a := pc.args[i]
+		n, val, inline := strings.Cut(a.val, "=")
+		if !a.lit || !strings.HasPrefix(n, "--") || len(n) < 5 || n == name || !strings.HasPrefix(name, n) || name[len(n)] == '-' {
+			continue // --export is an option of its own, not --export-secret-keys cut short
+		}
+		if !hasWant {
+			if inline && (strings.EqualFold(val, "false") || strings.EqualFold(val, "no")) {
+				continue
+			}
+			return true
+		}
+		if !inline && i+1 < len(pc.args) && pc.args[i+1].lit {
+			val = pc.args[i+1].val
+		}
+		if optionValueIs(val, want) {
+			return true
+		}
+	}
+	return false
+}
+
 // negated reports a long option spec (see hasOption) that is also given
 // with another value on the line (--dry-run=client --dry-run=none,
 // --cascade=false --cascade=true): which occurrence wins is the tool's to
@@ -989,14 +1023,14 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		}
 	}
 	for _, o := range r.All {
-		if !pc.hasOption(o) {
+		if !pc.hasOptionAbbrev(o) {
 			return "", false
 		}
 	}
 	var flag string
 	if len(r.Any) > 0 {
 		for _, o := range r.Any {
-			if pc.hasOption(o) {
+			if pc.hasOptionAbbrev(o) {
 				flag = o
 				break
 			}

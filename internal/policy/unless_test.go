@@ -100,6 +100,10 @@ func TestUnlessCannotBeLent(t *testing.T) {
 		{`kubectl help delete`, ""},
 		{`kubectl delete ns prod --help`, ""},
 		{`aws ec2 terminate-instances help`, ""},
+		// long options cut short, as git, getopt_long and argparse take them
+		{`git branch --delet --forc main`, "git:branch-delete"},
+		{`gpg --export --armor alice@example.com > alice.pub.asc`, ""},
+		{`git branch --del merged-feature`, ""},
 	})
 }
 
