@@ -88,8 +88,8 @@ loop:
 			switch {
 			case strings.Contains(spec.stop, ch):
 				return // python -m module: no code on the command line
-			case l == langRuby && ch == "c" && !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit || strings.HasPrefix(a.val, "-r") }):
-				return // ruby -c checks the syntax and runs nothing (a -r library it would load)
+			case l == langRuby && ch == "c" && rubyChecksOnly(c):
+				return // ruby -c checks the syntax and runs nothing
 			case strings.Contains(spec.code, ch):
 				code := arg{val: v[j+1:], lit: true, pos: a.pos, end: a.end, exact: -1}
 				if a.exact >= 0 {
@@ -136,6 +136,19 @@ loop:
 		return
 	}
 	w.stdinCode(c, l, nil)
+}
+
+// rubyChecksOnly reports a ruby -c call that loads no library first: no
+// -r or -I (alone or in a cluster, -cr/tmp/x.rb), no RUBYOPT or RUBYLIB.
+func rubyChecksOnly(c *command) bool {
+	for _, v := range []string{"RUBYOPT", "RUBYLIB"} {
+		if _, ok := c.vars[v]; ok {
+			return false
+		}
+	}
+	return !slices.ContainsFunc(c.args, func(a arg) bool {
+		return !a.lit || strings.HasPrefix(a.val, "--") && a.val != "--" || strings.HasPrefix(a.val, "-") && strings.ContainsAny(a.val, "rI")
+	})
 }
 
 // awk judges an awk program: the first operand unless -f gives a file,

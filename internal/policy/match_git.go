@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -35,6 +36,11 @@ func optName(long string) string {
 // the remote branch); deleting remote branches (push --delete, push origin
 // :branch) and --mirror/--prune are flagged; git clean is flagged whenever
 // it is forced and not a dry run; checkout/restore of paths is not flagged.
+// gitElsewhere is script text that can point git at another repository
+// or work tree (core.worktree, GIT_WORK_TREE, --git-dir) or set variables
+// unseen (. FILE, source FILE).
+var gitElsewhere = regexp.MustCompile(`(?i)worktree|GIT_[A-Z_]*|git-dir|work-tree|includeif|include\.path|(^|[;&|(\s])(\.|source)\s`)
+
 // worktreeOnly are the git subcommands whose harm stays in the work tree
 // and the local repository.
 var worktreeOnly = map[string]bool{"reset": true, "clean": true, "checkout": true, "restore": true, "switch": true, "stash": true}
@@ -43,6 +49,9 @@ var worktreeOnly = map[string]bool{"reset": true, "clean": true, "checkout": tru
 // or -C DIR) is known to be, every value of it, a clone the same && chain
 // made (git clone URL /tmp/x && cd /tmp/x && git reset --hard).
 func scratchRepo(c *command) bool {
+	if gitElsewhere.MatchString(c.frame) {
+		return false // the script points git at another tree or sources what may
+	}
 	if _, ok := c.vars["GIT_DIR"]; ok {
 		return false
 	}

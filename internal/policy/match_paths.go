@@ -118,6 +118,9 @@ func letsencryptPublic(c string) bool {
 // directory that holds them (~/.ssh, ~/.aws). Public keys (*.pub), known
 // hosts and the SSH client configuration are not credentials.
 func isCredentialPath(p string) bool {
+	if strings.HasSuffix(p, "/containers/auth.json") && strings.HasPrefix(p, "/run/user/") {
+		return true // podman's, skopeo's and buildah's registry logins
+	}
 	c, ok := cleanAbs(p)
 	if !ok {
 		return false
@@ -430,6 +433,10 @@ func matchCredentialRead(c *command, h *hits) {
 	}
 	args = withoutCredentialUses(c.name, args)
 	for _, a := range args {
+		if !a.lit && runtimeAuth.MatchString(a.src) {
+			h.add(ruleCredentialRead, c.name+" reads credentials "+quoteDetail(a.src))
+			return
+		}
 		if a.taint&taintCredential != 0 {
 			h.add(ruleCredentialRead, c.name+" reads credentials a search by name found")
 			return
@@ -465,7 +472,7 @@ var credentialUses = map[string][]string{
 // credentialUses options.
 func withoutCredentialUses(name string, args []arg) []arg {
 	opts := credentialUses[name]
-	if opts == nil {
+	if opts == nil || slices.ContainsFunc(args, revealsCredentials) {
 		return args
 	}
 	out := make([]arg, 0, len(args))
@@ -481,6 +488,31 @@ func withoutCredentialUses(name string, args []arg) []arg {
 		out = append(out, a)
 	}
 	return out
+}
+
+// runtimeAuth is podman's registry logins under the user's runtime
+// directory, named by its variable.
+var runtimeAuth = regexp.MustCompile(`^["']?\$\{?XDG_RUNTIME_DIR\}?/containers/auth\.json["']?$`)
+
+// revealsCredentials is an argument with which a client shows or hands
+// on the credentials it uses: verbose and trace output (the Basic auth
+// header), plain http, a proxy, a host re-pointed.
+func revealsCredentials(a arg) bool {
+	if !a.lit {
+		return true
+	}
+	v := a.val
+	switch {
+	case v == "-v" || v == "--verbose" || strings.HasPrefix(v, "--trace") || strings.HasPrefix(v, "--libcurl") || strings.HasPrefix(v, "--stderr"):
+		return true
+	case v == "-x" || strings.HasPrefix(v, "--proxy") || strings.HasPrefix(v, "--resolve") || strings.HasPrefix(v, "--connect-to") || strings.HasPrefix(v, "--preproxy"):
+		return true
+	case strings.HasPrefix(strings.ToLower(v), "http://"):
+		return true
+	case strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v, "vx"):
+		return true // -sv, -vx
+	}
+	return false
 }
 
 // tarOperands returns tar's arguments with each operand after -C DIR

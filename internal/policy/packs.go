@@ -722,6 +722,26 @@ func pathWord(w string) bool {
 }
 
 // hasOption reports whether the call gives option spec (see packRule.Any).
+// toStdout reports an output option whose value is the job's own output
+// (-o /dev/stdout, --output -): it writes to no file.
+func (pc packCall) toStdout(spec string) bool {
+	name, _, _ := strings.Cut(spec, "=")
+	for _, i := range pc.opts {
+		a := pc.args[i]
+		n, v, inline := strings.Cut(a.val, "=")
+		if n != name {
+			continue
+		}
+		if !inline && i+1 < len(pc.args) && pc.args[i+1].lit {
+			v = pc.args[i+1].val
+		}
+		if v == "-" || stdoutPath.MatchString(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // hasOptionAbbrev is hasOption where a long option may also be written
 // as an abbreviation of three letters or more (git push --forc, argparse
 // and getopt_long take any unambiguous prefix): for the options that
@@ -1040,7 +1060,7 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		}
 	}
 	for _, o := range r.Unless {
-		if pc.hasOption(o) && !pc.negated(o) {
+		if pc.hasOption(o) && !pc.negated(o) && !pc.toStdout(o) {
 			return "", false
 		}
 	}
@@ -1530,6 +1550,14 @@ func (w *walker) runImage(c *command, i int) {
 		prog.val, prog.exact = name, -1
 		words = append([]arg{prog}, rest...)
 	}
+	if slices.ContainsFunc(c.args[:i], func(a arg) bool {
+		return a.lit && (a.val == "--volumes-from" || strings.HasPrefix(a.val, "--volumes-from="))
+	}) {
+		// another container's volumes, at the paths it has them: judged
+		// as the host's own paths
+		w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
+		return
+	}
 	if mounts := scratchVolumesOut(c, containerMounts(stableArgs(c, c.args[:i]))); len(mounts) > 0 {
 		// what the container does to a mounted path it does to the host's
 		// (docker run -v pgdata:/data alpine sh -c 'rm -rf /data/*'): the
@@ -1537,8 +1565,21 @@ func (w *walker) runImage(c *command, i int) {
 		w.run(hostPaths(words, mounts), c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
 		return
 	}
-	if packTools[canonical(name)] == nil && sqlClients[name] == nil || shells[name] || interpreterLang(name) != langShell {
-		return // a host tool, a shell or an interpreter: its harm stays in the container
+	if shells[name] || interpreterLang(name) != langShell {
+		// a shell or an interpreter: what it does to the container's own
+		// files stays there, but code it fetches and runs, a shell it
+		// wires to the network, or a cluster or cloud it reaches does not
+		n := len(w.d.findings)
+		w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
+		kept := slices.DeleteFunc(w.d.findings[n:], func(f finding) bool {
+			r, _ := lookupRule(f.rule)
+			return f.hostOnly || r.fixed || f.rule == ruleInlineCode
+		})
+		w.d.findings = w.d.findings[:n+len(kept)]
+		return
+	}
+	if packTools[canonical(name)] == nil && sqlClients[name] == nil {
+		return // a host tool: its harm stays in the container
 	}
 	w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" "+img.val), false)
 }
@@ -1554,6 +1595,9 @@ func scratchVolumesOut(c *command, mounts []mount) []mount {
 			return false
 		}
 		own := func(r created) bool {
+			if _, bound := r.pairs["-o"]; bound || r.pairs["--opt"] != "" || r.pairs["--driver"] != "" || r.pairs["-d"] != "" {
+				return false // a volume bound to a host path or an NFS export holds that data
+			}
 			return (r.prog == "docker" || r.prog == "podman" || r.prog == "nerdctl") && slices.Equal(r.prefix, []string{"volume"}) && r.name == name
 		}
 		return slices.ContainsFunc(c.scratch, own) || slices.ContainsFunc(c.earlier, func(r created) bool { return own(r) && throwawayName(name) })

@@ -174,9 +174,6 @@ func produce(c *command) stream {
 	}
 	out := generated()
 	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
-	if c.name == "cut" && cutNamesOnly(argWords(c)) {
-		out.taint &^= taintSecret | taintToken | taintEnvFile // env | cut -d= -f1: the names, not the values
-	}
 	if dumpsData(c) {
 		out.taint |= taintData
 	}
@@ -193,18 +190,6 @@ func produce(c *command) stream {
 // outputs: DROP TABLE, TRUNCATE, DELETE FROM inside quotes, to be run by
 // whatever reads the output.
 var sqlGenerator = regexp.MustCompile(`(?i)['"]\s*(drop\s+(table|database|schema|view|index|sequence|function|type|user|role|owned)|truncate(\s+table)?|delete\s+from)\b`)
-
-// argWords are c's arguments when all are literal, else nil.
-func argWords(c *command) []string {
-	words := make([]string, 0, len(c.args))
-	for _, a := range c.args {
-		if !a.lit {
-			return nil
-		}
-		words = append(words, a.val)
-	}
-	return words
-}
 
 // dumpsEnvironment reports a command that prints the environment's values:
 // env or printenv (with or without names), set, export -p, declare -x or -p,

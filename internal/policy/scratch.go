@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,8 +88,10 @@ func readWords(args []arg) cmdWords {
 // stableArgs is args where a word that expands one variable the script
 // never sets (scratch-$$, s3://ci-smoke-$RUN_ID, "tmp/probe-${CI_JOB_ID}")
 // reads as written: it names the same thing at the create and at the
-// delete of a chain. A variable the script or the job sets, or one that
-// changes at each expansion ($RANDOM), stays unknown.
+// delete of a chain. The variable stands for itself under a name no
+// throwaway test reads as a word (pgdata$TMP is pgdata when TMP is
+// unset). A variable the script or the job sets, or one that changes at
+// each expansion ($RANDOM), stays unknown.
 func stableArgs(c *command, args []arg) []arg {
 	out := args
 	for i, a := range args {
@@ -96,26 +99,63 @@ func stableArgs(c *command, args []arg) []arg {
 			continue // $$ expands to the detector's stand-ins for the shell's PID
 		}
 		m := stableWord.FindStringSubmatch(a.src)
-		if m == nil || m[2] != "" && volatileVars[m[2]] {
+		if m == nil {
 			continue
 		}
-		if _, set := c.vars[m[2]]; set && m[2] != "" {
+		name := m[3]
+		if name != "" && volatileVars[name] {
 			continue
 		}
+		if _, set := c.vars[name]; set && name != "" || name != "" && sources.MatchString(c.frame) {
+			continue // set by the script, or perhaps by a file it sources
+		}
+		if name == "" {
+			name = "$"
+		}
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(name)) // a hash.Hash never fails
 		if &out[0] == &args[0] {
 			out = slices.Clone(args)
 		}
-		out[i] = arg{val: strings.Trim(a.src, `"`), lit: true, pos: a.pos, end: a.end, exact: -1}
+		out[i] = arg{val: fmt.Sprintf("%s\x00%d\x00%s", m[1], h.Sum32(), m[4]), lit: true, pos: a.pos, end: a.end, exact: -1}
 	}
 	return out
 }
 
-// stableWord is a word of literal name characters around one expansion of
-// $$ or of a variable (group 2), optionally in double quotes.
-var stableWord = regexp.MustCompile(`^"?[\w./:@%+-]*\$(\$|\{?([A-Za-z_]\w*)\}?)[\w./:@%+-]*"?$`)
+// stableWord is a word of literal name characters (group 1 before, group
+// 4 after) around one expansion of $$ or of a variable (group 3),
+// optionally in double quotes.
+var stableWord = regexp.MustCompile(`^"?([\w./:@%+-]*)\$(\$|\{?([A-Za-z_]\w*)\}?)([\w./:@%+-]*)"?$`)
+
+// sources is script text that runs a file in the same shell (. FILE,
+// source FILE), which may set any variable unseen.
+var sources = regexp.MustCompile(`(^|[;&|(\s])(\.|source)\s`)
 
 // volatileVars change at each expansion.
 var volatileVars = map[string]bool{"RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true, "BASHPID": true, "EPOCHREALTIME": true, "EPOCHSECONDS": true}
+
+// makesNothing reports a create that only says what it would make
+// (--dry-run=client, --help).
+func makesNothing(cw cmdWords) bool {
+	if v, ok := cw.pairs["--dry-run"]; ok && v != "none" && v != "false" {
+		return true
+	}
+	for _, o := range []string{"--dry-run", "--help", "--what-if", "--whatif", "--noop"} {
+		if slices.Contains(cw.flags, o) {
+			return true
+		}
+		if _, ok := cw.pairs[o]; ok && o != "--dry-run" {
+			return true // --help read as taking the next word
+		}
+	}
+	return false
+}
+
+// scopeOptions say where a resource lives (cluster, project, account,
+// region, host): a delete must name the same scope as its create.
+var scopeOptions = []string{"--context", "--kubeconfig", "--cluster", "-n", "--namespace", "--project", "--region", "--zone", "--location",
+	"--profile", "--subscription", "--resource-group", "-g", "--account", "--hostname", "-R", "--repo", "--org", "--host", "-H",
+	"--server", "--endpoint-url", "--endpoint", "--env", "--environment", "--stage", "--app", "-a", "--workspace", "--tenant"}
 
 // booleanOptions are options that take no value in the tools that have
 // them: the word after one is an operand.
@@ -181,7 +221,8 @@ func namedCreated(c *command) []created {
 		return nil // the common case: no word is a create verb
 	}
 	cw := readWords(stableArgs(c, c.args))
-	if cw.dynamic || slices.ContainsFunc(reuseOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
+	if cw.dynamic || slices.ContainsFunc(reuseOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) ||
+		makesNothing(cw) {
 		return nil
 	}
 	if name == "createdb" {
@@ -489,6 +530,13 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 			if r.pairs[k] != v {
 				scoped = false // a delete in another project, region or host
 				break
+			}
+		}
+		for _, k := range scopeOptions {
+			if _, made := r.pairs[k]; made && k != named {
+				if _, ok := pairs[k]; !ok {
+					scoped = false // made in --context kind-scratch, deleted in the default one
+				}
 			}
 		}
 		if scoped {

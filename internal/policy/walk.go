@@ -154,6 +154,9 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 			w.pipeMade = nil
 			out := w.pipeline(s, in)
 			made, w.pipeMade = w.pipeMade, nil
+			if s.Negated || s.Background {
+				made = nil // ! cmd | tool create X: succeeds when the create fails
+			}
 			return out
 		}
 		and := c.Op == syntax.AndStmt && !s.Negated && !s.Background
@@ -216,6 +219,9 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 		}
 		w.cond--
 	case *syntax.FuncDecl:
+		if b, ok := c.Body.Cmd.(*syntax.BinaryCmd); ok {
+			return w.declThen(c, b, in, sp)
+		}
 		w.funcDecl(c, sp)
 	case *syntax.DeclClause:
 		w.decl(c, sp)
@@ -495,7 +501,18 @@ func projectsNames(s *syntax.Stmt) bool {
 
 // jqMetadata is a jq path to a secret's metadata (vault kv's versions
 // and times), not its data.
-var jqMetadata = regexp.MustCompile(`^(\.data)?\.metadata(\.\w+)*$`)
+var jqMetadata = regexp.MustCompile(`^\.data\.metadata(\.\w+)*$`)
+
+// jqSelect is a select(...) stage that compares and logs nothing.
+var jqSelect = regexp.MustCompile(`^select\(([^()=]|==|!=|<=|>=|\((\.[\w.]*)?\))*\)$`)
+
+// jqLeaky names jq builtins that print or fail with a value (debug,
+// stderr, error) or read more input.
+var jqLeaky = regexp.MustCompile(`\b(debug|stderr|error|halt_error|input|inputs|input_filename|env|getpath|splits|ltrimstr|rtrimstr|test|match|capture)\b|[$@]`)
+
+// jqPlainPath is a jq stage that only walks into its input (.data,
+// .items[0].spec): it moves no value where a later stage would print it.
+var jqPlainPath = regexp.MustCompile(`^\.(\w+|\[\d*\]|"[\w.-]+")?(\.\w+|\[\d*\]|\."[\w.-]+")*$`)
 
 // literalWord is w's value when it is made only of literal text and quotes.
 func literalWord(w *syntax.Word) (string, bool) {
@@ -552,6 +569,11 @@ func jqNamesOnly(words []string) bool {
 		return false
 	}
 	stages := strings.Split(filter, "|")
+	for _, st := range stages[:len(stages)-1] {
+		if st = strings.TrimSpace(st); !jqPlainPath.MatchString(st) && (!jqSelect.MatchString(st) || jqLeaky.MatchString(st)) {
+			return false // with_entries(.key = .value) | keys, debug | length: values moved or logged first
+		}
+	}
 	last := strings.TrimSpace(stages[len(stages)-1])
 	switch last {
 	case "keys", "keys[]", "keys_unsorted", "keys_unsorted[]", ".[].key", "to_entries[].key", "map(.key)", "length", "keys | length",
@@ -766,6 +788,29 @@ func (w *walker) call(ce *syntax.CallExpr, in stream, sp span) stream {
 		}
 	}
 	return out
+}
+
+// declThen walks f() { ...; } && cmd, which the parser reads as a
+// function whose body is the whole chain: the shell takes the first
+// compound command as the body, defines the function, and runs the rest
+// of the chain at once (as if the definition were true).
+func (w *walker) declThen(fn *syntax.FuncDecl, b *syntax.BinaryCmd, in stream, sp span) stream {
+	first := b
+	for {
+		x, ok := first.X.Cmd.(*syntax.BinaryCmd)
+		if !ok {
+			break
+		}
+		first = x
+	}
+	body := first.X
+	decl := *fn
+	decl.Body = body
+	w.funcDecl(&decl, sp)
+	pos := body.Position
+	first.X = &syntax.Stmt{Position: pos, Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: pos, ValueEnd: pos, Value: "true"}}}}}}
+	defer func() { first.X = body }()
+	return w.stmt(fn.Body, in)
 }
 
 // sameCreated reports two creates of the same resource.
