@@ -70,6 +70,10 @@ var inlineCalls = map[lang][]inlineCall{
 		{"writeFileSync", callWrite, false}, {"appendFileSync", callWrite, false}, {"writeFile", callWrite, false},
 		{"appendFile", callWrite, false}, {"createWriteStream", callWrite, false},
 		{"eval", callCode, true}, {"Function", callCode, false}, {"runInNewContext", callCode, false}, {"runInThisContext", callCode, false},
+		{"Deno.Command", callArgv, true}, {"Deno.run", callArgv, true}, {"Bun.spawn", callArgv, true}, {"Bun.spawnSync", callArgv, true},
+		{"Deno.remove", callDelete, false}, {"Deno.removeSync", callDelete, false},
+		{"Deno.writeTextFile", callWrite, false}, {"Deno.writeTextFileSync", callWrite, false}, {"Deno.writeFile", callWrite, false},
+		{"Deno.writeFileSync", callWrite, false}, {"Bun.write", callWrite, false},
 	},
 	langPHP: {
 		{"system", callShell, true}, {"exec", callShell, true}, {"shell_exec", callShell, true}, {"passthru", callShell, true},
@@ -162,6 +166,9 @@ func (w *walker) inline(l lang, f *frame) {
 	}
 	if forkLoop(masked) {
 		w.d.add(f, ruleForkBomb, "fork in a loop", "", span{0, len(f.src)})
+	}
+	if killsAll.MatchString(masked) {
+		w.d.add(f, ruleKillAll, "signals every process, or init", "", span{0, len(f.src)})
 	}
 }
 
@@ -382,8 +389,16 @@ func forkLoop(masked string) bool {
 	return strings.Contains(masked, "fork") &&
 		(strings.Contains(masked, "while fork") || strings.Contains(masked, "while True") ||
 			strings.Contains(masked, "while 1") || strings.Contains(masked, "while(1)") ||
-			strings.Contains(masked, "while (1)") || strings.Contains(masked, "while true"))
+			strings.Contains(masked, "while (1)") || strings.Contains(masked, "while true") ||
+			endlessIter.MatchString(masked) || strings.Contains(masked, "loop {") || strings.Contains(masked, "loop do"))
 }
+
+// endlessIter is python's endless iterators: iter(int, 1), itertools.count().
+var endlessIter = regexp.MustCompile(`\biter\(\s*int\s*,\s*1\s*\)|\bcount\(\s*\)`)
+
+// killsAll is code that signals every process (pid -1) or init (pid 1):
+// os.kill(-1, 9), process.kill(-1), Process.kill(:KILL, -1), posix_kill(1, 9).
+var killsAll = regexp.MustCompile(`\bos\.kill(pg)?\(\s*-?1\s*,|\bprocess\.kill\(\s*-?1\s*[,)]|\bProcess\.kill\([^,()]+,\s*-?1\s*\)|\bposix_kill\(\s*-?1\s*,|\bkill\s*\(?\s*[^,;()]+,\s*-1\b`)
 
 // awkPipes judges awk's pipes: "cmd" | getline runs cmd, and print ... | "cmd"
 // runs cmd with the printed literals on its input (a shell runs them).

