@@ -214,6 +214,7 @@ func exeName(name string) string {
 // knownProgram reports whether the detector judges the program by name.
 func knownProgram(name string) bool {
 	_, wrapper := wrappers[name]
+	wrapper = wrapper && !sometimesLaunchers[name]
 	return wrapper || name == "env" || matcherTable[canonical(name)] != nil || packTools[canonical(name)] != nil || shells[name] ||
 		interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name]
 }
@@ -267,11 +268,11 @@ var wrappers = map[string]wrapper{
 	"nsenter":      optionsThen(optSpec{short: "tSG", long: []string{"target", "setuid", "setgid"}}),
 	"unshare":      optionsThen(optSpec{short: "SGRw", long: []string{"setuid", "setgid", "root", "wd", "propagation", "setgroups"}}),
 	"strace":       optionsThen(optSpec{short: "abeEIoOpPsSuUX"}),
-	"ltrace":       optionsThen(optSpec{short: "aeEfnopsuwxAD"}),
-	"torsocks":     optionsThen(optSpec{short: "uapPi"}),
+	"ltrace":       optionsThen(optSpec{short: "aenopsuwxADFl"}),
+	"torsocks":     optionsThen(optSpec{short: "uapP"}),
 	"proxychains":  optionsThen(optSpec{short: "f"}),
 	"proxychains4": optionsThen(optSpec{short: "f"}),
-	"systemd-run": optionsThen(optSpec{short: "upEHMdG", long: []string{"unit", "property", "description", "slice",
+	"systemd-run": optionsThen(optSpec{short: "upEHM", long: []string{"unit", "property", "description", "slice",
 		"setenv", "host", "machine", "uid", "gid", "nice", "working-directory", "on-active", "on-boot", "on-startup",
 		"on-unit-active", "on-unit-inactive", "on-calendar", "on-timer-property", "path-property", "socket-property",
 		"service-type", "timer-property", "expand-environment", "slice-inherit", "json"}}),
@@ -288,6 +289,31 @@ var wrappers = map[string]wrapper{
 	"faketime":              operandThen(optSpec{}),
 	"xvfb-run":              optionsThen(optSpec{short: "nespfw", long: []string{"server-num", "error-file", "server-args", "xauth-protocol", "auth-file", "wait"}}),
 	"eatmydata":             optionsThen(optSpec{}),
+	"sem":                   gnuSem,
+	"lckdo":                 operandThen(optSpec{short: "w"}),
+	"with-contenv":          optionsThen(optSpec{}),
+	"run-one":               optionsThen(optSpec{}),
+	"run-this-one":          optionsThen(optSpec{}),
+	"keep-one-running":      optionsThen(optSpec{}),
+	"proot":                 optionsThen(optSpec{short: "rbmwqk", long: []string{"rootfs", "bind", "mount", "cwd", "qemu", "kernel-release"}}),
+	"dumb-init":             optionsThen(optSpec{short: "r", long: []string{"rewrite"}}),
+	"tini":                  optionsThen(optSpec{short: "pe"}),
+	"catatonit":             optionsThen(optSpec{}),
+	"chpst":                 optionsThen(optSpec{short: "uUbeo/nlLmdocfrpCt"}),
+	"dbus-launch":           optionsThen(optSpec{long: []string{"config-file", "autolaunch"}}),
+	"trickle":               optionsThen(optSpec{short: "uDdwtlnL"}),
+	"tsocks":                optionsThen(optSpec{}),
+	"gdb":                   gdbArgs,
+	"nix":                   nixCommand,
+	"direnv":                wordThen(optSpec{}, "exec", "*"),
+	"mise":                  afterDashes("exec", "x"),
+	"rtx":                   afterDashes("exec", "x"),
+	"asdf":                  wordThen(optSpec{}, "exec"),
+	"pyenv":                 wordThen(optSpec{}, "exec"),
+	"rbenv":                 wordThen(optSpec{}, "exec"),
+	"nodenv":                wordThen(optSpec{}, "exec"),
+	"goenv":                 wordThen(optSpec{}, "exec"),
+	"dotenv":                afterDashes("run"),
 	"nocache":               optionsThen(optSpec{short: "n"}),
 	"catchsegv":             optionsThen(optSpec{}),
 	"chronic":               optionsThen(optSpec{}),
@@ -382,8 +408,90 @@ func setarch(args []arg) ([]arg, bool) {
 	if len(rest) == 0 {
 		return nil, false
 	}
-	rest, _ = skipOptions(rest[1:], optSpec{})
+	if !rest[0].lit || archNames[rest[0].val] {
+		rest, _ = skipOptions(rest[1:], optSpec{}) // setarch ARCH [-R] PROGRAM; newer ones take no ARCH
+	}
 	return rest, true
+}
+
+// archNames are setarch's architecture names.
+var archNames = map[string]bool{"x86_64": true, "i386": true, "i486": true, "i586": true, "i686": true, "linux32": true, "linux64": true,
+	"uname26": true, "aarch64": true, "arm64": true, "arm": true, "armv7l": true, "armv8l": true, "ppc": true, "ppc64": true, "ppc64le": true,
+	"s390": true, "s390x": true, "sparc": true, "sparc64": true, "mips": true, "mips64": true, "riscv64": true, "parisc": true, "ia64": true, "alpha": true}
+
+// wordThen returns a wrapper for LAUNCHER WORD... COMMAND: the launcher's
+// options, then the words that are its own (a subcommand, a directory),
+// then the command.
+func wordThen(spec optSpec, words ...string) wrapper {
+	return func(args []arg) ([]arg, bool) {
+		rest, _ := skipOptions(args, spec)
+		for _, w := range words {
+			if len(rest) == 0 || !rest[0].lit || w != "*" && rest[0].val != w {
+				return nil, false
+			}
+			rest, _ = skipOptions(rest[1:], spec)
+		}
+		return rest, len(rest) > 0
+	}
+}
+
+// afterDashes returns a wrapper for LAUNCHER ... -- COMMAND (mise exec
+// node@20 -- CMD), or LAUNCHER SUBCOMMAND COMMAND when it has no --.
+func afterDashes(sub ...string) wrapper {
+	return func(args []arg) ([]arg, bool) {
+		for i, a := range args {
+			if a.lit && a.val == "--" {
+				return args[i+1:], i+1 < len(args)
+			}
+		}
+		rest, _ := skipOptions(args, optSpec{})
+		if len(rest) > 1 && rest[0].lit && slices.Contains(sub, rest[0].val) {
+			rest, _ = skipOptions(rest[1:], optSpec{})
+			return rest, len(rest) > 0
+		}
+		return nil, false
+	}
+}
+
+// nixCommand: nix shell|develop ... --command (-c) COMMAND..., nix run
+// INSTALLABLE -- ARGS (the installable's program).
+func nixCommand(args []arg) ([]arg, bool) {
+	for i, a := range args {
+		if a.lit && (a.val == "--command" || a.val == "-c") {
+			return args[i+1:], i+1 < len(args)
+		}
+	}
+	return nil, false
+}
+
+// sometimesLaunchers run a command only in some forms (sem COMMAND, mise
+// exec -- COMMAND); their other forms (Semaphore's sem delete project X,
+// mise use node@20) are judged like any program's.
+var sometimesLaunchers = map[string]bool{"sem": true, "mise": true, "rtx": true, "asdf": true, "pyenv": true, "rbenv": true,
+	"nodenv": true, "goenv": true, "direnv": true, "dotenv": true, "nix": true, "gdb": true}
+
+// gnuSem is GNU parallel's sem [OPTIONS] COMMAND; Semaphore CI's sem
+// CLI (sem delete project X) is a pack's tool, not a launcher.
+func gnuSem(args []arg) ([]arg, bool) {
+	rest, _ := skipOptions(args, optSpec{short: "jP", long: []string{"id", "jobs", "semaphore-name", "semaphore-timeout", "semaphoretimeout", "timeout"}})
+	if len(rest) == 0 || rest[0].lit && semaphoreVerbs[rest[0].val] {
+		return nil, false
+	}
+	return rest, true
+}
+
+// semaphoreVerbs are the subcommands of Semaphore CI's sem.
+var semaphoreVerbs = map[string]bool{"create": true, "delete": true, "get": true, "edit": true, "apply": true, "attach": true, "debug": true,
+	"init": true, "connect": true, "context": true, "logs": true, "rebuild": true, "stop": true, "troubleshoot": true, "port-forward": true, "version": true}
+
+// gdbArgs: gdb -batch -ex run --args PROGRAM ARGS... runs PROGRAM.
+func gdbArgs(args []arg) ([]arg, bool) {
+	for i, a := range args {
+		if a.lit && (a.val == "--args" || a.val == "-args") {
+			return args[i+1:], i+1 < len(args)
+		}
+	}
+	return nil, false
 }
 
 // start-stop-daemon --start --exec PROGRAM -- ARGS...: the program is the
@@ -479,6 +587,24 @@ func cmakeE(args []arg) ([]arg, bool) {
 	rm := args[1]
 	rm.val, rm.exact = "rm", -1
 	switch args[1].val {
+	case "time":
+		return args[2:], true // cmake -E time COMMAND...
+	case "chdir":
+		if len(args) > 3 {
+			return args[3:], true // cmake -E chdir DIR COMMAND...
+		}
+		return nil, false
+	case "env":
+		// cmake -E env [--unset=NAME | --modify ... | NAME=VALUE]... COMMAND...
+		rest := args[2:]
+		for len(rest) > 0 && rest[0].lit && (strings.HasPrefix(rest[0].val, "-") || strings.Contains(rest[0].val, "=")) {
+			if rest[0].val == "--" {
+				rest = rest[1:]
+				break
+			}
+			rest = rest[1:]
+		}
+		return rest, len(rest) > 0
 	case "rm", "remove":
 		return append([]arg{rm}, args[2:]...), true
 	case "remove_directory", "rm_rf":
@@ -499,6 +625,9 @@ func flock(args []arg) ([]arg, bool) {
 	}
 	if len(rest) < 2 {
 		return nil, false
+	}
+	if rest[1].lit && (rest[1].val == "-c" || rest[1].val == "--command") {
+		return nil, false // flock LOCK -c STRING: a script, as before the lock
 	}
 	return rest[1:], true
 }

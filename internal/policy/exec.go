@@ -20,8 +20,16 @@ func (w *walker) xargs(c *command) {
 	rest, opts := skipOptions(c.args, optSpec{short: "adEILnPs", long: []string{
 		"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}})
 	replace := ""
+	in := c.stdin
 	for _, o := range opts {
 		switch o.name {
+		case "a", "arg-file":
+			// the arguments come from the file, not stdin
+			in = stream{present: true, file: true, start: -1, base: -1, anchor: c.sp.start}
+			if f, ok := w.writtenScript(o.value); ok {
+				in = f.s
+				in.present = true
+			}
 		case "I", "replace":
 			replace = o.value.val
 			if replace == "" {
@@ -34,7 +42,7 @@ func (w *walker) xargs(c *command) {
 	if len(rest) == 0 {
 		return // echo
 	}
-	inputs, tree := stdinWords(c.stdin, replace != "")
+	inputs, tree := stdinWords(in, replace != "")
 	w.runWith(rest, inputs, replace, c, "xargs", tree)
 }
 

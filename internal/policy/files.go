@@ -28,7 +28,7 @@ func (w *walker) recordWrite(a arg, s stream, appendTo bool) {
 	if w.env.files == nil {
 		w.env.files = make(map[string]written)
 	}
-	k := fileKey(a.val)
+	k := w.inCwd(a.val) // its absolute name when the directory is known
 	if old, ok := w.env.files[k]; ok && (appendTo || w.cond > 0) {
 		s = old.s.merge(s)
 	}
@@ -37,6 +37,9 @@ func (w *walker) recordWrite(a arg, s stream, appendTo bool) {
 		s.f = w.f
 	}
 	w.env.files[k] = written{s: s}
+	if raw := fileKey(a.val); raw != k {
+		w.env.files[raw] = written{s: s}
+	}
 }
 
 // recordRedirects records the files a statement's output redirections write.
@@ -307,8 +310,18 @@ func (w *walker) writtenScript(a arg) (written, bool) {
 	if !a.lit {
 		return written{}, false
 	}
-	f, ok := w.env.files[fileKey(a.val)]
-	return f, ok
+	for _, k := range []string{w.inCwd(a.val), fileKey(a.val)} {
+		if f, ok := w.env.files[k]; ok {
+			return f, true
+		}
+		// ln -s /tmp/s /tmp/t; sh /tmp/t: a link the script made to it
+		for _, t := range w.env.links[linkKey(k)] {
+			if f, ok := w.env.files[fileKey(t)]; ok {
+				return f, true
+			}
+		}
+	}
+	return written{}, false
 }
 
 // checksOffConfig pairs a client's configuration file (its path, as the

@@ -128,6 +128,7 @@ func addPackMatchers() {
 // wrapper table knows.
 func nestingOnly(name string, tools []*packTool) bool {
 	_, wrapper := wrappers[name]
+	wrapper = wrapper && !sometimesLaunchers[name]
 	if wrapper || shells[name] || interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name] {
 		return false
 	}
@@ -145,6 +146,7 @@ var taskRunners = map[string]bool{"make": true, "gmake": true, "just": true, "ta
 // it names destroy verbs, and no rule asks for one.
 func noVerbModel(name string, tools []*packTool) bool {
 	_, wrapper := wrappers[name]
+	wrapper = wrapper && !sometimesLaunchers[name]
 	if wrapper || shells[name] || interpreterLang(name) != langShell || sqlClients[name] != nil || nestedPrograms[name] || taskRunners[name] {
 		return false
 	}

@@ -60,6 +60,56 @@ func argCode(a arg) code {
 // nest walks what c runs besides itself: scripts (sh -c, eval, heredocs
 // into shells), the commands of xargs, find -exec and parallel, inline
 // interpreter code, and the body of a function the script defined.
+// gitEnvConfig judges configuration git takes from its environment
+// (GIT_CONFIG_COUNT with GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n,
+// GIT_CONFIG_PARAMETERS): an alias whose value starts with ! is a shell
+// command, run when the alias is.
+func (w *walker) gitEnvConfig(c *command) {
+	for name, v := range c.vars {
+		if v.unknown || !strings.HasPrefix(name, "GIT_CONFIG_VALUE_") && name != "GIT_CONFIG_PARAMETERS" {
+			continue
+		}
+		for _, val := range v.vals {
+			script := ""
+			if name == "GIT_CONFIG_PARAMETERS" {
+				if _, after, ok := strings.Cut(val, "=!"); ok {
+					script = strings.TrimRight(after, "'\" ")
+				}
+			} else if s, ok := strings.CutPrefix(val, "!"); ok {
+				script = s
+			}
+			if script != "" {
+				w.runCode(c, langShell, code{text: script, known: true, base: -1, anchor: c.sp.start}, "git alias from "+name, c.sp, nil, false)
+			}
+		}
+	}
+}
+
+// unknownLauncher judges the command an unknown program may launch: its
+// first word after its leading options names a program the detector
+// knows, and arguments follow (dumb-init rm -rf ~, a launcher no table
+// lists). A launcher's own operands before the command (a lock file, a
+// directory) stop the search: the guess stays narrow.
+func (w *walker) unknownLauncher(c *command) {
+	if !genericProgram(c.name) || projectProgram(c.prog) || textPrograms[c.name] ||
+		slices.ContainsFunc(packAny, func(t *packTool) bool { return t.except[c.name] }) {
+		return // true rm -rf /usr runs nothing; grep kubectl delete reads text
+	}
+	rest, _ := skipOptions(c.args, optSpec{})
+	if len(rest) < 2 || !rest[0].lit {
+		return
+	}
+	if name, ok := plainProgramName(rest[0]); ok && knownProgram(name) && !textPrograms[name] {
+		w.run(rest, c.stdin, c.sp, joinVia(c.via, c.name), false)
+	}
+}
+
+// textPrograms read their operands as text or names, never as a command
+// line: an unknown program's "echo" or "cat" operand launches nothing of
+// note.
+var textPrograms = map[string]bool{"echo": true, "printf": true, "cat": true, "true": true, "false": true, ":": true, "test": true, "[": true,
+	"man": true, "help": true, "which": true, "type": true, "command": true}
+
 // deno judges deno eval CODE as JavaScript, and deno run (or deno
 // without a subcommand, or x) of a URL as code fetched from the network.
 func (w *walker) deno(c *command) {
@@ -90,6 +140,7 @@ func (w *walker) deno(c *command) {
 func (w *walker) nest(c *command) {
 	w.packNest(c)
 	w.npmScripts(c)
+	w.unknownLauncher(c)
 	switch c.name {
 	case "eval":
 		w.eval(c)
@@ -113,6 +164,8 @@ func (w *walker) nest(c *command) {
 		}
 	case "deno":
 		w.deno(c)
+	case "nix-shell":
+		w.optionScript(c, optSpec{short: "pIAE", long: []string{"run", "command", "packages", "attr", "arg", "argstr", "expr", "include", "option"}}, "run", "command")
 	case "ssh", "autossh":
 		w.ssh(c)
 	case "mosh":
@@ -167,6 +220,7 @@ func (w *walker) nest(c *command) {
 			}
 		}
 	case "git":
+		w.gitEnvConfig(c)
 		w.git(c)
 	default:
 		switch {

@@ -24,6 +24,21 @@ type option struct {
 // skipOptions parses getopt-style options at the front of args and returns
 // the operands that follow. Parsing stops at "--", at "-", at the first word
 // that does not start with "-", and at a word whose value is unknown.
+// uniquePrefix returns the one name in names that abbrev is a prefix of,
+// as getopt_long reads an abbreviated long option.
+func uniquePrefix(names []string, abbrev string) (string, bool) {
+	found := ""
+	for _, n := range names {
+		if abbrev != "" && strings.HasPrefix(n, abbrev) {
+			if found != "" {
+				return "", false
+			}
+			found = n
+		}
+	}
+	return found, found != ""
+}
+
 func skipOptions(args []arg, spec optSpec) (rest []arg, opts []option) {
 	i := 0
 	for i < len(args) {
@@ -38,6 +53,11 @@ func skipOptions(args []arg, spec optSpec) (rest []arg, opts []option) {
 		if long, ok := strings.CutPrefix(a.val, "--"); ok {
 			name, value, hasValue := strings.Cut(long, "=")
 			o := option{name: name, value: arg{val: value, lit: true, pos: a.pos, end: a.end, exact: -1}, long: true}
+			if !slices.Contains(spec.long, name) {
+				if full, ok := uniquePrefix(spec.long, name); ok {
+					name, o.name = full, full // timeout --k 5: getopt_long's --kill-after
+				}
+			}
 			if !hasValue && slices.Contains(spec.long, name) && i < len(args) {
 				o.value = args[i]
 				i++

@@ -34,6 +34,13 @@ func produce(c *command) stream {
 			out.present = true
 			return out
 		}
+		if len(files) == 1 && files[0].lit {
+			if f, ok := c.files[fileKey(files[0].val)]; ok {
+				out := f.s // cat FILE of a file the script wrote: what was written
+				out.present = true
+				return out
+			}
+		}
 		out := stream{present: true, file: true, start: -1, base: -1, anchor: c.sp.start}
 		if dumpsData(c) {
 			out.taint |= taintData

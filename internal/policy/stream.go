@@ -168,12 +168,16 @@ func (w *walker) inputRedirects(s *syntax.Stmt, in stream) stream {
 			case a.lit && (a.val == "/dev/null"):
 				in = stream{present: true, known: true, start: -1, base: -1}
 			default:
+				if f, ok := w.writtenScript(a); ok {
+					// a file the script wrote: what it reads is what was written
+					// (printf CMD > /tmp/s; sh < /tmp/s)
+					in = f.s
+					in.present = true
+					continue
+				}
 				in = stream{present: true, file: true, start: -1, base: -1, anchor: a.pos}
 				if a.lit && isProjectEnvFile(a.val) {
 					in.taint |= taintEnvFile
-				}
-				if f, ok := w.writtenScript(a); ok {
-					in.taint |= f.s.taint & taintSecret // the environment, written to a file earlier
 				}
 			}
 		}

@@ -333,3 +333,48 @@ func TestEgressForms(t *testing.T) {
 		{`scp ./deploy.sh web1:/tmp/deploy.sh`, ""},
 	})
 }
+
+// TestLaunchersAndWrittenScripts: forms an audit of launchers and
+// written scripts found approved: launchers no table listed (and any
+// unknown program whose first word is a program the detector knows),
+// launchers' long options cut short, a launcher's boolean flag read as
+// taking a value, a script the command wrote run from stdin, through a
+// link, by a relative name or as xargs' argument file, and git aliases
+// set in the environment.
+func TestLaunchersAndWrittenScripts(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`cmake -E env terraform destroy -auto-approve`, "iac:destroy"},
+		{`cmake -E time kubectl delete ns prod`, "kube:delete"},
+		{`cmake -E chdir / dropdb shop`, "sql-destructive"},
+		{`flock /tmp/lk -c 'rm -rf ~'`, "rm-root"},
+		{`sem helm uninstall payments -n prod`, "kube:release-delete"},
+		{`sem delete project shop`, "generic:resource-delete"},
+		{`gdb -batch -ex run --args aws s3 rb s3://prod-data --force`, "cloud:object-delete"},
+		{`direnv exec . git push --force origin main`, "git-destructive"},
+		{`mise exec node@20 -- rm -rf ~`, "rm-root"},
+		{`pyenv exec redis-cli FLUSHALL`, "data:key-flush"},
+		{`touch .env && dotenv run crontab -r`, "write-system"},
+		{`nix-shell -p hello --run 'rm -rf ~'`, "rm-root"},
+		{`dumb-init rm -rf ~`, "rm-root"},
+		{`chpst -u nobody kubectl delete ns prod`, "kube:delete"},
+		{`lckdo /tmp/lk rm -rf ~`, "rm-root"},
+		{`foolaunch helm uninstall payments -n prod`, "kube:release-delete"},
+		{`timeout --k 5 10 rm -rf ~`, "rm-root"},
+		{`nice --adj 5 rm -rf ~`, "rm-root"},
+		{`ltrace -f -o /dev/null rm -rf ~`, "rm-root"},
+		{`true rm -rf /usr`, ""},
+		{`mise use node@20`, ""},
+		{`foolaunch make test`, ""},
+		{"printf '%s\\n' 'kubectl delete ns prod' > /tmp/s; sh < /tmp/s", "kube:delete"},
+		{"printf '%s\\n' 'kubectl delete ns prod' > /tmp/s; cat /tmp/s | sh", "kube:delete"},
+		{"printf '%s\\n' 'crontab -r' > /tmp/s; ln -s /tmp/s /tmp/t; sh /tmp/t", "write-system"},
+		{"mkdir -p /tmp/d; printf '%s\\n' 'crontab -r' > /tmp/d/s; cd /tmp/d; sh s", "write-system"},
+		{"printf '%s\\n' 'crontab -r' > /tmp/s; xargs -a /tmp/s -I% sh -c %", "write-system"},
+		{"printf 'echo hi\\n' > /tmp/s; sh < /tmp/s", ""},
+		{`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=!'kubectl delete ns prod' git p`, "kube:delete"},
+		{`GIT_CONFIG_PARAMETERS="'alias.p=!rm -rf ~'" git p`, "rm-root"},
+		{`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=ci git commit -m x`, ""},
+	})
+}
