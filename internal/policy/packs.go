@@ -652,6 +652,7 @@ func plainName(name string) bool {
 
 // packCall is a tool's command line as the rules read it.
 type packCall struct {
+	dynPath bool     // a word of the command path is a command's output the detector cannot know
 	path    []string // the command path: leading operands, lower-cased when the tool folds
 	opts    []int    // the indexes in args of the option words
 	pathIdx []int    // the indexes in args of the path words
@@ -667,6 +668,10 @@ func (t *packTool) parse(c *command) packCall {
 		if !a.lit {
 			// an option whose value is built at run time (--password=$PW)
 			// is still an option; another word may be the subcommand
+			if w := strings.Trim(a.src, `"`); pathOpen && len(pc.path) == 0 &&
+				(strings.HasPrefix(w, "$(") && strings.HasSuffix(w, ")") || len(w) > 1 && w[0] == '`' && w[len(w)-1] == '`') {
+				pc.dynPath = true // kubectl $(echo delete | sort) ns prod
+			}
 			pathOpen = pathOpen && strings.HasPrefix(strings.TrimLeft(a.src, `"'`), "-")
 			continue
 		}
@@ -938,6 +943,10 @@ func (t *packTool) judge(c *command, h *hits) {
 	}
 	pc := t.parse(c)
 	if t.safe(pc) {
+		return
+	}
+	if pc.dynPath && slices.ContainsFunc(t.Rules, func(r packRule) bool { return r.Verb == "destroy" }) {
+		h.add(ruleUnresolved, c.name+": a subcommand built at run time by a command the detector cannot follow")
 		return
 	}
 	for i := range t.Rules {

@@ -376,5 +376,10 @@ func TestLaunchersAndWrittenScripts(t *testing.T) {
 		{`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0=!'kubectl delete ns prod' git p`, "kube:delete"},
 		{`GIT_CONFIG_PARAMETERS="'alias.p=!rm -rf ~'" git p`, "rm-root"},
 		{`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=ci git commit -m x`, ""},
+		// a subcommand that is a command's output the detector cannot follow
+		{`kubectl $(echo delete | sort) ns prod`, "unresolved-command"},
+		{`gh $(echo repo) delete acme/api --yes`, "unresolved-command"},
+		{`kubectl logs $(kubectl get pods -o name | head -1)`, ""},
+		{`curl -s "https://api.example.com/health?v=$(git rev-parse --short HEAD)"`, ""},
 	})
 }
