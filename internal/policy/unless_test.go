@@ -378,7 +378,7 @@ func TestLaunchersAndWrittenScripts(t *testing.T) {
 		{`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=ci git commit -m x`, ""},
 		// a subcommand that is a command's output the detector cannot follow
 		{`kubectl $(echo delete | sort) ns prod`, "unresolved-command"},
-		{`gh $(echo repo) delete acme/api --yes`, "unresolved-command"},
+		{`gh $(echo repo | sort) delete acme/api --yes`, "unresolved-command"},
 		{`kubectl logs $(kubectl get pods -o name | head -1)`, ""},
 		{`curl -s "https://api.example.com/health?v=$(git rev-parse --short HEAD)"`, ""},
 	})
