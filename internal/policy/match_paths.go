@@ -455,7 +455,10 @@ func matchCredentialRead(c *command, h *hits) {
 		}
 		for _, p := range readPaths(a) {
 			for _, t := range c.targets(p) {
-				if isCredentialPath(t.path) {
+				// a reader follows a link that ends the path too (ln -s
+				// ~/.ssh/id_rsa /tmp/k; cat /tmp/k)
+				final := slices.ContainsFunc(c.links[linkKey(t.path)], isCredentialPath)
+				if isCredentialPath(t.path) || final {
 					if c.captured && strings.HasSuffix(t.path, "/serviceaccount/token") {
 						continue // a pod's token read for a request (sent elsewhere, egress:token-sent judges it)
 					}

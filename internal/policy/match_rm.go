@@ -193,8 +193,24 @@ func serviceDataDir(p string) bool {
 			return true
 		}
 	}
-	return slices.Contains(serviceDataDirs, c) || slices.Contains(serviceDataDirs, path.Dir(c)) && c != "/var/www" && !strings.ContainsAny(path.Base(c), "*?[")
+	if base := path.Base(c); strings.ContainsAny(base, "*?[") && slices.Contains(serviceDataDirs, path.Dir(c)) {
+		// /var/lib/postgres*: a pattern that names a known service's data
+		// directory
+		for _, d := range knownServiceData {
+			if ok, _ := path.Match(base, d); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return slices.Contains(serviceDataDirs, c) || slices.Contains(serviceDataDirs, path.Dir(c)) && c != "/var/www"
 }
+
+// knownServiceData are directory names of well-known services' data under
+// /var/lib, /srv or /opt: a glob that matches one deletes it.
+var knownServiceData = []string{"postgresql", "pgsql", "mysql", "mariadb", "mongodb", "redis", "elasticsearch", "opensearch", "docker",
+	"containerd", "kubelet", "etcd", "rabbitmq", "cassandra", "clickhouse", "influxdb", "grafana", "prometheus", "jenkins", "gitlab",
+	"minio", "vault", "consul", "nomad", "neo4j", "couchdb", "zookeeper", "kafka", "mail", "www", "backups"}
 
 // deletedTree is the absolute directory a recursive delete of p empties
 // or removes (/srv/app for /srv/app/*), cleaned.
@@ -324,7 +340,11 @@ func matchFindDelete(c *command, h *hits) {
 				h.add(ruleRmRoot, "find -delete on "+unresolvedShow(r))
 			}
 			for _, t := range c.targets(r) {
+				n := len(*h)
 				deleteHits("find -delete", t, true, h)
+				if len(*h) == n && (serviceDataDir(t.path) || databaseFiles(t.path)) {
+					h.add(ruleRmRoot, "find -delete on "+t.show+", a service's or a mounted disk's data")
+				}
 			}
 			continue
 		}

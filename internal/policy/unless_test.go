@@ -383,3 +383,20 @@ func TestLaunchersAndWrittenScripts(t *testing.T) {
 		{`curl -s "https://api.example.com/health?v=$(git rev-parse --short HEAD)"`, ""},
 	})
 }
+
+// TestTargetSpellings: a service's data directory named by a glob or
+// emptied by find -delete, and a credential read through a link the
+// command made.
+func TestTargetSpellings(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`find /var/lib/postgresql -delete`, "rm-root"},
+		{`rm -rf /var/lib/postgres*`, "rm-root"},
+		{`rm -rf /var/lib/postgresq?`, "rm-root"},
+		{`rm -rf /var/lib/apt/lists/*`, ""},
+		{`find /var/lib/postgresql -name "*.tmp" -delete`, ""},
+		{`ln -s ~/.ssh/id_rsa /tmp/k; cat /tmp/k`, "paths:credential-read"},
+		{`ln -s ~/notes.txt /tmp/k; cat /tmp/k`, ""},
+	})
+}
