@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -10,7 +11,8 @@ func matchFirewall(c *command, h *hits) {
 	switch canonical(c.name) {
 	case "iptables":
 		for _, a := range c.args {
-			if a.lit && (a.val == "-F" || a.val == "--flush") {
+			// --fl, --flu: getopt_long's prefixes; -vF: -F in a cluster
+			if a.lit && (a.val == "-F" || len(a.val) >= 4 && strings.HasPrefix("--flush", a.val) || iptablesFlushCluster.MatchString(a.val)) {
 				h.add(ruleFirewallFlush, c.name+" --flush")
 				return
 			}
@@ -45,6 +47,24 @@ func matchFirewall(c *command, h *hits) {
 				h.add(ruleFirewallFlush, "pfctl "+a.val)
 				return
 			}
+		}
+	}
+}
+
+// iptablesFlushCluster is -F after iptables's flag options in one word.
+var iptablesFlushCluster = regexp.MustCompile(`^-[vnx]+F$`)
+
+// matchTFCLIArgs judges terraform run with -destroy in its environment
+// (TF_CLI_ARGS=-destroy, TF_CLI_ARGS_apply=-destroy): terraform adds the
+// variable's words to the command line.
+func matchTFCLIArgs(c *command, h *hits) {
+	if !slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "apply" }) {
+		return // plan -destroy only plans
+	}
+	for _, name := range []string{"TF_CLI_ARGS", "TF_CLI_ARGS_apply"} {
+		if v, ok := c.vars[name]; ok && (v.unknown || slices.ContainsFunc(v.vals, func(s string) bool { return strings.Contains(s, "-destroy") })) {
+			h.add("iac:destroy", c.name+" apply with "+name+" adding -destroy to its command line")
+			return
 		}
 	}
 }

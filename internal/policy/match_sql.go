@@ -748,6 +748,10 @@ func (w *walker) sqlFiles(c *command) {
 		default:
 			continue
 		}
+		if f.lit && (f.val == "/dev/stdin" || f.val == "-" || f.val == "/dev/fd/0" || f.val == "/proc/self/fd/0") {
+			w.stdinCode(c, langSQL, nil) // psql -f /dev/stdin <<EOF: the script is the input
+			continue
+		}
 		if wr, ok := w.writtenScript(f); ok && wr.s.known {
 			w.runCode(c, langSQL, argCode(arg{val: wr.s.text, lit: true, pos: a.pos, end: a.end, exact: -1}), c.name+" "+a.val, c.sp, nil, false)
 		}

@@ -94,6 +94,9 @@ func addPackMatchers() {
 			matcherTable[name] = append(slices.Clip(matcherTable[name]), matchWindowsDeletes)
 		}
 	}
+	for _, name := range []string{"terraform", "tofu", "terragrunt"} {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchTFCLIArgs)
+	}
 	for _, name := range []string{"reg", "reg.exe", "regedit", "regedit.exe"} {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchRegImport)
 	}

@@ -21,6 +21,30 @@ func bareKey(name string) string { return "\x00bare:" + name }
 func (w *walker) recordProgramCopy(c *command) {
 	switch c.name {
 	case "cp", "install", "mv", "ln":
+	case "dd":
+		// dd if=PROGRAM of=COPY: a copy like cp's
+		var src, dst arg
+		for _, a := range c.args {
+			if v, ok := strings.CutPrefix(a.val, "if="); ok {
+				src = a
+				src.val = v
+				src.src = strings.TrimPrefix(a.src, "if=")
+			}
+			if v, ok := strings.CutPrefix(a.val, "of="); ok && a.lit {
+				dst = arg{val: v, lit: true, pos: a.pos, end: a.end, exact: -1}
+			}
+		}
+		if w.env.progs == nil || dst.val == "" || src.val == "" && src.src == "" {
+			return
+		}
+		name := ""
+		if src.lit {
+			name = path.Base(src.val)
+		}
+		for _, p := range c.namedPaths(dst) {
+			w.addProg(p, name)
+		}
+		return
 	default:
 		return
 	}

@@ -398,5 +398,15 @@ func TestTargetSpellings(t *testing.T) {
 		{`find /var/lib/postgresql -name "*.tmp" -delete`, ""},
 		{`ln -s ~/.ssh/id_rsa /tmp/k; cat /tmp/k`, "paths:credential-read"},
 		{`ln -s ~/notes.txt /tmp/k; cat /tmp/k`, ""},
+		{`iptables --fl`, "firewall-flush"},
+		{`iptables -vF`, "firewall-flush"},
+		{`iptables -vnL`, ""},
+		{"psql -f /dev/stdin <<'EOF'\nDROP DATABASE shop;\nEOF", "sql-destructive"},
+		{"psql -f /dev/stdin <<'EOF'\nSELECT 1;\nEOF", ""},
+		{`TF_CLI_ARGS=-destroy terraform apply -auto-approve`, "iac:destroy"},
+		{`TF_CLI_ARGS_apply="-destroy" terraform apply -auto-approve`, "iac:destroy"},
+		{`TF_CLI_ARGS=-destroy terraform plan`, ""},
+		{`dd if="$(command -v git)" of=/tmp/k status=none; chmod +x /tmp/k; /tmp/k push --force origin main`, "git-destructive"},
+		{`dd if=/usr/bin/git of=/tmp/k; /tmp/k push --force origin main`, "git-destructive"},
 	})
 }
