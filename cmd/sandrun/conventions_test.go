@@ -465,3 +465,41 @@ func TestDaemonDurationFlagsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsFollowWaitsForClaim: a job no worker has claimed yet has no
+// record; logs -f waits for it (the record appears with the claim) and
+// prints its output, instead of "job not found".
+func TestLogsFollowWaitsForClaim(t *testing.T) {
+	t.Parallel()
+	s := sandruntest.Server(t, "")
+	st := sandruntest.Store(t, s.ClientURL())
+	url := s.ClientURL()
+	code, id, errOut := sandrun(t, "submit", "--nats-url", url, "--", "echo", "claimed-later")
+	if code != 0 {
+		t.Fatalf("submit with no worker: %d %s", code, errOut)
+	}
+	id = strings.TrimSpace(id)
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := sandrun(t, "logs", "-f", id, "--nats-url", url)
+		done <- result{code, out, errOut}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("logs -f returned before any worker ran the job: %d %q %q", r.code, r.out, r.errOut)
+	case <-time.After(500 * time.Millisecond):
+	}
+	sandruntest.StartWorker(t, st, sandruntest.FastConfig())
+	select {
+	case r := <-done:
+		if r.code != 0 || r.out != "claimed-later\n" || !strings.Contains(r.errOut, "not claimed yet") {
+			t.Fatalf("logs -f: %d %q %q; want the job's output once a worker claimed it", r.code, r.out, r.errOut)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("logs -f did not return after a worker ran the job")
+	}
+}

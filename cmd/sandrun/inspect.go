@@ -190,6 +190,13 @@ func (c cli) logsCmd() *cobra.Command {
 	var follow bool
 	cmd := c.jobCmd("logs ID", "print a job's output (-f: follow it live)", func(ctx context.Context, cl *client.Client, id string) error {
 		st, err := cl.Status(ctx, id)
+		if follow && errors.Is(err, jobs.ErrNotFound) && !errors.Is(err, jobs.ErrExpired) {
+			// a job no worker has claimed yet has no record: follow it
+			// from its first event, as tail -F waits for a file
+			fmt.Fprintf(c.stderr, "sandrun logs: %s is not claimed yet (or does not exist); waiting for it\n", id)
+			_, err = cl.Follow(ctx, id, client.FollowOptions{Stdout: c.stdout, Stderr: c.stderr})
+			return err
+		}
 		if err != nil {
 			return err
 		}
