@@ -884,7 +884,7 @@ func shortCluster(v string) bool {
 }
 
 // safe reports an invocation that only prints or previews.
-func (t *packTool) safe(pc packCall) bool {
+func (t *packTool) safe(pc packCall, program string) bool {
 	for _, s := range t.Safe {
 		if strings.HasPrefix(s, "-") {
 			// --dry-run=client --dry-run=none: the last one wins, and
@@ -907,7 +907,7 @@ func (t *packTool) safe(pc packCall) bool {
 		}
 		// help, explain, completion: the subcommand itself, not a word
 		// anywhere (kubectl delete ns prod help deletes prod)
-		if len(pc.path) > 0 && pc.path[0] == s || slices.Contains(t.Names, "aws") && helpLast(pc, s) {
+		if len(pc.path) > 0 && pc.path[0] == s || program == "aws" && helpLast(pc, s) {
 			return true
 		}
 	}
@@ -942,7 +942,7 @@ func (t *packTool) judge(c *command, h *hits) {
 		c = t.withText(c)
 	}
 	pc := t.parse(c)
-	if t.safe(pc) {
+	if t.safe(pc, canonical(c.name)) {
 		return
 	}
 	if pc.dynPath && slices.ContainsFunc(t.Rules, func(r packRule) bool { return r.Verb == "destroy" }) {

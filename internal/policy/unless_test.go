@@ -100,6 +100,7 @@ func TestUnlessCannotBeLent(t *testing.T) {
 		{`kubectl help delete`, ""},
 		{`kubectl delete ns prod --help`, ""},
 		{`aws ec2 terminate-instances help`, ""},
+		{`gcloud projects delete prod help`, "cloud:resource-delete"},
 		// long options cut short, as git, getopt_long and argparse take them
 		{`git branch --delet --forc main`, "git:branch-delete"},
 		{`gpg --export --armor alice@example.com > alice.pub.asc`, ""},
@@ -253,6 +254,8 @@ func TestLookAlikesCannotBeAbused(t *testing.T) {
 	e := newEngine(t, DefaultConfig())
 	checkDecisions(t, e, []ruleCase{
 		{`docker volume create pgdata$TMP && docker volume rm pgdata$TMP`, "containers:volume-delete"},
+		// two variables whose names a 32-bit FNV hash takes to the same value
+		{`gh repo create acme/ci-$V42436 --private && gh repo delete acme/ci-$V1372000 --yes`, "git:forge-delete"},
 		{`az group create -n prod-rg$TMP -l eastus && az group delete -n prod-rg$TMP --yes`, "cloud:resource-delete"},
 		{`printf 'R=ci-probe-1\n' > /tmp/a.sh; printf 'R=api\n' > /tmp/b.sh; . /tmp/a.sh && gh repo create acme/$R --private && . /tmp/b.sh && gh repo delete acme/$R --yes`, "git:forge-delete"},
 		{`kubectl create ns payments --dry-run=client -o yaml && kubectl delete ns payments`, "kube:delete"},
