@@ -55,7 +55,21 @@ var homeCredentialFiles = []string{
 	".config/newrelic-cli/credentials.json", ".dogrc", ".pd.yml", ".config/pagerduty-cli/config.json", ".yarnrc.yml", ".nuget/NuGet/NuGet.Config",
 	".dbt/profiles.yml", ".chef/encrypted_data_bag_secret", ".config/fastlane/spaceauth", ".airflow/airflow.cfg",
 	".okta/okta.yaml", ".config/okta/okta.yaml", ".gam/oauth2service.json", ".gam/oauth2.txt", ".config/containers/auth.json",
+	// platform and SaaS CLIs' logins
+	".local/share/com.vercel.cli/auth.json", "Library/Application Support/com.vercel.cli/auth.json", ".config/netlify/config.json",
+	".netlify/config.json", ".config/configstore/firebase-tools.json", ".twilio-cli/config.json", ".config/auth0/config.json",
+	".mc/config.json", ".config/tea/config.yml", ".config/glab-cli/config.yml", ".railway/config.json", ".supabase/access-token",
+	".pulumi/credentials.json", ".terraform.d/credentials.tfrc.json", ".config/composer/auth.json", ".composer/auth.json",
+	".aliyun/config.json", ".config/scw/config.yaml", ".config/exoscale/exoscale.toml", ".config/openstack/clouds.yaml",
+	".vultr-cli.yaml", ".b2_account_info", ".doppler/.doppler.yaml", ".config/argocd/config", ".jenkins-cli", ".nomad-token",
 }
+
+// credentialBases are file names that hold a login wherever a tool keeps
+// them in a directory of the home (~/.config/TOOL/auth.json,
+// ~/.TOOL/credentials.json).
+var credentialBases = map[string]bool{"auth.json": true, "credentials": true, "credentials.json": true, "credentials.toml": true,
+	"credentials.yml": true, "credentials.yaml": true, ".credentials.json": true, "access-token": true, "access_token": true,
+	"token.json": true, "tokens.json": true, "oauth_creds.json": true, "secrets.json": true, "secrets.yml": true, "secrets.yaml": true}
 
 // browserProfiles are the home-relative directories of browsers' profiles.
 var browserProfiles = []string{".mozilla/", ".config/google-chrome/", ".config/chromium/", ".config/BraveSoftware/",
@@ -140,6 +154,9 @@ func isCredentialPath(p string) bool {
 		return true
 	}
 	base := path.Base(rel)
+	if credentialBases[base] && strings.HasPrefix(rel, ".") && strings.Contains(rel, "/") {
+		return true // in a tool's directory, not a project's file in the home
+	}
 	if dir, file, ok := strings.Cut(rel, "/"); ok && dir == ".ssh" {
 		return !strings.HasSuffix(file, ".pub") && !strings.Contains(file, "/") &&
 			(strings.HasPrefix(base, "id_") || strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key") || strings.HasSuffix(base, ".ppk"))

@@ -272,6 +272,11 @@ func (w *walker) sql(f *frame, client string) {
 		for _, st := range sts {
 			if name := tempTable(st.words); name != "" {
 				temps[name] = true
+			} else if name := createdObject(st.words); name != "" && throwawayName(asWritten(f.src, name)) {
+				// CREATE TABLE tmp_probe ...; DROP TABLE tmp_probe: some
+				// clients go on after a failed statement (sqlcmd, sqlplus),
+				// so the name must be a throwaway one, as after ";"
+				temps[name] = true
 			}
 			if name := droppedTable(st.words); name != "" && temps[name] {
 				continue // a temporary table the script made itself
@@ -573,19 +578,60 @@ func tempTable(words []string) string {
 	return words[i+2]
 }
 
-// droppedTable returns the one table a DROP TABLE statement drops.
+// createdObject returns the table, database or schema a CREATE statement
+// makes (not CREATE OR REPLACE, which may replace one that was there).
+func createdObject(words []string) string {
+	if len(words) < 3 || words[0] != "CREATE" || !scratchKinds[words[1]] {
+		return ""
+	}
+	rest := words[2:]
+	if len(rest) > 3 && rest[0] == "IF" && rest[1] == "NOT" && rest[2] == "EXISTS" {
+		rest = rest[3:]
+	}
+	return rest[0]
+}
+
+// scratchKinds are the objects a script may make and drop again.
+var scratchKinds = map[string]bool{"TABLE": true, "DATABASE": true, "SCHEMA": true}
+
+// droppedTable returns the one table (database, schema) a DROP statement
+// drops.
 func droppedTable(words []string) string {
-	if len(words) < 3 || words[0] != "DROP" || words[1] != "TABLE" {
+	if len(words) < 3 || words[0] != "DROP" || !scratchKinds[words[1]] {
 		return ""
 	}
 	rest := words[2:]
 	if len(rest) > 2 && rest[0] == "IF" && rest[1] == "EXISTS" {
 		rest = rest[2:]
 	}
+	if len(rest) == 2 && (rest[1] == "PURGE" || rest[1] == "RESTRICT") {
+		rest = rest[:1] // not CASCADE: that drops what depends on it too
+	}
 	if len(rest) != 1 {
 		return ""
 	}
 	return rest[0]
+}
+
+// asWritten returns the first spelling in src of an upper-cased SQL name
+// (ScratchTest for SCRATCHTEST), or the name when src has none.
+func asWritten(src, upper string) string {
+	u := strings.ToUpper(src)
+	if len(u) != len(src) {
+		return upper
+	}
+	for from := 0; ; {
+		i := strings.Index(u[from:], upper)
+		if i < 0 {
+			return upper
+		}
+		i += from
+		end := i + len(upper)
+		if (i == 0 || !isIdentByte(src[i-1])) && (end == len(src) || !isIdentByte(src[end])) {
+			return src[i:end]
+		}
+		from = i + 1
+	}
 }
 
 // secretColumns are the column names applications keep credentials in.

@@ -154,7 +154,10 @@ func noVerbModel(name string, tools []*packTool) bool {
 		return false
 	}
 	return !slices.ContainsFunc(tools, func(t *packTool) bool {
-		return len(t.Verbs) > 0 || len(t.Destroy) > 0 || len(t.After) > 0 || slices.ContainsFunc(t.Rules, pathNamesDestroyVerb)
+		// a launcher whose first operand starts what it runs (envchain NS
+		// CMD): the command is judged, not read for the tool's verbs
+		launcher := slices.ContainsFunc(t.Runs, func(p string) bool { return p == "" || p == "*" })
+		return launcher || len(t.Verbs) > 0 || len(t.Destroy) > 0 || len(t.After) > 0 || slices.ContainsFunc(t.Rules, pathNamesDestroyVerb)
 	})
 }
 

@@ -103,6 +103,11 @@ type packTool struct {
 	// as KEY=VALUE (git config alias.x '!CMD').
 	ScriptRe  string `yaml:"script_re"`
 	ScriptAll bool   `yaml:"script_all"`
+	// ScriptDynamic matches the forms of a script value that run a
+	// command ScriptRe cannot read, built at run time (osascript's do
+	// shell script given an expression, not a string): unresolved-command.
+	ScriptDynamic string `yaml:"script_dynamic"`
+	scriptDyn     *regexp.Regexp
 	// ScriptRaw are Script options whose value is the script as it is,
 	// ScriptRe aside (git grep --open-files-in-pager=CMD).
 	ScriptRaw   []string `yaml:"script_raw"`
@@ -122,6 +127,7 @@ type packTool struct {
 	Lang     string `yaml:"lang"`
 	scriptRe *regexp.Regexp
 	lang     lang
+	generic  bool // names: ["*"] or ["**"]
 	Exec     bool `yaml:"exec"`
 	// Runs are command paths after which the remaining words are a
 	// command the tool runs ("" for the first operand: npx TOOL ...,
@@ -411,6 +417,7 @@ func (p *pack) compile() error {
 			t.except[n] = true
 		}
 		generic := slices.Contains(t.Names, "*") || slices.Contains(t.Names, "**")
+		t.generic = generic
 		if len(t.Except) > 0 && !generic {
 			return fmt.Errorf("%s.except: only for the generic tools (names: [\"*\"] or [\"**\"])", field)
 		}
@@ -446,6 +453,16 @@ func (p *pack) compile() error {
 				return fmt.Errorf("%s.script_re: %w", field, err)
 			}
 			t.scriptRe = re
+		}
+		if t.ScriptDynamic != "" {
+			if t.scriptRe == nil {
+				return fmt.Errorf("%s.script_dynamic: needs script_re", field)
+			}
+			re, err := regexp.Compile("(?is)" + t.ScriptDynamic)
+			if err != nil {
+				return fmt.Errorf("%s.script_dynamic: %w", field, err)
+			}
+			t.scriptDyn = re
 		}
 		for _, p := range t.Runs {
 			var path [][]string
@@ -1051,15 +1068,21 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 			after = pc.pathIdx[k]
 		}
 	}
+	// a program the generic tools judge has options no table lists
+	// (jira --plain is its own option, not --plaintext cut short)
+	has := pc.hasOptionAbbrev
+	if t.generic {
+		has = pc.hasOption
+	}
 	for _, o := range r.All {
-		if !pc.hasOptionAbbrev(o) {
+		if !has(o) {
 			return "", false
 		}
 	}
 	var flag string
 	if len(r.Any) > 0 {
 		for _, o := range r.Any {
-			if pc.hasOptionAbbrev(o) {
+			if has(o) {
 				flag = o
 				break
 			}
@@ -1739,6 +1762,9 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 	if t.scriptRe == nil {
 		w.runCode(c, t.lang, argCode(a), via, c.sp, nil, false)
 		return
+	}
+	if t.scriptDyn != nil && t.scriptDyn.MatchString(a.val) {
+		w.d.add(w.f, ruleUnresolved, c.name+" runs a command built at run time", via, c.sp)
 	}
 	for _, m := range t.scriptRe.FindAllStringSubmatch(a.val, maxInputs) {
 		script := ""

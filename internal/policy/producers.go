@@ -539,9 +539,9 @@ func printfOutput(c *command) stream {
 	}
 	vals := make([]string, len(args)-1)
 	for i, a := range args[1:] {
-		vals[i] = a.val
+		vals[i] = strings.ReplaceAll(a.val, homeMarker, "$HOME") // as echo writes it (joinLiterals)
 	}
-	return stream{present: true, known: true, text: printfText(args[0].val, vals), via: "pipe",
+	return stream{present: true, known: true, text: printfText(strings.ReplaceAll(args[0].val, homeMarker, "$HOME"), vals), via: "pipe",
 		start: -1, base: -1, anchor: args[0].pos}
 }
 

@@ -305,7 +305,11 @@ func (x *expander) parts(parts []syntax.WordPart, quoted bool) {
 		case *syntax.CmdSubst:
 			out := x.w.output(p.Stmts)
 			if out.known {
-				x.branch(known(strings.TrimRight(out.text, "\n")), !quoted, 0)
+				// a printer writes the home directory as $HOME (its text may
+				// be run as code); as a word's value it is the home directory
+				// (fails closed on a literal '$HOME')
+				text := strings.ReplaceAll(strings.TrimRight(out.text, "\n"), "$HOME", homeMarker)
+				x.branch(known(text), !quoted, 0)
 				x.each(func(a *partial) { a.taint |= out.taint & taintDecoded }) // known, but decoded
 			} else if out.cwd && x.w.env.cwd.env {
 				x.branchVar("PWD", x.w.env.cwd, !quoted, taintEnv) // as "$PWD"
