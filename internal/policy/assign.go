@@ -243,7 +243,7 @@ func (w *walker) sideEffects(c *command) {
 				rest := *c
 				rest.args = c.args[i+2:]
 				if out := printfOutput(&rest); out.known && out.alt == "" && len(rest.args) > 0 {
-					v = known(out.text)
+					v = known(strings.ReplaceAll(out.text, "$HOME", homeMarker)) // as a word's value, the home directory (words.go)
 				}
 				w.env.set(c.args[i+1].val, v, cond)
 			}

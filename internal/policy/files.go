@@ -347,12 +347,14 @@ var checksOffConfig = []struct{ file, text *regexp.Regexp }{
 // checksOffEnv is, written into a shell start-up file, a variable that
 // switches a client's TLS, host key or checksum checks off for every
 // later login.
-var checksOffEnv = regexp.MustCompile(`(?i)\b(\w+_(SKIP_VERIFY|SKIP_TLS_VERIFY|INSECURE_SKIP_VERIFY|TLS_SKIP_VERIFY|SKIP_SSL_VERIFY|INSECURE|TLS_INSECURE|SSL_NO_VERIFY|NO_VERIFY|NO_SSL_VERIFY)=["']?(1|true|yes)\b|` +
+var checksOffEnv = regexp.MustCompile(`(?i)\b(\w+_(SKIP_VERIFY|SKIP_TLS_VERIFY|INSECURE_SKIP_VERIFY|TLS_SKIP_VERIFY|SKIP_SSL_VERIFY|INSECURE|TLS_INSECURE|SSL_NO_VERIFY|NO_SSL_VERIFY)=["']?(1|true|yes)\b|` +
 	`\w+_(SSL_VERIFY|TLS_VERIFY|VERIFY_SSL|VERIFY_TLS|SSL_VERIFICATION|CERT_VERIFY|VERIFY_CERTS?)=["']?(0|false|no|off)\b|` +
-	// an alias that adds the switch to every later call (alias mc="mc --insecure")
-	`alias\s+[\w.-]+=["']?[^"'\n]*\s(--insecure|-k|--no-check-certificate|--insecure-skip-tls-verify(=true)?|--tls-verify=false|--skip-tls-verify|--tls=insecure|--no-verify-ssl)(["'\s]|$)|` +
-	`-D[\w.]*ssl\.(insecure|allowall|ignore\.validity\.dates)=true|` +
-	`NODE_TLS_REJECT_UNAUTHORIZED=["']?0|GIT_SSL_NO_VERIFY=["']?[^0\s"']|PYTHONHTTPSVERIFY=["']?0|GOINSECURE=["']?\S|GOSUMDB=["']?off|GOFLAGS=["']?\S*-insecure|VAULT_SKIP_VERIFY=["']?(1|true)|AZURE_CLI_DISABLE_CONNECTION_VERIFICATION=["']?[^0\s"']|NPM_CONFIG_STRICT_SSL=["']?false|DOCKER_CONTENT_TRUST=["']?0|ANSIBLE_HOST_KEY_CHECKING=["']?(false|0|no))`)
+	// an alias that adds the switch to every later call (alias mc="mc --insecure", alias curl='curl -sk')
+	`alias\s+[\w.-]+=["']?[^"'\n]*\s(--insecure|--no-check-certificate|--insecure-skip-tls-verify(=true)?|--tls-verify=false|--skip-tls-verify|--tls=insecure|--no-verify-ssl)(["'\s]|$)|` +
+	`alias\s+[\w.-]+=["']?(curl|http|https|xh)(\s[^"'\n]*)?\s-[a-zA-Z]*k[a-zA-Z]*(["'\s]|$)|` +
+	`NODE_TLS_REJECT_UNAUTHORIZED=["']?0|GIT_SSL_NO_VERIFY=["']?[^0\s"']|PYTHONHTTPSVERIFY=["']?0|GOINSECURE=["']?\S|GOSUMDB=["']?off|GOFLAGS=["']?\S*-insecure|VAULT_SKIP_VERIFY=["']?(1|true)|AZURE_CLI_DISABLE_CONNECTION_VERIFICATION=["']?[^0\s"']|NPM_CONFIG_STRICT_SSL=["']?false|DOCKER_CONTENT_TRUST=["']?0|ANSIBLE_HOST_KEY_CHECKING=["']?(false|0|no))` +
+	// Maven's and Java's SSL switches (MAVEN_OPTS, JAVA_TOOL_OPTIONS)
+	`|-D[\w.]*ssl\.(insecure|allowall|ignore\.validity\.dates)=true`)
 
 // checksOffWrite reports a write of known text s into a client's
 // configuration file, or a shell start-up file, that switches its checks

@@ -64,6 +64,19 @@ var homeCredentialFiles = []string{
 	".vultr-cli.yaml", ".b2_account_info", ".doppler/.doppler.yaml", ".config/argocd/config", ".jenkins-cli", ".nomad-token",
 }
 
+// packageStore reports a home-relative path inside a package manager's
+// store or a cache, whose files are packages' own (a test fixture named
+// credentials.json in ~/.cargo/registry), not a login.
+func packageStore(rel string) bool {
+	for _, p := range []string{".cargo/registry/", ".cargo/git/", ".m2/repository/", ".gradle/caches/", ".npm/", ".cache/", ".local/lib/",
+		".rustup/", ".pyenv/versions/", ".rbenv/versions/", ".nvm/versions/", ".gem/ruby/", ".local/share/virtualenvs/", "go/pkg/mod/", ".vscode/extensions/"} {
+		if strings.HasPrefix(rel, p) {
+			return true
+		}
+	}
+	return strings.Contains(rel, "/site-packages/") || strings.Contains(rel, "/node_modules/") || strings.Contains(rel, "/vendor/")
+}
+
 // credentialBases are file names that hold a login wherever a tool keeps
 // them in a directory of the home (~/.config/TOOL/auth.json,
 // ~/.TOOL/credentials.json).
@@ -154,7 +167,7 @@ func isCredentialPath(p string) bool {
 		return true
 	}
 	base := path.Base(rel)
-	if credentialBases[base] && strings.HasPrefix(rel, ".") && strings.Contains(rel, "/") {
+	if credentialBases[base] && strings.HasPrefix(rel, ".") && strings.Contains(rel, "/") && !packageStore(rel) {
 		return true // in a tool's directory, not a project's file in the home
 	}
 	if dir, file, ok := strings.Cut(rel, "/"); ok && dir == ".ssh" {
@@ -302,6 +315,7 @@ var credentialReaders = []string{
 	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
 	// databases a credential store is kept in (gcloud's credentials.db, a browser's Login Data), and file senders
 	"sqlite3", "duckdb", "litecli", "wormhole", "croc", "ffsend", "magic-wormhole", "transfer", "sendme",
+	"s5cmd", "azcopy", "buildkite-agent", "oci", "swift", "ossutil", "coscmd",
 	"gh",               // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
 	"hdiutil", "ditto", // macOS: a disk image or an archive of a folder (hdiutil create -srcfolder ~/.ssh)
 }
@@ -402,6 +416,38 @@ func matchEnvSend(c *command, h *hits) {
 				return
 			}
 		}
+	}
+}
+
+// objectUploaders are object stores' and CI services' clients: they
+// upload files, or their standard input, to a bucket or an artifact store.
+var objectUploaders = []string{"aws", "gcloud", "gsutil", "rclone", "mc", "s3cmd", "s5cmd", "b2", "azcopy", "az", "oci", "buildkite-agent",
+	"swift", "ossutil", "coscmd"}
+
+// matchUploadEnv judges an object store's client given the environment:
+// on its standard input (printenv | aws s3 cp - s3://x/e), or in a file
+// the script wrote it to (env > /tmp/e && b2 upload-file b /tmp/e e).
+func matchUploadEnv(c *command, h *hits) {
+	stdin := false
+	for _, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		switch a.val {
+		case "-", "/dev/stdin", "rcat", "pipe":
+			stdin = true
+		}
+		v := a.val
+		if _, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "-") {
+			v = after // --file=/tmp/e
+		}
+		if f, ok := c.files[fileKey(v)]; ok && f.s.taint&taintSecret != 0 {
+			h.add(ruleEnvSend, c.name+" uploads the environment written to "+quoteDetail(v))
+			return
+		}
+	}
+	if stdin && c.stdin.taint&taintSecret != 0 {
+		h.add(ruleEnvSend, c.name+" uploads the environment it reads on stdin")
 	}
 }
 
@@ -839,7 +885,7 @@ func (w *walker) commandEnv(assigns []*syntax.Assign, sp span) {
 // configuration): git hooks, shell start-up files, the SSH client's
 // command options, vim's ! commands.
 var (
-	shellStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+	shellStartup = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zprofile",
 		".zshenv", ".zlogin", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", "config.fish"}
 	sshCommandLine = regexp.MustCompile(`(?im)^\s*(?:ProxyCommand|LocalCommand|KnownHostsCommand|RemoteCommand)[ \t=]+(.+)$`)
 	vimShellLine   = regexp.MustCompile(`(?m)^\s*:?\s*(?:silent!?\s*)?!(.+)$`)

@@ -269,16 +269,18 @@ func (w *walker) sql(f *frame, client string) {
 	// ends in ROLLBACK undoes what it did (MySQL's DDL commits at once)
 	if client != "psql" && client != "ysqlsh" && client != "sqlcmd" || !rolledBack(f.src, sts) {
 		temps := map[string]bool{}
+		scratchOK := scratchSQL(f.src, sts)
 		for _, st := range sts {
 			if name := tempTable(st.words); name != "" {
-				temps[name] = true
-			} else if name := createdObject(st.words); name != "" && throwawayName(asWritten(f.src, name)) {
+				temps["TABLE "+name] = true
+			} else if kind, name := createdObject(st.words); name != "" && scratchOK && throwawayName(strings.ToLower(name)) {
 				// CREATE TABLE tmp_probe ...; DROP TABLE tmp_probe: some
 				// clients go on after a failed statement (sqlcmd, sqlplus),
-				// so the name must be a throwaway one, as after ";"
-				temps[name] = true
+				// so the name must be a throwaway one, as after ";" (read
+				// in lower case: SQL names ignore it, PrOducts is products)
+				temps[kind+" "+name] = true
 			}
-			if name := droppedTable(st.words); name != "" && temps[name] {
+			if kind, name := droppedTable(st.words); name != "" && temps[kind+" "+name] {
 				continue // a temporary table the script made itself
 			}
 			if detail, ok := destructiveStatement(st.words); ok {
@@ -578,27 +580,44 @@ func tempTable(words []string) string {
 	return words[i+2]
 }
 
-// createdObject returns the table, database or schema a CREATE statement
-// makes (not CREATE OR REPLACE, which may replace one that was there).
-func createdObject(words []string) string {
-	if len(words) < 3 || words[0] != "CREATE" || !scratchKinds[words[1]] {
-		return ""
+// createdObject returns the kind and name of the table, database or
+// schema a CREATE statement makes: not CREATE OR REPLACE, which may
+// replace one that was there, nor IF NOT EXISTS, which does nothing when
+// it is there.
+func createdObject(words []string) (string, string) {
+	if len(words) < 3 || words[0] != "CREATE" || !scratchKinds[words[1]] || words[2] == "IF" {
+		return "", ""
 	}
-	rest := words[2:]
-	if len(rest) > 3 && rest[0] == "IF" && rest[1] == "NOT" && rest[2] == "EXISTS" {
-		rest = rest[3:]
+	return words[1], words[2]
+}
+
+// scratchSQL reports a script in which a name the script created can
+// only be what it created: no statement renames, exchanges, attaches or
+// moves objects into it, and no MySQL executable comment (/*! ... */,
+// run by the server, skipped by sqlStatements) hides more SQL.
+func scratchSQL(src string, sts []sqlStatement) bool {
+	if strings.Contains(src, "/*!") || strings.Contains(src, "/*+") {
+		return false
 	}
-	return rest[0]
+	for _, st := range sts {
+		for _, w := range st.words {
+			switch w {
+			case "RENAME", "EXCHANGE", "ATTACH", "MOVE", "ALTER", "SWAP", "TRANSFER":
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // scratchKinds are the objects a script may make and drop again.
 var scratchKinds = map[string]bool{"TABLE": true, "DATABASE": true, "SCHEMA": true}
 
-// droppedTable returns the one table (database, schema) a DROP statement
-// drops.
-func droppedTable(words []string) string {
+// droppedTable returns the kind and name of the one table (database,
+// schema) a DROP statement drops.
+func droppedTable(words []string) (string, string) {
 	if len(words) < 3 || words[0] != "DROP" || !scratchKinds[words[1]] {
-		return ""
+		return "", ""
 	}
 	rest := words[2:]
 	if len(rest) > 2 && rest[0] == "IF" && rest[1] == "EXISTS" {
@@ -608,30 +627,9 @@ func droppedTable(words []string) string {
 		rest = rest[:1] // not CASCADE: that drops what depends on it too
 	}
 	if len(rest) != 1 {
-		return ""
+		return "", ""
 	}
-	return rest[0]
-}
-
-// asWritten returns the first spelling in src of an upper-cased SQL name
-// (ScratchTest for SCRATCHTEST), or the name when src has none.
-func asWritten(src, upper string) string {
-	u := strings.ToUpper(src)
-	if len(u) != len(src) {
-		return upper
-	}
-	for from := 0; ; {
-		i := strings.Index(u[from:], upper)
-		if i < 0 {
-			return upper
-		}
-		i += from
-		end := i + len(upper)
-		if (i == 0 || !isIdentByte(src[i-1])) && (end == len(src) || !isIdentByte(src[end])) {
-			return src[i:end]
-		}
-		from = i + 1
-	}
+	return words[1], rest[0]
 }
 
 // secretColumns are the column names applications keep credentials in.

@@ -85,6 +85,9 @@ func addPackMatchers() {
 	for _, name := range netSenders {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvSend)
 	}
+	for _, name := range objectUploaders {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchUploadEnv)
+	}
 	for _, name := range fileSharers {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvFileShare)
 	}

@@ -119,7 +119,7 @@ var systemPrefixes = []string{"/etc", "/boot", "/usr", "/bin", "/sbin", "/proc/s
 // homeFiles are files in a home directory that run code at login or grant
 // access; a trailing slash means everything under that directory.
 var homeFiles = []string{
-	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+	".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zprofile",
 	".zshenv", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".mkshrc", ".inputrc",
 	".config/fish/config.fish", ".config/fish/conf.d/", ".ssh/authorized_keys", ".ssh/authorized_keys2",
 	".ssh/rc", ".ssh/environment", ".config/autostart/", ".config/systemd/user/", ".config/environment.d/",

@@ -417,13 +417,19 @@ func dumpsEnvironment(words []arg) bool {
 	for len(rest) > 0 && (name == "sudo" || name == "command" || name == "builtin") {
 		name, rest = path.Base(rest[0].val), rest[1:]
 	}
+	if wrap, ok := wrappers[name]; ok && name != "env" {
+		// envchain aws env, timeout 5 printenv: what the launcher runs
+		if inner, ok := wrap(rest); ok && len(inner) < len(words) {
+			return dumpsEnvironment(inner)
+		}
+	}
 	switch name {
 	case "printenv":
 		return true
 	case "env":
-		for _, a := range rest {
+		for i, a := range rest {
 			if a.lit && !strings.HasPrefix(a.val, "-") && !strings.Contains(a.val, "=") {
-				return false // env runs a command
+				return dumpsEnvironment(rest[i:]) // env runs a command: env FOO=1 printenv
 			}
 		}
 		return true
@@ -435,6 +441,9 @@ func dumpsEnvironment(words []arg) bool {
 		})
 	case "systemctl":
 		return slices.ContainsFunc(rest, func(a arg) bool { return a.lit && a.val == "show-environment" })
+	case "buildkite-agent":
+		// the job's environment, its secrets with it
+		return len(rest) >= 2 && rest[0].lit && rest[0].val == "env" && rest[1].lit && (rest[1].val == "dump" || rest[1].val == "get")
 	case "docker", "podman", "nerdctl", "kubectl", "oc", "crictl":
 		// docker exec api env, kubectl exec web -- printenv: a container's
 		// environment (its secrets)

@@ -182,11 +182,12 @@ var booleanOptions = map[string]bool{"--force": true, "-f": true, "--yes": true,
 // add, helm repo add).
 func createVerb(w string) bool {
 	switch w {
-	case "create", "new", "mb", "launch", "clone":
+	case "create", "new", "mb", "mk", "launch", "clone":
 		return true
 	}
 	return strings.HasPrefix(w, "create-") || strings.HasPrefix(w, "create_") || strings.HasSuffix(w, "-create") ||
-		strings.HasSuffix(w, "_create") || strings.Contains(w, "-create-")
+		strings.HasSuffix(w, "_create") || strings.Contains(w, "-create-") || strings.HasSuffix(w, ":create") ||
+		strings.HasPrefix(w, "new-") && len(w) > len("new-")
 }
 
 // idempotentCreators are tools whose create succeeds on an existing name
@@ -203,7 +204,7 @@ var resourceTypes = map[string]bool{"ns": true, "namespace": true, "namespaces":
 	"pvc": true, "statefulset": true, "sts": true, "daemonset": true, "ds": true, "ingress": true, "serviceaccount": true, "sa": true,
 	"db": true, "database": true, "bucket": true, "branch": true, "volume": true, "vm": true, "instance": true, "server": true,
 	"cluster": true, "topic": true, "queue": true, "stream": true, "snapshot": true, "image": true, "network": true, "project": true,
-	"repo": true, "app": true, "site": true, "realm": true}
+	"repo": true, "app": true, "site": true, "realm": true, "env": true, "environment": true, "profile": true}
 
 // reuseOptions make a create succeed on an existing name or replace it.
 var reuseOptions = []string{"--ignore-existing", "--ignore", "-p", "--if-not-exists", "--exist-ok", "--exists-ok", "--upsert",
@@ -285,15 +286,21 @@ func namedCreated(c *command) []created {
 // makingWords are words that make a resource in the forms createVerb does
 // not read.
 var makingWords = map[string]bool{"init": true, "start": true, "snapshot": true, "createvm": true, "vol-create-as": true,
-	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true, "add": true}
+	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true, "add": true, "copy": true}
 
 // mentionPrefix marks the records of mentioned.
 const mentionPrefix = "mention:"
 
+// makingWord reports a word that makes a resource: a create verb, one
+// of makingWords, or an add_X/add-X verb (rabbitmqctl add_vhost).
+func makingWord(w string) bool {
+	return makingWords[w] || createVerb(w) || (strings.HasPrefix(w, "add_") || strings.HasPrefix(w, "add-")) && len(w) > len("add_")
+}
+
 func mentioned(c *command) []created {
 	making := false
 	for _, a := range c.args {
-		if a.lit && (makingWords[a.val] || createVerb(a.val)) {
+		if a.lit && makingWord(a.val) {
 			making = true
 			break
 		}
@@ -314,7 +321,7 @@ func mentioned(c *command) []created {
 	cw := readWords(stableArgs(c, c.args))
 	var prefix []string // the words before the making one: the resource's kind (machine, osd pool)
 	for _, w := range cw.positional {
-		if makingWords[w] || createVerb(w) {
+		if makingWord(w) {
 			break
 		}
 		prefix = append(prefix, w)
@@ -322,7 +329,8 @@ func mentioned(c *command) []created {
 	var out []created
 	for _, w := range words {
 		if n := lastComponent(w); n != "" && throwawayName(n) {
-			out = append(out, created{prog: mentionPrefix + canonical(c.name), name: n, operands: words, prefix: prefix, pairs: cw.pairs})
+			out = append(out, created{prog: mentionPrefix + canonical(c.name), name: n, operands: words, prefix: prefix, pairs: cw.pairs,
+				idempotent: idempotentCreators[canonical(c.name)]})
 		}
 	}
 	return out
@@ -331,7 +339,7 @@ func mentioned(c *command) []created {
 // lastComponent is the last part of a path-like name: ci-4711 of
 // /srv/.snap/ci-4711, pre-test of tank/shop@pre-test.
 func lastComponent(w string) string {
-	if i := strings.LastIndexAny(w, "/@:"); i >= 0 {
+	if i := strings.LastIndexAny(w, "/@:="); i >= 0 {
 		w = w[i+1:]
 	}
 	return w
@@ -349,21 +357,31 @@ func deletesMentioned(c *command, t *packTool) bool {
 		return false
 	}
 	last := lastComponent(cw.positional[len(cw.positional)-1])
-	for _, r := range append(slices.Clip(c.scratch), c.earlier...) {
-		if r.prog != mentionPrefix+canonical(c.name) || r.name != last {
-			continue
+	for i, r := range append(slices.Clip(c.scratch), c.earlier...) {
+		if r.prog != mentionPrefix+canonical(c.name) || r.idempotent && i >= len(c.scratch) {
+			continue // a create-or-update may have found the name taken: only on the same && chain
+		}
+		words, by := cw.positional[:len(cw.positional)-1], ""
+		if r.name != last {
+			// the name given by the option the making command gave it
+			// with (minikube start -p ci-4711 ... minikube delete -p ci-4711)
+			by = optionNaming(cw.pairs, r)
+			if by == "" {
+				continue
+			}
+			words = cw.positional
 		}
 		// before the name only the kind the making command gave, verbs
 		// and kinds; in the options only the scope it was made in
 		own := true
-		for _, w := range cw.positional[:len(cw.positional)-1] {
+		for _, w := range words {
 			if !slices.Contains(r.prefix, w) && !destroyWord(t, w) && !resourceTypes[w] && lastComponent(w) != r.name {
 				own = false
 				break
 			}
 		}
 		for k, v := range cw.pairs {
-			if k == "--name" || k == "-n" {
+			if k == "--name" || k == "-n" || k == by {
 				continue
 			}
 			if rv, ok := r.pairs[k]; ok && rv != v || !ok && !slices.Contains(r.operands, v) {
@@ -376,6 +394,18 @@ func deletesMentioned(c *command, t *packTool) bool {
 		}
 	}
 	return false
+}
+
+// optionNaming returns the option of a delete whose value names r the way
+// the command that made r named it (the same option, the same value), or
+// "".
+func optionNaming(pairs map[string]string, r created) string {
+	for k, v := range pairs {
+		if rv, ok := r.pairs[k]; ok && rv == v && lastComponent(v) == r.name {
+			return k
+		}
+	}
+	return ""
 }
 
 // destroyWord reports a destroy verb of t or of the generic tools, or a
@@ -520,11 +550,19 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		named = "-n"
 		targets = []string{v}
 	}
-	if len(targets) == 0 {
-		return false
-	}
 	for _, r := range made {
-		if r.prog != prog || !slices.Equal(r.prefix, prefix) || targets[len(targets)-1] != r.name {
+		targets, named := targets, named
+		if len(targets) == 0 {
+			// heroku apps:destroy --app X --confirm X: the name only in
+			// options, every one of which names it
+			for k, v := range pairs {
+				if v == r.name && r.name != "" {
+					targets, named = []string{v}, k
+					break
+				}
+			}
+		}
+		if len(targets) == 0 || r.prog != prog || !slices.Equal(r.prefix, prefix) || targets[len(targets)-1] != r.name {
 			continue
 		}
 		// before the name, only kinds the create named the same way
@@ -537,8 +575,8 @@ func deletesScratch(c *command, prog string, isVerb func(string) bool) bool {
 		}
 		scoped := true
 		for k, v := range pairs {
-			if k == named {
-				continue
+			if k == named || v == r.name && len(cw.positional) == len(prefix)+1 {
+				continue // the name given again (--confirm X)
 			}
 			if r.pairs[k] != v {
 				scoped = false // a delete in another project, region or host
