@@ -11,7 +11,7 @@ import (
 // method calls reach resources beyond the host with the job's credentials.
 var sdkLibraries = map[lang]*regexp.Regexp{
 	langPython: regexp.MustCompile(`(?:^|[;\s])(?:import|from)\s+(?:[\w.]+\s*,\s*)*(?:boto3|botocore|aioboto3|google\.cloud|googleapiclient|azure\.|kubernetes|redis|pymongo|motor|psycopg2?|pymysql|MySQLdb|mysql\.connector|sqlalchemy|sqlite3|github|gitlab|elasticsearch|opensearchpy|hvac|openstack|digitalocean|hcloud|linode_api4|cassandra|neo4j|influxdb_client|firebase_admin|clickhouse_connect|snowflake|pika|kafka|confluent_kafka|docker|pulumi` +
-		`|pinecone|chromadb|qdrant_client|weaviate|pymilvus|lancedb|meilisearch|typesense|ovh|databricks|upstash_redis|supabase|stripe|couchdb|arango|minio|b2sdk|scaleway|oci|ibm_cloud_sdk_core|ibm_platform_services)\b` +
+		`|pinecone|chromadb|qdrant_client|weaviate|pymilvus|lancedb|meilisearch|typesense|ovh|databricks|upstash_redis|supabase|stripe|couchdb|arango|minio|b2sdk|scaleway|oci|ibm_cloud_sdk_core|ibm_platform_services|huggingface_hub|openai|anthropic|replicate|wandb|mlflow)\b` +
 		`|\.objects\.(?:all|filter|exclude)\(`), // a Django model manager (manage.py shell -c)
 	langNode: regexp.MustCompile(`(?:require\s*\(\s*|from\s+|import\s*\(\s*)['"](?:@aws-sdk/|@google-cloud/|@azure/|@octokit/|@elastic/|@opensearch-project/|@planetscale/|@neondatabase/|@supabase/|@clickhouse/|@kubernetes/client-node|@prisma/client|(?:aws-sdk|mongodb|mongoose|ioredis|redis|octokit|pg|mysql2?|firebase-admin|kafkajs|dockerode|better-sqlite3|knex|chromadb|weaviate-client|meilisearch|typesense|stripe|minio|cloudflare|@pinecone-database/|@qdrant/|@upstash/|@vercel/|@neo4j|neo4j-driver|@planetscale/)['"/])`),
 	langRuby: regexp.MustCompile(`\b(?:Aws|Google::Cloud|Azure|Octokit|Mongo|Redis|PG|Mysql2|Sequel|Kubeclient|Fog)(?:::|\.new|\.connect)|require\s*\(?\s*['"](?:aws-sdk|google/cloud|azure|octokit|mongo|redis|pg|mysql2|kubeclient|fog)`),
@@ -26,6 +26,7 @@ var sdkDestroyWords = map[string]bool{
 	"delete": true, "destroy": true, "terminate": true, "purge": true, "drop": true, "flush": true, "flushall": true,
 	"flushdb": true, "truncate": true, "wipe": true, "erase": true, "deregister": true, "empty": true, "nuke": true,
 	"obliterate": true, "unlink": true, "remove": true, "rm": true,
+	"squash":  true, // super_squash_history: a repository's history rewritten into one commit
 	"disable": true, // disable_secrets_engine, disable_key, disable_audit_device: a control or a store switched off
 }
 
@@ -33,7 +34,7 @@ var sdkDestroyWords = map[string]bool{
 // bulk_delete, force_delete, async_delete, schedule_key_deletion.
 var sdkLeadWords = map[string]bool{
 	"begin": true, "batch": true, "bulk": true, "force": true, "async": true, "start": true, "do": true, "perform": true,
-	"permanently": true, "hard": true, "schedule": true, "new": true,
+	"permanently": true, "hard": true, "schedule": true, "new": true, "super": true,
 }
 
 // sdkReadWords make a method a read or an undo: list_deleted_secrets,

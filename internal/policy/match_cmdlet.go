@@ -289,3 +289,14 @@ func psTarget(params string) (string, bool) {
 	}
 	return targets[0], true
 }
+
+// powershellProgram reports a program whose arguments PowerShell reads:
+// pwsh and powershell, and a cmdlet (Set-NetFirewallProfile) called by
+// name. Its -Param:Value is -Param Value (psColonParams).
+func powershellProgram(name string) bool {
+	switch strings.ToLower(strings.TrimSuffix(strings.ToLower(name), ".exe")) {
+	case "pwsh", "powershell", "powershell_ise":
+		return true
+	}
+	return psCmdletName.MatchString(name)
+}

@@ -62,6 +62,7 @@ var homeCredentialFiles = []string{
 	".pulumi/credentials.json", ".terraform.d/credentials.tfrc.json", ".config/composer/auth.json", ".composer/auth.json",
 	".aliyun/config.json", ".config/scw/config.yaml", ".config/exoscale/exoscale.toml", ".config/openstack/clouds.yaml",
 	".vultr-cli.yaml", ".b2_account_info", ".doppler/.doppler.yaml", ".config/argocd/config", ".jenkins-cli", ".nomad-token",
+	".cache/huggingface/token", ".huggingface/token", ".cache/huggingface/stored_tokens", ".config/openai/key", ".config/anthropic/key",
 }
 
 // packageStore reports a home-relative path inside a package manager's

@@ -1050,17 +1050,25 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 		after = pc.pathIdx[n-1]
 	}
 	if r.Verb == "destroy" {
-		verb := ""
+		verb, vw := "", ""
 		for i, w := range pc.path[n:] {
-			if strings.ContainsAny(w, "./") {
-				continue // a file or a path (delete.go, ns/prod), not a verb
+			v := w
+			if strings.Contains(w, "/") {
+				continue // a path (ns/prod), not a verb
 			}
-			if matchAnyWord(t.destroy, w) || matchAnyWord(t.read, w) || i > 0 && matchAnyWord(t.After, w) {
-				verb = w
+			if d := strings.LastIndexByte(w, '.'); d >= 0 {
+				// files.delete, vm.destroy: a verb after a dot; delete.go
+				// is a file
+				if v = w[d+1:]; !matchAnyWord(t.destroy, v) {
+					continue
+				}
+			}
+			if matchAnyWord(t.destroy, v) || matchAnyWord(t.read, v) || i > 0 && matchAnyWord(t.After, v) {
+				verb, vw = w, v
 				break
 			}
 		}
-		if verb == "" || !matchAnyWord(t.destroy, verb) && !matchAnyWord(t.After, verb) || matchAnyWord(t.Read, verb) {
+		if verb == "" || !matchAnyWord(t.destroy, vw) && !matchAnyWord(t.After, vw) || matchAnyWord(t.Read, vw) {
 			return "", false
 		}
 		shown = pc.path[:slices.Index(pc.path, verb)+1]
@@ -1828,28 +1836,46 @@ func (t *packTool) withText(c *command) *command {
 			}
 		}
 	}
+	ps := psColonParams
+	if !powershellProgram(c.name) {
+		ps = func(s string) string { return s } // wbadmin -version:03/31/2024 is cmd's own form
+	}
+	// a preview (-WhatIf, /?, Get-Help) is a whole pipeline element: a word
+	// that is a script is cleared of its previews; a bare option word is
+	// left for the line to be cleared as a whole (Stop-Service X -WhatIf)
+	scriptWord := func(w string) bool { return strings.ContainsAny(w, " \t\n;|") }
 	if t.pack == "windows" {
 		// a PowerShell script's removals of what it made itself
 		for i := range cc.args {
 			if v := cc.args[i].val; cc.args[i].lit && len(v) > 8 {
-				cc.args[i].val = psDropPreviews(psDropScratch(v))
+				cc.args[i].val = ps(psDropPreviews(psDropScratch(v)))
 			}
 		}
 		for i, w := range words {
-			words[i] = psDropPreviews(psDropScratch(w))
+			if w = psDropScratch(w); scriptWord(w) {
+				w = psDropPreviews(w)
+			}
+			words[i] = w
 		}
 	}
 	if t.Joined {
 		line := c.name + " " + strings.Join(words, " ")
+		if t.pack == "windows" {
+			line = ps(psDropPreviews(line))
+		}
 		cc.args = append(cc.args, arg{val: line, lit: true, exact: -1})
 		if t.pack == "windows" {
 			// as written: the backslashes sh would have taken (reg delete
 			// HKCU\Software, type %USERPROFILE%\.ssh\id_rsa unquoted)
 			raw := make([]string, len(c.args))
 			for i, a := range c.args {
-				raw[i] = psDropPreviews(psDropScratch(strings.ReplaceAll(winAsWritten(a), homeMarker, "$HOME")))
+				w := psDropScratch(strings.ReplaceAll(winAsWritten(a), homeMarker, "$HOME"))
+				if scriptWord(w) {
+					w = psDropPreviews(w)
+				}
+				raw[i] = w
 			}
-			if r := c.name + " " + strings.Join(raw, " "); r != line {
+			if r := ps(psDropPreviews(c.name + " " + strings.Join(raw, " "))); r != line {
 				cc.args = append(cc.args, arg{val: r, lit: true, exact: -1})
 			}
 		}

@@ -97,7 +97,7 @@ func psIndirect(s string) string {
 
 // psPreview is a PowerShell statement that only previews or documents:
 // -WhatIf outside quotes, or Get-Help.
-var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s*["']?\s*(Get-Help|help)\s`)
+var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s*["']?\s*(Get-Help|help)\s|(^|\s)(/\?|-\?|--help)(\s|["')]|$)`)
 
 // psDropPreviews blanks, in a PowerShell line, the pipeline elements that
 // only preview (Remove-Item X -WhatIf) or document (Get-Help X), so that
@@ -108,14 +108,14 @@ var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s
 // first, and a -WhatIf inside quotes does not count.
 func psDropPreviews(s string) string {
 	low := strings.ToLower(s)
-	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") {
+	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") && !strings.Contains(s, "?") {
 		return s
 	}
 	var b strings.Builder
 	start := 0
 	for i := 0; i <= len(s); i++ {
-		if i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '|' {
-			continue
+		if i < len(s) && s[i] != ';' && s[i] != '\n' && s[i] != '|' && s[i] != '&' {
+			continue // cmd's and PowerShell 7's & and && end an element too
 		}
 		elem := s[start:i]
 		if !psPreview.MatchString(psUnquoted(psComment.ReplaceAllString(elem, ""))) {
@@ -127,6 +127,19 @@ func psDropPreviews(s string) string {
 		start = i + 1
 	}
 	return b.String()
+}
+
+// psColonParam is a PowerShell parameter given its value after a colon
+// (-Enabled:$false), which PowerShell reads as -Enabled $false.
+var psColonParam = regexp.MustCompile(`(^|[\s(;{])(-[A-Za-z][\w]*):(\S)`)
+
+// psColonParams writes a PowerShell line's -Param:Value as -Param Value,
+// the form the rules read. A -WhatIf:$true preview is dropped before.
+func psColonParams(s string) string {
+	if !strings.Contains(s, ":") {
+		return s
+	}
+	return psColonParam.ReplaceAllString(s, "$1$2 $3")
 }
 
 // psComment is a PowerShell comment: # at a word's start, to the line's end.
