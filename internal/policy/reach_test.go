@@ -318,3 +318,30 @@ func TestModelHubsAndAgents(t *testing.T) {
 		{`printf "c.ServerApp.port = 8888\n" >> ~/.jupyter/jupyter_server_config.py`, ""},
 	})
 }
+
+// TestDataAndClusterForms: deletes and overwrites found by probe lists
+// written without the rules: MySQL Shell's scripting API, BigQuery
+// overwrites, Snowflake's MFA bypass and emptied tables, Nomad ACLs, a
+// Talos node leaving etcd, a forced fork sync, kapp's empty deploy.
+func TestDataAndClusterForms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		{`mysqlsh --js admin@mysql-prod -e "dba.dropMetadataSchema({force: true})"`, "data:cluster-drop"},
+		{`mysqlsh admin@mysql-prod --js -e "var c = dba.getCluster(); c.dissolve({force: true})"`, "data:cluster-drop"},
+		{`mysqlsh --py admin@mysql-prod -e "session.run_sql('DROP SCHEMA analytics')"`, "data:cluster-drop"},
+		{`bq cp -f acme-staging:sales.orders acme-prod:sales.orders`, "data:dataset-delete"},
+		{`bq load --replace acme-prod:analytics.users gs://tmp-exports/users.csv`, "data:dataset-delete"},
+		{`snowsql -c prod -q "ALTER USER SVC_ETL SET MINS_TO_BYPASS_MFA = 1440"`, "sql-destructive"},
+		{`snowsql -c prod -q "CREATE OR REPLACE TABLE PROD.SALES.ORDERS AS SELECT * FROM STAGING.SALES.ORDERS WHERE 1=0"`, "sql-destructive"},
+		{`nomad acl token delete 5f2a9c3e-8b1d-4e7a-9f6c-2d3e4f5a6b7c`, "iac:destroy"},
+		{`talosctl -n 10.0.0.12 etcd leave`, "kube:cluster-delete"},
+		{`gh repo sync acme/api --source vendor/api --branch main --force`, "git:forge-delete"},
+		{`kapp deploy -a prod-api -f ./empty --dangerous-allow-empty-list-of-resources -y`, "generic:data-delete-option"},
+		{`mysqlsh --js admin@db -e "print(dba.getCluster().status())"`, ""},
+		{`bq cp acme:sales.orders acme:sales.orders_backup`, ""},
+		{`bq load acme-dev:analytics.users gs://tmp-exports/users.csv`, ""},
+		{`nomad acl token list`, ""},
+		{`gh repo sync acme/api`, ""},
+	})
+}
