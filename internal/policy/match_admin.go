@@ -117,8 +117,8 @@ func matchPackages(c *command, h *hits) {
 		}
 		return
 	}
-	if hasOpt(opts, "s", "simulate", "dry-run", "just-print", "no-act", "recon", "assumeno") {
-		return
+	if hasOpt(opts, "s", "simulate", "dry-run", "just-print", "no-act", "recon", "assumeno", "help") {
+		return // brew uninstall --help
 	}
 	if len(ops) > 0 && ops[0].lit && slices.Contains(removeVerbs[c.name], ops[0].val) {
 		h.add(rulePackageRemove, c.name+" "+ops[0].val)

@@ -369,7 +369,7 @@ func matchEnvSend(c *command, h *hits) {
 		return
 	}
 	if c.stdin.taint&taintData != 0 {
-		h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory it reads on stdin")
+		h.add(ruleDataSend, c.name+" sends a database dump, a Terraform state, a shell history or a packed home directory it reads on stdin")
 		return
 	}
 	// ssh and openssl are left out: cat .env | ssh host 'cat > /srv/app/.env'
@@ -389,7 +389,7 @@ func matchEnvSend(c *command, h *hits) {
 			return
 		}
 		if a.taint&taintData != 0 {
-			h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory in "+quoteDetail(a.src))
+			h.add(ruleDataSend, c.name+" sends a database dump, a Terraform state, a shell history or a packed home directory in "+quoteDetail(a.src))
 			return
 		}
 		if a.taint&taintSecret != 0 {
@@ -405,7 +405,7 @@ func matchEnvSend(c *command, h *hits) {
 				h.add(ruleEnvSend, c.name+" sends the environment written to "+quoteDetail(p.val))
 				return
 			} else if ok && f.s.taint&taintData != 0 {
-				h.add(ruleDataSend, c.name+" sends a database dump, a shell history or a packed home directory written to "+quoteDetail(p.val))
+				h.add(ruleDataSend, c.name+" sends a database dump, a Terraform state, a shell history or a packed home directory written to "+quoteDetail(p.val))
 				return
 			}
 			if isHistoryFile(p.val) {
@@ -766,6 +766,12 @@ func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) 
 	}
 	c := command{cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
 	for _, a := range w.value(r.Word) {
+		if src := strings.TrimLeft(a.src, `"'`); !a.lit && (strings.HasPrefix(src, "/dev/tcp/") || strings.HasPrefix(src, "/dev/udp/")) &&
+			stmtShell(s) && !portCheck(w.f, s, r) {
+			// /dev/tcp/$HOST/$PORT: a socket to a host only known at run time
+			w.d.add(w.f, ruleShellSocket, "shell redirected to "+quoteDetail(a.src), "", sp)
+			continue
+		}
 		for _, t := range c.targets(a) {
 			switch {
 			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path):

@@ -219,6 +219,12 @@ func dumpsData(c *command) bool {
 	case "etcdctl":
 		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "--prefix" }) &&
 			slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "get" })
+	case "terraform", "tofu", "terragrunt":
+		// the state, its sensitive values in clear: terraform show -json,
+		// terraform state pull
+		ops, _ := operands(c.args, optSpec{})
+		return len(ops) > 0 && ops[0].lit && (ops[0].val == "show" && slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "-json" }) ||
+			len(ops) > 1 && ops[0].val == "state" && ops[1].lit && ops[1].val == "pull")
 	}
 	if archivesToStdout(c) {
 		for _, a := range c.args {
