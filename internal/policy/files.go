@@ -341,7 +341,7 @@ var checksOffConfig = []struct{ file, text *regexp.Regexp }{
 	{regexp.MustCompile(`(^|/)composer/config\.json$|(^|/)\.composer/config\.json$`), regexp.MustCompile(`(?i)"secure-http"\s*:\s*false|"disable-tls"\s*:\s*true`)},
 	{regexp.MustCompile(`(^|/)registries\.conf$|/registries\.conf\.d/[^/]+$`), regexp.MustCompile(`(?im)^\s*insecure\s*=\s*true\b`)},
 	// Jupyter's server with no token and no password: anyone who reaches it runs code
-	{regexp.MustCompile(`(^|/)jupyter_(server|notebook)_config\.py$`), regexp.MustCompile(`(?m)^\s*c\.(ServerApp|NotebookApp|IdentityProvider)\.(token|password)\s*=\s*(''|"")`)},
+	{regexp.MustCompile(`(^|/)jupyter_(server|notebook)_config\.py$`), regexp.MustCompile(`(?m)(^|;)\s*c\.(ServerApp|NotebookApp|IdentityProvider)\.token\s*=\s*(''|"")`)},
 	// mvn sources ~/.mavenrc and /etc/mavenrc before every build
 	{regexp.MustCompile(`(^|/)\.?mavenrc$`), regexp.MustCompile(`(?i)-D[\w.]*ssl\.(insecure|allowall|ignore\.validity\.dates)=true`)},
 }

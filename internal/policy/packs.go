@@ -720,6 +720,10 @@ func (t *packTool) parse(c *command) packCall {
 	return pc
 }
 
+// dottedVerbs are the verbs read after a dot (files.delete, models.delete).
+var dottedVerbs = map[string]bool{"delete": true, "destroy": true, "purge": true, "terminate": true, "wipe": true, "drop": true,
+	"remove": true, "truncate": true, "erase": true}
+
 // pathWord reports whether w can be a subcommand: a word, not a path, URL
 // or file name. A site alias (drush @prod) and a task's arguments (rake
 // "gitlab:password:reset[root]") count.
@@ -1057,9 +1061,10 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 				continue // a path (ns/prod), not a verb
 			}
 			if d := strings.LastIndexByte(w, '.'); d >= 0 {
-				// files.delete, vm.destroy: a verb after a dot; delete.go
-				// is a file
-				if v = w[d+1:]; !matchAnyWord(t.destroy, v) {
+				// openai api files.delete: to a program the generic tools
+				// judge, a resource.verb word; otherwise a file (delete.go,
+				// app.rb) or a name (nats sub orders.delete)
+				if v = w[d+1:]; !t.generic || !dottedVerbs[v] || !isName(w[:d]) {
 					continue
 				}
 			}
@@ -1840,10 +1845,11 @@ func (t *packTool) withText(c *command) *command {
 	if !powershellProgram(c.name) {
 		ps = func(s string) string { return s } // wbadmin -version:03/31/2024 is cmd's own form
 	}
-	// a preview (-WhatIf, /?, Get-Help) is a whole pipeline element: a word
-	// that is a script is cleared of its previews; a bare option word is
-	// left for the line to be cleared as a whole (Stop-Service X -WhatIf)
-	scriptWord := func(w string) bool { return strings.ContainsAny(w, " \t\n;|") }
+	// a cmdlet called by its name with -WhatIf previews the whole call
+	// (Stop-Service X -WhatIf); elsewhere a preview covers the script word
+	// it is in (pwsh -c '...'), and to a native program (cmd /c rd ...
+	// -WhatIf) a bare -WhatIf is only a word
+	cmdlet := psCmdletName.MatchString(c.name)
 	if t.pack == "windows" {
 		// a PowerShell script's removals of what it made itself
 		for i := range cc.args {
@@ -1852,7 +1858,7 @@ func (t *packTool) withText(c *command) *command {
 			}
 		}
 		for i, w := range words {
-			if w = psDropScratch(w); scriptWord(w) {
+			if w = psDropScratch(w); !cmdlet {
 				w = psDropPreviews(w)
 			}
 			words[i] = w
@@ -1861,7 +1867,10 @@ func (t *packTool) withText(c *command) *command {
 	if t.Joined {
 		line := c.name + " " + strings.Join(words, " ")
 		if t.pack == "windows" {
-			line = ps(psDropPreviews(line))
+			if cmdlet {
+				line = psDropPreviews(line)
+			}
+			line = ps(line)
 		}
 		cc.args = append(cc.args, arg{val: line, lit: true, exact: -1})
 		if t.pack == "windows" {
@@ -1870,12 +1879,16 @@ func (t *packTool) withText(c *command) *command {
 			raw := make([]string, len(c.args))
 			for i, a := range c.args {
 				w := psDropScratch(strings.ReplaceAll(winAsWritten(a), homeMarker, "$HOME"))
-				if scriptWord(w) {
+				if !cmdlet {
 					w = psDropPreviews(w)
 				}
 				raw[i] = w
 			}
-			if r := ps(psDropPreviews(c.name + " " + strings.Join(raw, " "))); r != line {
+			rawLine := c.name + " " + strings.Join(raw, " ")
+			if cmdlet {
+				rawLine = psDropPreviews(rawLine)
+			}
+			if r := ps(rawLine); r != line {
 				cc.args = append(cc.args, arg{val: r, lit: true, exact: -1})
 			}
 		}

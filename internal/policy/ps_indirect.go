@@ -97,7 +97,7 @@ func psIndirect(s string) string {
 
 // psPreview is a PowerShell statement that only previews or documents:
 // -WhatIf outside quotes, or Get-Help.
-var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s*["']?\s*(Get-Help|help)\s|(^|\s)(/\?|-\?|--help)(\s|["')]|$)`)
+var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s*["']?\s*(Get-Help|help)\s`)
 
 // psDropPreviews blanks, in a PowerShell line, the pipeline elements that
 // only preview (Remove-Item X -WhatIf) or document (Get-Help X), so that
@@ -108,7 +108,7 @@ var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s
 // first, and a -WhatIf inside quotes does not count.
 func psDropPreviews(s string) string {
 	low := strings.ToLower(s)
-	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") && !strings.Contains(s, "?") {
+	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") {
 		return s
 	}
 	var b strings.Builder
@@ -129,9 +129,11 @@ func psDropPreviews(s string) string {
 	return b.String()
 }
 
-// psColonParam is a PowerShell parameter given its value after a colon
-// (-Enabled:$false), which PowerShell reads as -Enabled $false.
-var psColonParam = regexp.MustCompile(`(^|[\s(;{])(-[A-Za-z][\w]*):(\S)`)
+// psColonParam is a PowerShell parameter given a switch's or a number's
+// value after a colon (-Enabled:$false, -Enabled: False), which PowerShell
+// reads as -Enabled $false. Other values keep the colon: a native
+// program's -recoveryTarget:E: is its own form.
+var psColonParam = regexp.MustCompile(`(?i)(^|[\s(;{])(-[A-Za-z][\w]*):\s*(\$\w+|\d+\b|true\b|false\b)`)
 
 // psColonParams writes a PowerShell line's -Param:Value as -Param Value,
 // the form the rules read. A -WhatIf:$true preview is dropped before.
