@@ -392,9 +392,13 @@ func psRemoveVerb(cmd string, args []string) string {
 }
 
 // winDryRun reports -WhatIf (or -WhatIf:$true): PowerShell only says what
-// it would delete.
+// it would delete. A -WhatIf after the start of a comment (# or <#) is
+// the comment's.
 func winDryRun(args []string) bool {
 	for _, a := range args {
+		if strings.HasPrefix(a, "#") || strings.HasPrefix(a, "<#") {
+			return false
+		}
 		l := strings.ToLower(a)
 		if l == "-whatif" || l == "-whatif:$true" || l == "-whatif:true" || l == "-wi" {
 			return true

@@ -144,8 +144,9 @@ func psColonParams(s string) string {
 	return psColonParam.ReplaceAllString(s, "$1$2 $3")
 }
 
-// psComment is a PowerShell comment: # at a word's start, to the line's end.
-var psComment = regexp.MustCompile(`(^|\s)#[^\n]*`)
+// psComment is a PowerShell comment: a <# ... #> block, or # at a word's
+// start to the line's end.
+var psComment = regexp.MustCompile(`<#[\s\S]*?#>|(^|\s)#[^\n]*`)
 
 // psUnquoted blanks what a statement quotes ("-WhatIf" as a value is not
 // the switch).

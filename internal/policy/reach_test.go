@@ -292,6 +292,11 @@ func TestWindowsPreviewsAndParams(t *testing.T) {
 		{`cmd /c rd /s /q C:\ProgramData -WhatIf`, "windows:tree-delete"},
 		{`net user backdoor -WhatIf /add`, "windows:account-tamper"},
 		{`msiexec /x {1234} /qn /l*v --help`, "windows:software-remove"},
+		// a -WhatIf in a comment previews nothing
+		{`pwsh -c 'Set-MpPreference -DisableRealtimeMonitoring $true <# -WhatIf #>'`, "windows:security-off"},
+		{`pwsh -c 'Remove-Item C:\Users\bob\Documents -Recurse -Force <# -WhatIf #>'`, "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item C:\Users\bob\Documents -Recurse -Force # -WhatIf'`, "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item C:\Users\bob\Documents -Recurse -WhatIf <# preview #>'`, ""},
 		{`Stop-Service -Name Spooler -WhatIf`, ""},
 		{`pwsh -c 'wbadmin start recovery -version:03/31/2024-09:00 -itemType:File -items:D:\x -recoveryTarget:E: -quiet'`, ""},
 		{`pwsh -c 'Get-Help Restart-Computer -Examples'`, ""},
