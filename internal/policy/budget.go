@@ -85,12 +85,32 @@ type meter struct {
 	limit     budget
 	steps     int
 	bytes     int
-	deadline  time.Time
-	nextClock int // steps at which the clock is read next
+	deadline  time.Time // zero until the clock is first read
+	nextClock int       // steps at which the clock is read next
 }
 
+// newMeter starts a meter. It does not read the clock: reading the
+// thread's CPU clock is a system call that costs as much as judging a
+// short command, and most commands are judged before their first clock
+// reading is due. The deadline is set at that first reading (see tick),
+// which comes after at most clockEvery steps, or before parsing a script
+// long enough to take time (parseClockMin): the work left out of the
+// timeout is bounded and small.
 func newMeter(b budget) meter {
-	return meter{limit: b, deadline: b.now().Add(b.timeout), nextClock: clockEvery}
+	return meter{limit: b, nextClock: clockEvery}
+}
+
+// tick reads the clock: the first reading sets the deadline, a later one
+// past it stops the detector.
+func (m *meter) tick() {
+	now := m.limit.now()
+	if m.deadline.IsZero() {
+		m.deadline = now.Add(m.limit.timeout)
+		return
+	}
+	if now.After(m.deadline) {
+		panic(overBudget{fmt.Sprintf("judging it takes more than %v of CPU time", m.limit.timeout)})
+	}
 }
 
 // overBudget is the panic value that stops the detector when its budget is
@@ -117,9 +137,7 @@ func (d *detector) charge(steps, bytes int) {
 	m.bytes += bytes
 	if m.steps >= m.nextClock {
 		m.nextClock = m.steps + clockEvery
-		if m.limit.now().After(m.deadline) {
-			panic(overBudget{fmt.Sprintf("judging it takes more than %v of CPU time", m.limit.timeout)})
-		}
+		m.tick()
 	}
 }
 
@@ -127,9 +145,7 @@ func (d *detector) charge(steps, bytes int) {
 // counted in steps (parsing, comparing the dialects' trees).
 func (d *detector) clock() {
 	d.charge(0, 0)
-	if m := &d.meter; m.limit.now().After(m.deadline) {
-		panic(overBudget{fmt.Sprintf("judging it takes more than %v of CPU time", m.limit.timeout)})
-	}
+	d.meter.tick()
 }
 
 // stop ends the walk with a too-complex finding for a bound past which

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -60,6 +61,7 @@ type dialectIssue struct {
 // it returns the parse error of its own.
 func readScript(src string, sh Shell, clock func()) ([]tree, *dialectIssue, error) {
 	alt := sh.other()
+	clock() // the first reading may start the clock (see newMeter)
 	own, ownErr := parseAs(src, sh.lang())
 	clock()
 	other, otherErr := parseAs(src, alt.lang())
@@ -127,8 +129,16 @@ func parseAs(src string, lang syntax.LangVariant) (*syntax.File, error) {
 	if len(src) > maxParseDepth && nestingDepth(src) > maxParseDepth {
 		return nil, errTooDeep
 	}
-	return syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
+	pool, _ := parsers.LoadOrStore(lang, &sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(lang)) }})
+	p := pool.(*sync.Pool).Get().(*syntax.Parser)
+	defer pool.(*sync.Pool).Put(p)
+	return p.Parse(strings.NewReader(src), "")
 }
+
+// parsers pools a parser per dialect (syntax.LangVariant to *sync.Pool): a
+// parser is a large value with a read buffer, and Parse starts it afresh
+// (its node batches too, so a tree it returned is never written again).
+var parsers sync.Map
 
 // token is one node of a tree's structure, at its offset in the source, or
 // at -1 when it stands for a node the other dialect has and this one does

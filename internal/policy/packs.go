@@ -107,7 +107,7 @@ type packTool struct {
 	// command ScriptRe cannot read, built at run time (osascript's do
 	// shell script given an expression, not a string): unresolved-command.
 	ScriptDynamic string `yaml:"script_dynamic"`
-	scriptDyn     *regexp.Regexp
+	scriptDyn     *textRe
 	// ScriptRaw are Script options whose value is the script as it is,
 	// ScriptRe aside (git grep --open-files-in-pager=CMD).
 	ScriptRaw   []string `yaml:"script_raw"`
@@ -125,7 +125,7 @@ type packTool struct {
 	// Lang is the language of the Script options' values when it is not
 	// the shell's: ruby (rake -e), python, perl, node, php, lua or awk.
 	Lang     string `yaml:"lang"`
-	scriptRe *regexp.Regexp
+	scriptRe *textRe
 	lang     lang
 	generic  bool // names: ["*"] or ["**"]
 	Exec     bool `yaml:"exec"`
@@ -236,11 +236,11 @@ type packRule struct {
 
 	id       string       // pack:rule
 	paths    [][][]string // each alternative path: words, each a set of alternatives
-	match    *regexp.Regexp
-	unlessM  *regexp.Regexp
-	exceptM  *regexp.Regexp
-	unlessE  map[string]*regexp.Regexp
-	matchAll []*regexp.Regexp
+	match    *textRe
+	unlessM  *textRe
+	exceptM  *textRe
+	unlessE  map[string]*textRe
+	matchAll []*textRe
 }
 
 // wordList is a YAML scalar or a list of scalars.
@@ -448,7 +448,7 @@ func (p *pack) compile() error {
 			return fmt.Errorf("%s.lang: %q (want sh, ruby, python, perl, node, php, lua or awk)", field, t.Lang)
 		}
 		if t.ScriptRe != "" {
-			re, err := regexp.Compile("(?is)" + t.ScriptRe)
+			re, err := compileText("(?is)" + t.ScriptRe)
 			if err != nil {
 				return fmt.Errorf("%s.script_re: %w", field, err)
 			}
@@ -458,7 +458,7 @@ func (p *pack) compile() error {
 			if t.scriptRe == nil {
 				return fmt.Errorf("%s.script_dynamic: needs script_re", field)
 			}
-			re, err := regexp.Compile("(?is)" + t.ScriptDynamic)
+			re, err := compileText("(?is)" + t.ScriptDynamic)
 			if err != nil {
 				return fmt.Errorf("%s.script_dynamic: %w", field, err)
 			}
@@ -519,21 +519,21 @@ func (p *pack) compile() error {
 				r.paths = append(r.paths, path)
 			}
 			if r.Match != "" {
-				re, err := regexp.Compile("(?i)" + r.Match)
+				re, err := compileText("(?i)" + r.Match)
 				if err != nil {
 					return fmt.Errorf("%s.match: %w", rf, err)
 				}
 				r.match = re
 			}
 			for k, m := range r.MatchAll {
-				re, err := regexp.Compile("(?i)" + m)
+				re, err := compileText("(?i)" + m)
 				if err != nil {
 					return fmt.Errorf("%s.match_all[%d]: %w", rf, k, err)
 				}
 				r.matchAll = append(r.matchAll, re)
 			}
 			if r.UnlessMatch != "" {
-				re, err := regexp.Compile("(?i)" + r.UnlessMatch)
+				re, err := compileText("(?i)" + r.UnlessMatch)
 				if err != nil {
 					return fmt.Errorf("%s.unless_match: %w", rf, err)
 				}
@@ -543,19 +543,19 @@ func (p *pack) compile() error {
 				if r.Match == "" || r.Input {
 					return fmt.Errorf("%s.except_match: needs match (on arguments)", rf)
 				}
-				re, err := regexp.Compile("(?i)" + r.ExceptMatch)
+				re, err := compileText("(?i)" + r.ExceptMatch)
 				if err != nil {
 					return fmt.Errorf("%s.except_match: %w", rf, err)
 				}
 				r.exceptM = re
 			}
 			for name, v := range r.UnlessEnv {
-				re, err := regexp.Compile("(?i)^(?:" + v + ")$")
+				re, err := compileText("(?i)^(?:" + v + ")$")
 				if err != nil {
 					return fmt.Errorf("%s.unless_env[%s]: %w", rf, name, err)
 				}
 				if r.unlessE == nil {
-					r.unlessE = map[string]*regexp.Regexp{}
+					r.unlessE = map[string]*textRe{}
 				}
 				r.unlessE[name] = re
 			}
@@ -991,7 +991,7 @@ func (t *packTool) judge(c *command, h *hits) {
 // offendingHosts names the hosts of the arguments that match re and not
 // except (the URLs a rule judged argument by argument), or nil when one
 // of them has no literal host or the match was in the command's input.
-func offendingHosts(re, except *regexp.Regexp, c *command) []string {
+func offendingHosts(re, except *textRe, c *command) []string {
 	var hosts []string
 	for _, a := range c.args {
 		s := a.src
@@ -1236,11 +1236,11 @@ next:
 // matchText reports whether re matches one of c's arguments (a literal's
 // value, or a word built at run time as written: a URL with $ZONE in it)
 // or the known text of its standard input.
-func matchText(re *regexp.Regexp, c *command) bool { return matchTextExcept(re, nil, c) }
+func matchText(re *textRe, c *command) bool { return matchTextExcept(re, nil, c) }
 
 // matchTextExcept is matchText where a text that also matches except
 // does not count, judged text by text (nil: every text counts).
-func matchTextExcept(re, except *regexp.Regexp, c *command) bool {
+func matchTextExcept(re, except *textRe, c *command) bool {
 	for _, a := range c.args {
 		if a.lit && matchesExcept(re, except, a.val) || !a.lit && matchesExcept(re, except, a.src) {
 			return true // a word with a variable is matched as written
@@ -1257,7 +1257,7 @@ func matchTextExcept(re, except *regexp.Regexp, c *command) bool {
 // command does counts. Not a header, a description or a log file's name
 // (inertOption), nor the value of an option given twice (the tool takes
 // the first or the last), nor what a script's comment says.
-func matchUnless(re *regexp.Regexp, c *command) bool {
+func matchUnless(re *textRe, c *command) bool {
 	for i, a := range c.args {
 		if unlessCarrier(c, i) {
 			continue
@@ -1279,7 +1279,7 @@ func matchUnless(re *regexp.Regexp, c *command) bool {
 // everyOperand reports whether re matches every operand of the call after
 // the argument at index after, and there is one: the words that are not
 // options or the values of the tool's value options.
-func (t *packTool) everyOperand(re *regexp.Regexp, pc packCall, after int) bool {
+func (t *packTool) everyOperand(re *textRe, pc packCall, after int) bool {
 	n := 0
 	for i := after + 1; i < len(pc.args); i++ {
 		a := pc.args[i]
@@ -1421,14 +1421,14 @@ func withoutComments(s string) string {
 	return b.String()
 }
 
-func matchesExcept(re, except *regexp.Regexp, s string) bool {
+func matchesExcept(re, except *textRe, s string) bool {
 	return re.MatchString(s) && (except == nil || !except.MatchString(s))
 }
 
 // matchInput reports whether re matches what c reads: the known text of
 // its standard input, or of a literal operand naming a file the script
 // wrote earlier in the job.
-func matchInput(re *regexp.Regexp, c *command) bool {
+func matchInput(re *textRe, c *command) bool {
 	if c.stdin.known && (re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)) {
 		return true
 	}
