@@ -159,6 +159,9 @@ var systemctlSpec = optSpec{short: "tpsnoHM", long: []string{
 	"state", "kill-whom", "kill-value", "root", "image", "job-mode", "what", "when", "message", "timestamp",
 	"preset-mode", "boot-loader-entry", "boot-loader-menu", "reboot-argument", "drop-in"}}
 
+// pumactlSpec are pumactl's options with a value (-P PIDFILE, -S STATE).
+var pumactlSpec = optSpec{short: "SPCFTu", long: []string{"state", "pidfile", "config-file", "control-url", "control-token"}}
+
 // matchShutdown judges programs that power off or restart the machine.
 func matchShutdown(c *command, h *hits) {
 	switch c.name {
@@ -202,7 +205,9 @@ func matchShutdown(c *command, h *hits) {
 
 // stopVerbs are the service-manager verbs that stop or disable a service:
 // systemd, SysV, OpenRC, launchd, runit, supervisord, upstart, OpenBSD's
-// rcctl, illumos's svcadm, dinit, Homebrew's services.
+// rcctl, illumos's svcadm, dinit, Homebrew's services, and the control
+// programs of services that run their own (GitLab's omnibus, monit,
+// Postfix, Dovecot, PostgreSQL, Puma, Ghost, RabbitMQ, Tomcat, Varnish).
 var stopVerbs = map[string][]string{
 	"systemctl":     {"stop", "disable", "mask", "kill", "isolate"},
 	"service":       {"stop", "force-stop"},
@@ -222,12 +227,23 @@ var stopVerbs = map[string][]string{
 	"apache2ctl":    {"stop", "graceful-stop"},
 	"caddy":         {"stop"},
 	"forever":       {"stopall"},
+	"gitlab-ctl":    {"stop", "kill", "graceful-kill"},
+	"monit":         {"stop", "unmonitor"},
+	"postfix":       {"stop", "abort"},
+	"dovecot":       {"stop"},
+	"pg_ctl":        {"stop", "kill"},
+	"pg_ctlcluster": {"stop"},
+	"pumactl":       {"stop", "halt"},
+	"ghost":         {"stop"},
+	"rabbitmqctl":   {"stop", "shutdown"},
+	"catalina.sh":   {"stop"},
+	"varnishadm":    {"stop"},
 }
 
 // stopVerbAt is where the verb stands among a service manager's operands
 // when it is not first: service NAME stop, chkconfig NAME off, brew
 // services stop.
-var stopVerbAt = map[string]int{"service": 1, "rc-service": 1, "update-rc.d": 1, "chkconfig": 1, "brew": 1}
+var stopVerbAt = map[string]int{"service": 1, "rc-service": 1, "update-rc.d": 1, "chkconfig": 1, "brew": 1, "pg_ctlcluster": 2}
 
 // matchServiceStop judges stopping or disabling system services.
 func matchServiceStop(c *command, h *hits) {
@@ -269,6 +285,8 @@ func matchServiceStop(c *command, h *hits) {
 			}
 		}
 		return
+	case "pumactl":
+		ops, _ = operands(c.args, pumactlSpec)
 	case "pm2":
 		// pm2 kill, pm2 stop|delete all: every application the daemon runs
 		if len(ops) > 0 && ops[0].lit && (ops[0].val == "kill" ||

@@ -37,6 +37,9 @@ var matcherTable = map[string][]matcher{
 	"update-rc.d": {matchServiceStop}, "chkconfig": {matchServiceStop}, "rc-update": {matchServiceStop}, "s6-svc": {matchServiceStop},
 	"sysrc": {matchServiceStop}, "nginx": {matchServiceStop}, "openresty": {matchServiceStop}, "angie": {matchServiceStop},
 	"pm2": {matchServiceStop}, "apachectl": {matchServiceStop}, "apache2ctl": {matchServiceStop}, "forever": {matchServiceStop}, "caddy": {matchServiceStop},
+	"gitlab-ctl": {matchServiceStop}, "monit": {matchServiceStop}, "postfix": {matchServiceStop}, "dovecot": {matchServiceStop},
+	"pg_ctl": {matchServiceStop}, "pg_ctlcluster": {matchServiceStop}, "pumactl": {matchServiceStop}, "ghost": {matchServiceStop},
+	"rabbitmqctl": {matchServiceStop}, "catalina.sh": {matchServiceStop}, "varnishadm": {matchServiceStop},
 	// permissions and privilege
 	"chmod": {matchChmod}, "chown": {matchChmod}, "chgrp": {matchChmod}, "setfacl": {matchChmod},
 	"sudo": {matchPrivilege}, "su": {matchPrivilege}, "doas": {matchPrivilege}, "pkexec": {matchPrivilege},

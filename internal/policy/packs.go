@@ -1941,6 +1941,13 @@ var (
 	psParam = regexp.MustCompile(`(?i)(\s)-(r|rec|recu|recur|recurs|fo|for|forc)\b`)
 )
 
+// psQuotes are the typographic quotes PowerShell reads as ' and " (its
+// tokenizer takes U+2018 to U+201B as single quotes and U+201C to U+201E
+// as double), and psQuote writes them as those.
+const psQuotes = "\u2018\u2019\u201a\u201b\u201c\u201d\u201e"
+
+var psQuote = strings.NewReplacer("\u2018", "'", "\u2019", "'", "\u201a", "'", "\u201b", "'", "\u201c", `"`, "\u201d", `"`, "\u201e", `"`)
+
 // psUnfold returns a PowerShell or cmd line as it runs once its literal
 // disguises are undone, for matching: backtick escapes (in "...", `n is a
 // newline; a backtick before any other letter is dropped: I`nv`oke), string
@@ -1948,6 +1955,9 @@ var (
 // decoded at run time ([Convert]::FromBase64String("...")), their text
 // appended (UTF-16LE, as -EncodedCommand carries, or UTF-8).
 func psUnfold(s string) string {
+	if strings.ContainsAny(s, psQuotes) {
+		s = psQuote.Replace(s) // ‘-WhatIf’ is a quoted string as '-WhatIf' is
+	}
 	if !strings.ContainsAny(s, "`+&{=%^") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
 	}
@@ -1970,6 +1980,8 @@ func psUnfold(s string) string {
 		}
 		i++
 		switch c := s[i]; {
+		case !inDouble && c == '-' && (i == 1 || strings.IndexByte(" \t\n;({", s[i-2]) >= 0):
+			b.WriteString(`"-"`) // `-WhatIf is a string, not a parameter: kept quoted
 		case !inDouble:
 			b.WriteByte(c)
 		case c == 'n' || c == 'r':
