@@ -69,6 +69,7 @@ func matchWindowsDeletes(c *command, h *hits) {
 		}
 		words = append(words, strings.ReplaceAll(w, homeMarker, "$HOME"))
 	}
+	encoded = append(encoded, pwshScripts(c)...)
 	for _, script := range append([]string{strings.Join(words, " ")}, encoded...) {
 		for _, d := range winScriptDeletes(psDropScratch(psUnfold(script)), 0) {
 			if r, ok := strings.CutPrefix(d, winResourcePrefix); ok {
@@ -78,6 +79,34 @@ func matchWindowsDeletes(c *command, h *hits) {
 			h.add(ruleWinTreeDelete, d)
 		}
 	}
+}
+
+// pwshScripts are the scripts a PowerShell command line runs that are not
+// among its arguments: its standard input (echo '...' | pwsh -Command -)
+// or a file the job wrote (pwsh -File ./x.ps1, pwsh ./x.ps1), when their
+// text is known.
+func pwshScripts(c *command) []string {
+	if c.name != "pwsh" && c.name != "pwsh.exe" && c.name != "powershell" && c.name != "powershell.exe" {
+		return nil
+	}
+	var out []string
+	if c.stdin.known && pwshReadsStdin(c.args) {
+		out = append(out, c.stdin.text)
+	}
+	for i, a := range c.args {
+		var f string
+		switch l := strings.ToLower(a.val); {
+		case !a.lit:
+		case (l == "-file" || l == "-f" || l == "/file") && i+1 < len(c.args) && c.args[i+1].lit:
+			f = c.args[i+1].val
+		case strings.HasSuffix(l, ".ps1") && !strings.HasPrefix(l, "-"):
+			f = a.val // pwsh ./x.ps1: a script's path first runs it
+		}
+		if file, ok := c.files[fileKey(f)]; f != "" && ok && file.s.known {
+			out = append(out, file.s.text)
+		}
+	}
+	return out
 }
 
 // winQuoted are the quoted strings of a script.
@@ -111,6 +140,7 @@ func winDeletes(script string) []string {
 		return nil
 	}
 	script = psJoinPath.ReplaceAllString(script, `$1\$2`)
+	script = psFolderPaths(script)
 	script = psSplats(script)
 	var out []string
 	cwd := "" // the location Set-Location or cd /d moved to, when literal
@@ -420,8 +450,52 @@ func winItemVar(args []string) bool {
 }
 
 // cmdForSet is cmd's loop over a set of words or paths: for [/d|/r] %d in
-// (C:\Users\*) do rd /s /q %d runs its body for each.
-var cmdForSet = regexp.MustCompile(`(?i)\bfor\s+(?:/[dr]\s+)?(%%?[A-Za-z])\s+in\s+\(([^()']*)\)\s+do\s+([^&|"\n]*)`)
+// (C:\Users\*) do rd /s /q %d runs its body for each. for /r ROOT walks
+// the tree under ROOT (the current directory without one), the set's
+// patterns matched in each of its directories.
+var cmdForSet = regexp.MustCompile(`(?i)\bfor\s+(?:/d\s+|/r\s+(?:("[^"]*"|[^\s%"/(][^\s(]*|%\w+%[^\s(]*)\s+)?)?(%%?[A-Za-z])\s+in\s+\(([^()']*)\)\s+do\s+([^&|"\n]*)`)
+
+// cmdForRecursive reports a for /r loop.
+var cmdForRecursive = regexp.MustCompile(`(?i)^for\s+/r\b`)
+
+// psFolderPath is .NET's name of a special folder:
+// [Environment]::GetFolderPath("MyDocuments") or
+// [Environment]::GetFolderPath([Environment+SpecialFolder]::Desktop).
+var psFolderPath = regexp.MustCompile(`(?i)\[(?:System\.)?Environment\]::GetFolderPath\(\s*(?:["']([A-Za-z]+)["']|\[(?:System\.)?Environment\+SpecialFolder\]::([A-Za-z]+)|'([A-Za-z]+)')\s*\)`)
+
+// specialFolders are the paths of .NET's special folders, by name.
+var specialFolders = map[string]string{
+	"userprofile": `$env:USERPROFILE`, "mydocuments": `$env:USERPROFILE\Documents`, "personal": `$env:USERPROFILE\Documents`,
+	"desktop": `$env:USERPROFILE\Desktop`, "desktopdirectory": `$env:USERPROFILE\Desktop`, "mypictures": `$env:USERPROFILE\Pictures`,
+	"mymusic": `$env:USERPROFILE\Music`, "myvideos": `$env:USERPROFILE\Videos`, "favorites": `$env:USERPROFILE\Favorites`,
+	"applicationdata": `$env:APPDATA`, "localapplicationdata": `$env:LOCALAPPDATA`, "windows": `C:\Windows`, "system": `C:\Windows\System32`,
+	"systemx86": `C:\Windows\SysWOW64`, "programfiles": `C:\Program Files`, "programfilesx86": `C:\Program Files (x86)`,
+	"commonapplicationdata": `C:\ProgramData`, "startup": `$env:APPDATA\Microsoft\Windows\Start Menu\Programs\Startup`,
+}
+
+// psFolderPaths writes the special folders a script names by .NET's
+// names as their paths.
+func psFolderPaths(s string) string {
+	if strings.Contains(s, "::GetFolderPath") || strings.Contains(s, "::getfolderpath") || strings.Contains(strings.ToLower(s), "getfolderpath") {
+		s = psFolderPath.ReplaceAllStringFunc(s, func(m string) string {
+			g := psFolderPath.FindStringSubmatch(m)
+			if p, ok := specialFolders[strings.ToLower(g[1]+g[2]+g[3])]; ok {
+				return p
+			}
+			return m
+		})
+	}
+	return s
+}
+
+// psProgramFilesX86 writes ${env:ProgramFiles(x86)}, a variable whose name
+// needs braces, as its value.
+func psProgramFilesX86(s string) string {
+	if i := strings.Index(strings.ToLower(s), "${env:programfiles(x86)}"); i >= 0 {
+		s = s[:i] + `C:\Program Files (x86)` + psProgramFilesX86(s[i+len("${env:programfiles(x86)}"):])
+	}
+	return s
+}
 
 // psJoinPath is (Join-Path A B) with literal or variable parts.
 var psJoinPath = regexp.MustCompile(`(?i)\(\s*Join-Path\s+(?:-Path\s+)?["']?([^\s"'()]+)["']?\s+(?:-ChildPath\s+)?["']?([^\s"'()]+)["']?\s*\)`)
@@ -809,7 +883,7 @@ func winProtected(p string, recursive bool) string {
 	if p == "" || p == "?" {
 		return ""
 	}
-	if !recursive && !strings.HasSuffix(p, "*") {
+	if !recursive && !strings.HasSuffix(p, "*") && !strings.Contains(p, `\**\`) { // for /r ROOT: the tree under ROOT
 		return ""
 	}
 	clean := winHomeClean(p)

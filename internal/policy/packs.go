@@ -1909,6 +1909,8 @@ var (
 	psConcatVar = regexp.MustCompile(`"([^"` + "`" + `]*)"\s*\+\s*(\$(?:env:)?[A-Za-z_]\w*)\b`)
 	// cmdCaret is cmd's escape character before a character it does not
 	// need to escape: r^d /s /q runs rd.
+	// cmdQuiet is cmd's @ before a command (not echoed when it runs).
+	cmdQuiet = regexp.MustCompile(`(?i)(^|[\s&|(;])@((?:rd|rmdir|del|erase|echo|copy|xcopy|move|ren|rename|type|set|for|if|call|start|format|robocopy|takeown|icacls|reg|sc|net|net1|cmd|powershell|pwsh|attrib|cipher|vssadmin|wmic|bcdedit|schtasks|shutdown|taskkill|fsutil|diskpart|wevtutil|netsh|mklink|forfiles|cd|pushd)(?:\.exe)?\b)`)
 	cmdCaret = regexp.MustCompile(`\^([A-Za-z0-9/\\:.%-])`)
 	// cmdSet is cmd's set NAME=VALUE, its value running to the next & or
 	// the end; cmdVarRef is a use of it, %NAME% or !NAME! (delayed), with
@@ -1958,8 +1960,14 @@ func psUnfold(s string) string {
 	if strings.ContainsAny(s, psQuotes) {
 		s = psQuote.Replace(s) // ‘-WhatIf’ is a quoted string as '-WhatIf' is
 	}
-	if !strings.ContainsAny(s, "`+&{=%^") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
+	if strings.Contains(s, "${") {
+		s = psProgramFilesX86(s)
+	}
+	if !strings.ContainsAny(s, "`+&{=%^@") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
+	}
+	if strings.Contains(s, "@") {
+		s = cmdQuiet.ReplaceAllString(s, "$1$2") // @rd /s /q C:\Users is rd /s /q C:\Users, not echoed
 	}
 	if low := strings.ToLower(s); strings.HasPrefix(low, "cmd ") || strings.HasPrefix(low, "cmd.exe ") || strings.HasPrefix(low, "/c ") ||
 		strings.HasPrefix(low, "/k ") || strings.HasPrefix(low, "/v") {
@@ -2032,8 +2040,15 @@ func cmdLoops(s string) string {
 		s = cmdForSet.ReplaceAllStringFunc(s, func(m string) string {
 			g := cmdForSet.FindStringSubmatch(m)
 			var bodies []string
-			for _, item := range strings.FieldsFunc(g[2], func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
-				bodies = append(bodies, strings.ReplaceAll(g[3], g[1], item))
+			for _, item := range strings.FieldsFunc(g[3], func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
+				if cmdForRecursive.MatchString(m) {
+					root := strings.Trim(g[1], `"`)
+					if root == "" {
+						root = "."
+					}
+					item = strings.TrimSuffix(root, `\`) + `\**\` + item // every directory of the tree
+				}
+				bodies = append(bodies, strings.ReplaceAll(g[4], g[2], item))
 			}
 			return strings.Join(bodies, " & ") // for %x in (C D) do format %x: runs format C: & format D:
 		})
