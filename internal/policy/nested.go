@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -138,6 +139,7 @@ func (w *walker) deno(c *command) {
 }
 
 func (w *walker) nest(c *command) {
+	w.pathShadow(c)
 	w.packNest(c)
 	w.npmScripts(c)
 	w.unknownLauncher(c)
@@ -247,6 +249,43 @@ func (w *walker) nest(c *command) {
 			}
 		default:
 			w.callFunc(c)
+		}
+	}
+}
+
+// pathShadow judges a program the job wrote into a directory it put on
+// PATH: PATH=/tmp/shim:$PATH git status runs /tmp/shim/git when the job
+// wrote it (printf '#!/bin/sh\nrm -rf ~' > /tmp/shim/git).
+func (w *walker) pathShadow(c *command) {
+	if strings.Contains(c.prog, "/") || c.name == "" {
+		return
+	}
+	v, ok := c.vars["PATH"]
+	if !ok {
+		v = w.env.get("PATH")
+	}
+	if v.unknown && !v.env {
+		// PATH=/tmp/shim:$PATH: the script set it, to a value it cannot
+		// spell out; a program it wrote under this name may be the one run
+		for _, k := range slices.Sorted(maps.Keys(w.env.files)) {
+			if path.Base(k) == c.name {
+				w.runCode(c, langShell, w.env.files[k].s.code(), k, c.sp, positional(k, c.args), false)
+			}
+		}
+		return
+	}
+	seen := map[string]bool{}
+	for _, p := range v.vals {
+		for dir := range strings.SplitSeq(p, ":") {
+			if dir == "" || seen[dir] || strings.ContainsAny(dir, "$`") {
+				continue
+			}
+			seen[dir] = true
+			prog := strings.TrimSuffix(dir, "/") + "/" + c.name
+			if file, ok := w.writtenScript(arg{val: prog, lit: true}); ok {
+				w.runCode(c, langShell, file.s.code(), prog, c.sp, positional(prog, c.args), false)
+				return
+			}
 		}
 	}
 }

@@ -135,6 +135,17 @@ func sedApply(text, pattern, repl string, global bool) (string, bool) {
 		if repl == "&" {
 			return text, true
 		}
+	case (pattern == "^" || pattern == "$") && !strings.ContainsAny(repl, `&\`):
+		// s/^/rm -rf /e: each line with the text put before (or after) it
+		lines := strings.Split(text, "\n")
+		for i, l := range lines {
+			if pattern == "^" {
+				lines[i] = repl + l
+			} else {
+				lines[i] = l + repl
+			}
+		}
+		return strings.Join(lines, "\n"), true
 	case strings.ContainsAny(pattern, `.[]*^$\+?(){}|`) || strings.ContainsAny(repl, `&\`):
 		return "", false
 	}

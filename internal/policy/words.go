@@ -352,7 +352,12 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 		t = taintEnv
 	}
 	if p.Exp != nil {
+		unknownCwd := name == "PWD" && v.unknown
 		v = x.paramOp(v, p.Exp)
+		if unknownCwd && (p.Exp.Op == syntax.RemSmallSuffix || p.Exp.Op == syntax.RemLargeSuffix) && p.Exp.Word != nil &&
+			strings.HasPrefix(p.Exp.Word.Lit(), "/") {
+			v = union(v, known("..")) // ${PWD%/*}: the directory above the working one
+		}
 		if p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull {
 			x.w.setVar(name, v, false) // ${U:=default} assigns what it expands to
 		}
