@@ -1,9 +1,13 @@
 package policy
 
 import (
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +30,28 @@ func decoder(c *command) (decodeFunc, bool) {
 	case "base32":
 		return decodeBase32, has("d", "decode")
 	case "basenc":
-		return cannotDecode, has("d", "decode")
+		if !has("d", "decode") {
+			return nil, false
+		}
+		switch {
+		case has("base64"):
+			return decodeBase64, true
+		case has("base64url"):
+			return decodeBase64URL, true
+		case has("base32"):
+			return decodeBase32, true
+		case has("base32hex"):
+			return decodeBase32Hex, true
+		case has("base16"):
+			return decodeHex, true
+		}
+		return cannotDecode, true
+	case "python", "python3":
+		// python3 -m base64 -d: the standard library's decoder
+		if len(c.args) >= 3 && c.args[0].val == "-m" && c.args[1].val == "base64" && (c.args[2].val == "-d" || c.args[2].val == "--decode") {
+			return decodeBase64, true
+		}
+		return nil, false
 	case "xxd":
 		if has("r", "revert") {
 			if has("p", "ps", "plain", "postscript") {
@@ -36,18 +61,44 @@ func decoder(c *command) (decodeFunc, bool) {
 		}
 	case "openssl":
 		if slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "-d" }) {
-			if len(c.args) > 0 && c.args[0].val == "base64" {
-				return decodeBase64, true
+			if len(c.args) > 0 && (c.args[0].val == "base64" || c.args[0].val == "enc" && opensslBase64Only(c.args[1:])) {
+				return decodeBase64, true // openssl enc -d -base64 with no cipher: base64 alone
 			}
 			return cannotDecode, true
 		}
-	case "uudecode", "gunzip", "zcat", "bzcat", "bunzip2", "unxz", "xzcat", "unzstd", "zstdcat", "lzcat", "unlzma":
+	case "gunzip", "zcat":
+		return decodeGzip, true
+	case "bzcat", "bunzip2":
+		return decodeBzip2, true
+	case "gzip":
+		return decodeGzip, has("d", "decompress")
+	case "bzip2":
+		return decodeBzip2, has("d", "decompress")
+	case "uudecode", "unxz", "xzcat", "unzstd", "zstdcat", "lzcat", "unlzma":
 		return cannotDecode, true
-	case "gzip", "bzip2", "xz", "zstd", "lzma", "brotli":
+	case "xz", "zstd", "lzma", "brotli":
 		return cannotDecode, has("d", "decompress")
 	case "rev":
 		return decodeRev, true
+	case "sed", "gsed":
+		// sed 's/^echo would remove/rm -rf/': a plain substitution on a
+		// known input (sed e, scripts it cannot compute and unknown input:
+		// not a decoder)
+		if scripts, files := sedScripts(c.args); c.stdin.known && len(scripts) == 1 && len(files) == 0 && scripts[0].lit && !slices.ContainsFunc(c.args, func(a arg) bool {
+			return a.lit && (a.val == "-i" || strings.HasPrefix(a.val, "-i") && !strings.HasPrefix(a.val, "--") || a.val == "-n" || strings.HasPrefix(a.val, "--in-place"))
+		}) {
+			if pattern, repl, global, ok := sedSubst(scripts[0].val); ok {
+				if _, ok := sedApply("", pattern, repl, global); ok {
+					return func(s string) (string, bool) { return sedApply(s, pattern, repl, global) }, true
+				}
+			}
+		}
+		return nil, false
 	case "tr":
+		if ops, _ := operands(c.args, optSpec{}); len(ops) == 1 && ops[0].lit && has("d") && !has("s", "c", "C") {
+			set := ops[0].val
+			return func(s string) (string, bool) { return deleteSet(s, set) }, true // tr -d X
+		}
 		if ops, _ := operands(c.args, optSpec{}); len(ops) == 2 && ops[0].lit && ops[1].lit && !has("d", "s", "c", "C") {
 			from, to := ops[0].val, ops[1].val
 			return func(s string) (string, bool) { return translate(s, from, to) }, true
@@ -65,6 +116,77 @@ func decoder(c *command) (decodeFunc, bool) {
 func decodeBase64(s string) (string, bool) {
 	b, err := base64.StdEncoding.DecodeString(s) // ignores \r and \n
 	return string(b), err == nil
+}
+
+func decodeBase64URL(s string) (string, bool) {
+	b, err := base64.URLEncoding.DecodeString(s)
+	return string(b), err == nil
+}
+
+func decodeBase32Hex(s string) (string, bool) {
+	b, err := base32.HexEncoding.DecodeString(s)
+	return string(b), err == nil
+}
+
+// maxDecompressed is the most a decompressor's output is read to: a
+// payload that expands past it is not decoded.
+const maxDecompressed = 1 << 20
+
+func decodeGzip(s string) (string, bool) {
+	r, err := gzip.NewReader(strings.NewReader(s))
+	if err != nil {
+		return "", false
+	}
+	return readBounded(r)
+}
+
+func decodeBzip2(s string) (string, bool) {
+	return readBounded(bzip2.NewReader(strings.NewReader(s)))
+}
+
+func readBounded(r io.Reader) (string, bool) {
+	var b bytes.Buffer
+	n, err := io.Copy(&b, io.LimitReader(r, maxDecompressed+1))
+	if err != nil || n > maxDecompressed {
+		return "", false
+	}
+	return b.String(), true
+}
+
+// opensslBase64Only reports openssl enc options that decode base64 and
+// decrypt nothing: -a, -A or -base64, and no cipher or key.
+func opensslBase64Only(args []arg) bool {
+	b64 := false
+	for _, a := range args {
+		switch a.val {
+		case "-a", "-A", "-base64":
+			b64 = true
+		case "-d", "-in", "-none":
+		default:
+			return false
+		}
+	}
+	return b64
+}
+
+// deleteSet deletes the characters of set from s, like tr -d SET with
+// ranges (a-z); sets with escapes or brackets are not decoded.
+func deleteSet(s, set string) (string, bool) {
+	chars := expandSet(set)
+	if len(chars) == 0 || strings.ContainsAny(set, "\\[") {
+		return "", false
+	}
+	var del [256]bool
+	for _, c := range chars {
+		del[c] = true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if !del[s[i]] {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), true
 }
 
 func decodeBase32(s string) (string, bool) {
@@ -257,4 +379,31 @@ func printfText(format string, args []string) string {
 		}
 	}
 	return sb.String()
+}
+
+// sedSubst parses a sed script that is one substitution and nothing else,
+// without the e flag: s/PATTERN/REPLACEMENT/[g]. Delimiters other than /
+// and flags other than g, I, p are not read.
+func sedSubst(script string) (pattern, repl string, global, ok bool) {
+	script = strings.TrimSpace(script)
+	if len(script) < 4 || script[0] != 's' || script[1] != '/' {
+		return "", "", false, false
+	}
+	parts := strings.Split(script[2:], "/")
+	if len(parts) != 3 || strings.Contains(script, `\`) {
+		return "", "", false, false
+	}
+	for _, f := range parts[2] {
+		switch f {
+		case 'g':
+			global = true
+		case 'I', 'p':
+		default:
+			return "", "", false, false
+		}
+	}
+	if strings.ContainsRune(parts[2], 'I') {
+		return "", "", false, false // case-insensitive matching: not computed
+	}
+	return parts[0], parts[1], global, true
 }

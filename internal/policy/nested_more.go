@@ -146,6 +146,21 @@ func sedApply(text, pattern, repl string, global bool) (string, bool) {
 			}
 		}
 		return strings.Join(lines, "\n"), true
+	case len(pattern) > 1 && (pattern[0] == '^') != (pattern[len(pattern)-1] == '$') && !strings.ContainsAny(strings.Trim(pattern, "^$"), `.[]*^$\+?(){}|`) &&
+		!strings.ContainsAny(repl, `&\`):
+		// s/^echo would remove/rm -rf/: plain text at a line's start (or end)
+		lit := strings.Trim(pattern, "^$")
+		lines := strings.Split(text, "\n")
+		for i, l := range lines {
+			if pattern[0] == '^' {
+				if rest, ok := strings.CutPrefix(l, lit); ok {
+					lines[i] = repl + rest
+				}
+			} else if rest, ok := strings.CutSuffix(l, lit); ok {
+				lines[i] = rest + repl
+			}
+		}
+		return strings.Join(lines, "\n"), true
 	case strings.ContainsAny(pattern, `.[]*^$\+?(){}|`) || strings.ContainsAny(repl, `&\`):
 		return "", false
 	}

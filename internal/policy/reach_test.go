@@ -393,3 +393,76 @@ func TestEgressLeftovers(t *testing.T) {
 		{`consul kv get secrets/db/password`, "data:secret-print"},
 	})
 }
+
+// TestSession28Forms: forms probe lists of the twenty-eighth session found
+// approved (or refused) wrongly: PowerShell previews that are strings, cmd's
+// @, for /r loops, scripts read from stdin or a written file, .NET special
+// folders, home and system files overwritten from Windows, services
+// disabled through the registry, sed's e flag on a known input, vim's
+// silent !, the directory above $PWD, a program put on PATH, globs as
+// program names, decoders, and service control programs.
+func TestSession28Forms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, DefaultConfig())
+	checkDecisions(t, e, []ruleCase{
+		// a quoted or escaped -WhatIf is a string, not the switch
+		{`pwsh -c 'Remove-Item $HOME -Recurse -Force -Exclude ‘a -WhatIf b’'`, "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item $HOME -Recurse -Force -Exclude “a -WhatIf b”'`, "windows:tree-delete"},
+		{"pwsh -c 'Remove-Item $HOME -Recurse -Force -Exclude `-WhatIf'", "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item $HOME -Recurse -Force -WhatIf'`, ""},
+		{`pwsh -c 'Remove-Item ./build -Recurse -Force; Write-Host “done”'`, ""},
+		// cmd's @ and for /r
+		{`cmd /c "@rd /s /q %USERPROFILE%"`, "windows:tree-delete"},
+		{`cmd /c "for /d %d in (%USERPROFILE%\*) do @rd /s /q %d"`, "windows:tree-delete"},
+		{`cmd /c "for /r %USERPROFILE% %f in (*) do @del /f /q %f"`, "windows:tree-delete"},
+		{`cmd /c "for /r C:\Users %f in (*.docx *.pdf) do @del /f /q %f"`, "windows:tree-delete"},
+		{`cmd /c "for /r . %f in (*.pyc) do @del /f /q %f"`, ""},
+		{`cmd /c "@echo off & echo hi"`, ""},
+		// scripts PowerShell reads from stdin or a file the job wrote
+		{`echo 'Remove-Item -Recurse -Force $env:LOCALAPPDATA' | pwsh -NoProfile -Command -`, "windows:tree-delete"},
+		{`printf 'Remove-Item -Recurse -Force $HOME' > w.ps1; pwsh -File ./w.ps1`, "windows:tree-delete"},
+		{`printf 'Set-MpPreference -DisableRealtimeMonitoring $true' > w.ps1; pwsh -File ./w.ps1`, "windows:security-off"},
+		{`printf 'Remove-Item -Recurse -Force ./build' > w.ps1; pwsh -File ./w.ps1`, ""},
+		// special folders
+		{`pwsh -c '[System.IO.Directory]::Delete([Environment]::GetFolderPath("MyDocuments"), $true)'`, "windows:tree-delete"},
+		{`pwsh -c 'Remove-Item "${env:ProgramFiles(x86)}" -Recurse -Force'`, "windows:tree-delete"},
+		{`pwsh -c 'Get-ChildItem "${env:ProgramFiles(x86)}"'`, ""},
+		// home and system files from Windows
+		{`cmd /c "del /f /a %USERPROFILE%\.bash_history"`, "windows:home-file-overwrite"},
+		{`cmd /c "type nul > %USERPROFILE%\.bashrc"`, "windows:home-file-overwrite"},
+		{`pwsh -c 'Copy-Item ./deploy/authorized_keys "$env:USERPROFILE\.ssh\authorized_keys" -Force'`, "windows:home-file-overwrite"},
+		{`cmd /c "copy %USERPROFILE%\.gitconfig .\backup\gitconfig"`, ""},
+		{`cmd /c "copy /y C:\Windows\System32\cmd.exe C:\Windows\System32\sethc.exe"`, "windows:system-file-delete"},
+		{`cmd /c "ren C:\Windows\System32\drivers\etc\hosts hosts.disabled"`, "windows:system-file-delete"},
+		{`pwsh -c 'Copy-Item C:\Windows\System32\drivers\etc\hosts ./tmp/hosts.snapshot'`, ""},
+		{`cmd /c "reg add HKLM\SYSTEM\CurrentControlSet\Services\EventLog /v Start /t REG_DWORD /d 4 /f"`, "windows:service-stop"},
+		{`cmd /c "reg add HKLM\SYSTEM\CurrentControlSet\Services\EventLog /v Start /t REG_DWORD /d 2 /f"`, ""},
+		// sed e, vim silent !, $PWD's parent, PATH, globs
+		{`echo /etc | sed 's/^/rm -rf /e'`, "rm-root"},
+		{`echo build | sed 's/^/rm -rf /e'`, ""},
+		{`vim -es '+silent! !rm -rf ~' '+qa!'`, "rm-root"},
+		{`rm -rf "${PWD%/*}"`, "rm-outside"},
+		{`mkdir -p /tmp/shim && printf '#!/bin/sh\nrm -rf "$HOME"\n' > /tmp/shim/git && chmod +x /tmp/shim/git && PATH=/tmp/shim:$PATH git status`, "rm-root"},
+		{`mkdir -p bin && printf '#!/bin/sh\necho hi\n' > bin/hello && PATH=bin:$PATH hello`, ""},
+		{`/???/[c]at README.md`, ""},
+		{`/???/[r]m -rf ~`, "rm-root"},
+		{`/???/[a-z]m -rf ~`, "unresolved-command"},
+		// decoders
+		{`echo 'cm0gLXJmIH4=' | openssl enc -d -base64 | sh`, "rm-root"},
+		{`echo 'rXm -Xrf ~' | tr -d X | sh`, "rm-root"},
+		{`echo 'rXm -Xrf ./Xout' | tr -d X | sh`, ""},
+		{"sed 's/^echo/rm -rf/' <<'EOF' | sh\necho ~\nEOF", "rm-root"},
+		{"sed 's/^echo would remove/rm -rf/' <<'EOF' | sh\necho would remove ./tmp/cache\nEOF", ""},
+		{`echo c3lzdGVtY3RsIGxpc3QtdW5pdHMgLS1uby1wYWdlcg== | python3 -m base64 -d | sh`, ""},
+		{`echo cm0gLXJmIH4= | python3 -m base64 -d | sh`, "rm-root"},
+		{`echo H4sIAAAAAAACA0vLzEtR0FPQzUvMTVVQ0tIrqExWUtBNSc1JLUkFAC38+IgcAAAA | base64 -d | gunzip | sh`, ""},
+		{`echo H4sIAAAAAAAAAyvKVdAtSlOo4wIAFYVG8wkAAAA= | base64 -d | gunzip | sh`, "rm-root"},
+		{`echo QlpoOTFBWSZTWTOhIY0AAAPRgAAQQAIBAhABIAAiDTNCGAJGYH0XckU4UJAzoSGN | base64 -d | bunzip2 | sh`, "rm-root"},
+		// service control programs
+		{`gitlab-ctl stop`, "service-stop"},
+		{`bundle exec pumactl -P tmp/pids/puma.pid stop`, "service-stop"},
+		{`pg_ctlcluster 16 main stop`, "service-stop"},
+		{`pg_ctlcluster 16 main restart`, ""},
+		{`monit status`, ""},
+	})
+}

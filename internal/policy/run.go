@@ -55,6 +55,13 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 			w.psScript(sp)
 			return generated()
 		}
+		if progs, ok := globProgramNames(name); ok && !slices.ContainsFunc(slices.Collect(maps.Keys(w.env.files)), func(k string) bool { return strings.Contains(k, "[") }) {
+			// /???/[c]at: the pattern can only name these programs
+			for _, p := range progs {
+				w.run(append([]arg{{val: p, src: p, lit: true, exact: -1}}, words[1:]...), in, sp, via, tree)
+			}
+			return generated()
+		}
 		w.unresolved(name, sp, via)
 		return generated()
 	}
@@ -114,6 +121,52 @@ func (w *walker) expandAlias(c *command, name, val string) {
 		src.known, src.taint = rest.known, rest.taint
 	}
 	w.runCode(c, langShell, src, "alias "+name, c.sp, nil, true)
+}
+
+// globProgramNames returns the program names a glob as a command's name
+// can match, when its last part has no * or ? (/???/[c]at, /u*/bin/[c]hmod:
+// the directories may be any, the name is one of a few): each bracket
+// class spelled out, at most eight names. Only an absolute pattern is
+// read so (a pattern that matches nothing runs the file named as written,
+// and the caller makes sure the job wrote no such file).
+func globProgramNames(name arg) ([]string, bool) {
+	w := name.src
+	if !strings.HasPrefix(w, "/") || strings.ContainsAny(w, "$`'\"\\{") {
+		return nil, false // a relative pattern may name a file the job made
+	}
+	base := w[strings.LastIndexByte(w, '/')+1:]
+	if base == "" || strings.ContainsAny(base, "*?") || !strings.Contains(base, "[") {
+		return nil, false
+	}
+	names := []string{""}
+	for i := 0; i < len(base); i++ {
+		if base[i] != '[' {
+			for j := range names {
+				names[j] += base[i : i+1]
+			}
+			continue
+		}
+		end := strings.IndexByte(base[i+1:], ']')
+		if end < 1 {
+			return nil, false
+		}
+		class := base[i+1 : i+1+end]
+		if class[0] == '!' || class[0] == '^' || strings.Contains(class, "-") || strings.Contains(class, "[") {
+			return nil, false // a negation or a range: too many names
+		}
+		var next []string
+		for _, n := range names {
+			for k := 0; k < len(class); k++ {
+				next = append(next, n+class[k:k+1])
+			}
+		}
+		if names = next; len(names) > 8 {
+			return nil, false
+		}
+		i += end + 1
+	}
+	slices.Sort(names)
+	return slices.Compact(names), true
 }
 
 // unresolved reports a command whose program name is not known.
