@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -101,6 +102,10 @@ func (w *walker) inline(l lang, f *frame) {
 	if decoded, ok := decodeHexLiterals(l, f.src); ok {
 		// pack("H*", "726d...") is the text it decodes to
 		f = &frame{src: decoded, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
+	}
+	if joined, ok := homeJoined(f.src); ok {
+		// os.homedir() + '/.bashrc' is the literal '~/.bashrc'
+		f = &frame{src: joined, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
 	}
 	masked, lits := lexCode(l, f.src)
 	if folded, ok := foldConcat(l, f.src, lits); ok {
@@ -331,8 +336,50 @@ func (w *walker) inlineHit(f *frame, before int, sp span, detail string) {
 	w.d.addHost(f, ruleInlineCode, detail, "", sp, hostOnly)
 }
 
+// homeExpr is an interpreter's expression for the home directory.
+const homeExpr = `(?:require\(\s*['"](?:node:)?os['"]\s*\)\.homedir\(\)|\bos\.homedir\(\)|process\.env\.HOME\b|process\.env\[\s*['"]HOME['"]\s*\]|` +
+	`os\.environ\[\s*['"]HOME['"]\s*\]|os\.environ\.get\(\s*['"]HOME['"]\s*\)|os\.getenv\(\s*['"]HOME['"]\s*\)|os\.path\.expanduser\(\s*['"]~['"]\s*\)|` +
+	`Path\.home\(\)|Dir\.home\b|ENV\[\s*['"]HOME['"]\s*\]|\$ENV\{\s*['"]?HOME['"]?\s*\}|getenv\(\s*['"]HOME['"]\s*\))`
+
+// homeJoins are a home expression joined with a literal: by +, ., or a
+// join call, and pathlib's /.
+var homeJoins = []*regexp.Regexp{
+	regexp.MustCompile(homeExpr + `\s*(?:\+|\.)\s*(['"])(/[^'"\n]*)['"]`),
+	regexp.MustCompile(`(?:path\.join|os\.path\.join|File\.join|path\.resolve|Join-Path)\(\s*` + homeExpr + `\s*,\s*(['"])([^'"\n]+)['"]\s*\)`),
+	regexp.MustCompile(homeExpr + `\s*/\s*(['"])([^'"\n]+)['"]`),
+}
+
+// homeJoined writes a home expression joined with a literal path as the
+// literal ~/PATH, for the path judges to read.
+func homeJoined(src string) (string, bool) {
+	if !strings.Contains(src, "home") && !strings.Contains(src, "HOME") && !strings.Contains(src, "expanduser") {
+		return "", false
+	}
+	out := src
+	for _, re := range homeJoins {
+		out = re.ReplaceAllStringFunc(out, func(m string) string {
+			g := re.FindStringSubmatch(m)
+			return g[1] + "~/" + strings.TrimPrefix(g[2], "/") + g[1]
+		})
+	}
+	return out, out != src
+}
+
+// moduleNameLit reports a literal that names a module to load:
+// __import__('os'), require('fs'), importlib.import_module('shutil').
+func moduleNameLit(src string, l codeLit) bool {
+	if l.start > len(src) {
+		return false
+	}
+	before := strings.TrimRight(src[:l.start], " \t")
+	return strings.HasSuffix(before, "__import__(") || strings.HasSuffix(before, "require(") || strings.HasSuffix(before, "import_module(")
+}
+
 // inlinePath judges a delete or write of the first path literal.
 func (w *walker) inlinePath(f *frame, call inlineCall, in []codeLit, sp span) {
+	// open(__import__('os').path.expanduser('~/.x'), 'w'): a module's name
+	// is not the path
+	in = slices.DeleteFunc(slices.Clone(in), func(l codeLit) bool { return moduleNameLit(f.src, l) })
 	if len(in) == 0 {
 		return
 	}
