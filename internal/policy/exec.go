@@ -209,6 +209,12 @@ func (w *walker) parallel(c *command) {
 	if hasOpt(opts, "dry-run", "dryrun") {
 		return // prints the commands it would run
 	}
+	if hasOpt(opts, "nonall") && len(rest) > 0 {
+		// parallel --nonall -S HOSTS CMD: CMD runs once on every host, with
+		// no arguments
+		w.runCode(c, langShell, joinCode(rest), "parallel --nonall", c.sp, nil, false)
+		return
+	}
 	cmd, inputs := rest, []arg(nil)
 	for i, a := range rest {
 		if a.lit && (a.val == ":::" || a.val == "::::") {

@@ -458,6 +458,15 @@ func TestSession28Forms(t *testing.T) {
 		{`echo H4sIAAAAAAACA0vLzEtR0FPQzUvMTVVQ0tIrqExWUtBNSc1JLUkFAC38+IgcAAAA | base64 -d | gunzip | sh`, ""},
 		{`echo H4sIAAAAAAAAAyvKVdAtSlOo4wIAFYVG8wkAAAA= | base64 -d | gunzip | sh`, "rm-root"},
 		{`echo QlpoOTFBWSZTWTOhIY0AAAPRgAAQQAIBAhABIAAiDTNCGAJGYH0XckU4UJAzoSGN | base64 -d | bunzip2 | sh`, "rm-root"},
+		// interpreters' home expressions, parallel --nonall, screen stuff
+		{`node -e "require('fs').writeFileSync(require('os').homedir() + '/.bashrc', '')"`, "inline-code"},
+		{`python3 -c "open(__import__('os').path.expanduser('~/.bash_history'), 'w').close()"`, "inline-code"},
+		{`ruby -e 'File.write(Dir.home + "/.bashrc", "")'`, "inline-code"},
+		{`node -e "require('fs').writeFileSync(require('os').homedir() + '/notes.txt', 'x')"`, ""},
+		{`parallel -S web1.example.com,web2.example.com --nonall 'systemctl stop nginx'`, "service-stop"},
+		{`parallel -S web1 --nonall 'uptime'`, ""},
+		{`screen -S prod -X stuff 'systemctl stop postgresql^M'`, "service-stop"},
+		{`screen -S prod -X stuff 'uptime^M'`, ""},
 		// service control programs
 		{`gitlab-ctl stop`, "service-stop"},
 		{`bundle exec pumactl -P tmp/pids/puma.pid stop`, "service-stop"},
