@@ -665,6 +665,7 @@ var winRoots = map[string]string{
 	"allusersprofile": `C:\ProgramData`, "public": `C:\Users\Public`, "onedrive": `<HOME>\OneDrive`,
 	"psscriptroot": "", // empty under -Command: "$PSScriptRoot\*" is the current drive's root
 	"pwd":          ".",
+	"cd":           ".", // cmd's %CD%, the current directory
 }
 
 // winVar matches $env:NAME, $NAME, ${env:NAME}, %NAME% at a path's start.
