@@ -207,7 +207,8 @@ func matchShutdown(c *command, h *hits) {
 // systemd, SysV, OpenRC, launchd, runit, supervisord, upstart, OpenBSD's
 // rcctl, illumos's svcadm, dinit, Homebrew's services, and the control
 // programs of services that run their own (GitLab's omnibus, monit,
-// Postfix, Dovecot, PostgreSQL, Puma, Ghost, RabbitMQ, Tomcat, Varnish).
+// Postfix, Dovecot, Puma, Ghost, RabbitMQ, Tomcat, Varnish; PostgreSQL's
+// pg_ctl is the data pack's, which knows a project's own data directory).
 var stopVerbs = map[string][]string{
 	"systemctl":     {"stop", "disable", "mask", "kill", "isolate"},
 	"service":       {"stop", "force-stop"},
@@ -231,8 +232,6 @@ var stopVerbs = map[string][]string{
 	"monit":         {"stop", "unmonitor"},
 	"postfix":       {"stop", "abort"},
 	"dovecot":       {"stop"},
-	"pg_ctl":        {"stop", "kill"},
-	"pg_ctlcluster": {"stop"},
 	"pumactl":       {"stop", "halt"},
 	"ghost":         {"stop"},
 	"rabbitmqctl":   {"stop", "shutdown"},
@@ -243,7 +242,7 @@ var stopVerbs = map[string][]string{
 // stopVerbAt is where the verb stands among a service manager's operands
 // when it is not first: service NAME stop, chkconfig NAME off, brew
 // services stop.
-var stopVerbAt = map[string]int{"service": 1, "rc-service": 1, "update-rc.d": 1, "chkconfig": 1, "brew": 1, "pg_ctlcluster": 2}
+var stopVerbAt = map[string]int{"service": 1, "rc-service": 1, "update-rc.d": 1, "chkconfig": 1, "brew": 1}
 
 // matchServiceStop judges stopping or disabling system services.
 func matchServiceStop(c *command, h *hits) {
@@ -287,6 +286,16 @@ func matchServiceStop(c *command, h *hits) {
 		return
 	case "pumactl":
 		ops, _ = operands(c.args, pumactlSpec)
+	case "gitlab-ctl", "monit", "postfix", "dovecot", "ghost", "rabbitmqctl", "catalina.sh", "varnishadm":
+		// their own options take values (postfix -c DIR stop, monit -c FILE
+		// stop): the verb is any operand
+		for _, o := range ops {
+			if o.lit && slices.Contains(stopVerbs[c.name], o.val) {
+				h.add(ruleServiceStop, c.name+" "+o.val)
+				return
+			}
+		}
+		return
 	case "pm2":
 		// pm2 kill, pm2 stop|delete all: every application the daemon runs
 		if len(ops) > 0 && ops[0].lit && (ops[0].val == "kill" ||

@@ -139,8 +139,8 @@ func winDeletes(script string) []string {
 	if !strings.Contains(script, "-") && !strings.Contains(script, "/") && !strings.Contains(script, "::") {
 		return nil
 	}
-	script = psJoinPath.ReplaceAllString(script, `$1\$2`)
 	script = psFolderPaths(script)
+	script = psJoinPath.ReplaceAllString(script, `$1\$2`)
 	script = psSplats(script)
 	var out []string
 	cwd := "" // the location Set-Location or cd /d moved to, when literal
@@ -453,15 +453,15 @@ func winItemVar(args []string) bool {
 // (C:\Users\*) do rd /s /q %d runs its body for each. for /r ROOT walks
 // the tree under ROOT (the current directory without one), the set's
 // patterns matched in each of its directories.
-var cmdForSet = regexp.MustCompile(`(?i)\bfor\s+(?:/d\s+|/r\s+(?:("[^"]*"|[^\s%"/(][^\s(]*|%\w+%[^\s(]*)\s+)?)?(%%?[A-Za-z])\s+in\s+\(([^()']*)\)\s+do\s+([^&|"\n]*)`)
+var cmdForSet = regexp.MustCompile(`(?i)\bfor\s+(?:/d\s+)?(?:/r\s+(?:("[^"]*"|[^\s%"/(][^\s(]*|%\w+%[^\s(]*)\s+)?)?(%%?[A-Za-z])\s+in\s+\(([^()']*)\)\s+do\s+([^&|\n]*)`)
 
 // cmdForRecursive reports a for /r loop.
-var cmdForRecursive = regexp.MustCompile(`(?i)^for\s+/r\b`)
+var cmdForRecursive = regexp.MustCompile(`(?i)^for\s+(/d\s+)?/r\b`)
 
 // psFolderPath is .NET's name of a special folder:
 // [Environment]::GetFolderPath("MyDocuments") or
 // [Environment]::GetFolderPath([Environment+SpecialFolder]::Desktop).
-var psFolderPath = regexp.MustCompile(`(?i)\[(?:System\.)?Environment\]::GetFolderPath\(\s*(?:["']([A-Za-z]+)["']|\[(?:System\.)?Environment\+SpecialFolder\]::([A-Za-z]+)|'([A-Za-z]+)')\s*\)`)
+var psFolderPath = regexp.MustCompile(`(?i)(\(\s*)?\[(?:System\.)?Environment\]::GetFolderPath\(\s*(?:["']([A-Za-z][A-Za-z0-9]*)["']|\[(?:System\.)?Environment\+SpecialFolder\]::([A-Za-z][A-Za-z0-9]*)|'([A-Za-z][A-Za-z0-9]*)')\s*(?:,\s*[^)]*)?\)(?:\s*\+\s*["']([^"'$]*)["'])?(\s*\))?`)
 
 // specialFolders are the paths of .NET's special folders, by name.
 var specialFolders = map[string]string{
@@ -476,11 +476,18 @@ var specialFolders = map[string]string{
 // psFolderPaths writes the special folders a script names by .NET's
 // names as their paths.
 func psFolderPaths(s string) string {
-	if strings.Contains(s, "::GetFolderPath") || strings.Contains(s, "::getfolderpath") || strings.Contains(strings.ToLower(s), "getfolderpath") {
+	if strings.Contains(strings.ToLower(s), "getfolderpath") {
 		s = psFolderPath.ReplaceAllStringFunc(s, func(m string) string {
 			g := psFolderPath.FindStringSubmatch(m)
-			if p, ok := specialFolders[strings.ToLower(g[1]+g[2]+g[3])]; ok {
-				return p
+			if p, ok := specialFolders[strings.ToLower(g[2]+g[3]+g[4])]; ok {
+				p += g[5] // GetFolderPath("Desktop") + "\x": the folder's child
+				if strings.Contains(p, " ") {
+					p = `"` + p + `"`
+				}
+				if g[1] != "" && g[6] != "" {
+					return p // ([Environment]::GetFolderPath(X)): the path itself
+				}
+				return g[1] + p + g[6]
 			}
 			return m
 		})
@@ -488,14 +495,17 @@ func psFolderPaths(s string) string {
 	return s
 }
 
-// psProgramFilesX86 writes ${env:ProgramFiles(x86)}, a variable whose name
-// needs braces, as its value.
-func psProgramFilesX86(s string) string {
+// psBracedEnv writes ${env:NAME} as $env:NAME, and ${env:ProgramFiles(x86)}
+// (a name that needs the braces) as its value.
+func psBracedEnv(s string) string {
 	if i := strings.Index(strings.ToLower(s), "${env:programfiles(x86)}"); i >= 0 {
-		s = s[:i] + `C:\Program Files (x86)` + psProgramFilesX86(s[i+len("${env:programfiles(x86)}"):])
+		s = s[:i] + `C:\Program Files (x86)` + psBracedEnv(s[i+len("${env:programfiles(x86)}"):])
 	}
-	return s
+	return psBracedName.ReplaceAllString(s, "$$env:$1")
 }
+
+// psBracedName is ${env:NAME} with a plain name.
+var psBracedName = regexp.MustCompile(`(?i)\$\{env:([A-Za-z_]\w*)\}`)
 
 // psJoinPath is (Join-Path A B) with literal or variable parts.
 var psJoinPath = regexp.MustCompile(`(?i)\(\s*Join-Path\s+(?:-Path\s+)?["']?([^\s"'()]+)["']?\s+(?:-ChildPath\s+)?["']?([^\s"'()]+)["']?\s*\)`)

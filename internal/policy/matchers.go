@@ -38,7 +38,7 @@ var matcherTable = map[string][]matcher{
 	"sysrc": {matchServiceStop}, "nginx": {matchServiceStop}, "openresty": {matchServiceStop}, "angie": {matchServiceStop},
 	"pm2": {matchServiceStop}, "apachectl": {matchServiceStop}, "apache2ctl": {matchServiceStop}, "forever": {matchServiceStop}, "caddy": {matchServiceStop},
 	"gitlab-ctl": {matchServiceStop}, "monit": {matchServiceStop}, "postfix": {matchServiceStop}, "dovecot": {matchServiceStop},
-	"pg_ctl": {matchServiceStop}, "pg_ctlcluster": {matchServiceStop}, "pumactl": {matchServiceStop}, "ghost": {matchServiceStop},
+	"pumactl": {matchServiceStop}, "ghost": {matchServiceStop},
 	"rabbitmqctl": {matchServiceStop}, "catalina.sh": {matchServiceStop}, "varnishadm": {matchServiceStop},
 	// permissions and privilege
 	"chmod": {matchChmod}, "chown": {matchChmod}, "chgrp": {matchChmod}, "setfacl": {matchChmod},
@@ -95,6 +95,9 @@ func addPackMatchers() {
 		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchEnvFileShare)
 	}
 	matcherTable["find"] = append(slices.Clip(matcherTable["find"]), matchFindCredentials)
+	for name := range alsoGeneric {
+		matcherTable[name] = append(slices.Clip(matcherTable[name]), matchPacksAny) // also_generic: the generic verbs too
+	}
 	for name, tools := range packTools {
 		if slices.ContainsFunc(tools, func(t *packTool) bool { return t.pack == "windows" }) {
 			matcherTable[name] = append(slices.Clip(matcherTable[name]), matchWindowsDeletes)

@@ -129,6 +129,10 @@ type packTool struct {
 	lang     lang
 	generic  bool // names: ["*"] or ["**"]
 	Exec     bool `yaml:"exec"`
+	// AlsoGeneric keeps the generic tools judging the program the entry
+	// names (verbs such as purge, clear or self-destruct the entry does not
+	// list), as they judge a program no table knows.
+	AlsoGeneric bool `yaml:"also_generic"`
 	// Runs are command paths after which the remaining words are a
 	// command the tool runs ("" for the first operand: npx TOOL ...,
 	// "exec *" for docker exec CONTAINER TOOL ...): it is judged too.
@@ -286,6 +290,19 @@ func matchWord(pattern, word string) bool {
 	switch {
 	case pattern == "*":
 		return true
+	case strings.Count(pattern, "*") > 1 && strings.Contains(pattern, ":"):
+		// d*:d*:d*: each colon-separated part on its own (Symfony's
+		// doc:dat:drop is doctrine:database:drop)
+		ps, ws := strings.Split(pattern, ":"), strings.Split(word, ":")
+		if len(ps) != len(ws) {
+			return false
+		}
+		for i := range ps {
+			if !matchWord(ps[i], ws[i]) {
+				return false
+			}
+		}
+		return true
 	case strings.HasSuffix(pattern, "*") && strings.HasPrefix(pattern, "*"):
 		return strings.Contains(word, strings.Trim(pattern, "*"))
 	case strings.HasSuffix(pattern, "*"):
@@ -319,6 +336,9 @@ var (
 	// not (names: ["**"]): shapes that mean the same whatever the tool
 	// (a token created and printed, SQL that drops a table in an option).
 	packEvery []*packTool
+	// alsoGeneric are the programs the generic tools judge though a pack
+	// names them (also_generic).
+	alsoGeneric = map[string]bool{}
 )
 
 func init() {
@@ -346,6 +366,9 @@ func init() {
 					continue
 				}
 				packTools[n] = append(packTools[n], t)
+				if t.AlsoGeneric {
+					alsoGeneric[n] = true
+				}
 			}
 			for k := range t.Rules {
 				r := &t.Rules[k]
@@ -658,7 +681,7 @@ func projectProgram(prog string) bool {
 // bare command name (not a script or a path: ./deploy.sh destroy is the
 // project's own), that the detector does not otherwise know.
 func genericProgram(name string) bool {
-	return len(packAny) > 0 && plainName(name) && !knownProgram(name)
+	return len(packAny) > 0 && plainName(name) && (!knownProgram(name) || alsoGeneric[name])
 }
 
 // plainName reports a program named by a word the generic rules read: not
@@ -1909,8 +1932,9 @@ var (
 	psConcatVar = regexp.MustCompile(`"([^"` + "`" + `]*)"\s*\+\s*(\$(?:env:)?[A-Za-z_]\w*)\b`)
 	// cmdCaret is cmd's escape character before a character it does not
 	// need to escape: r^d /s /q runs rd.
-	// cmdQuiet is cmd's @ before a command (not echoed when it runs).
-	cmdQuiet = regexp.MustCompile(`(?i)(^|[\s&|(;])@((?:rd|rmdir|del|erase|echo|copy|xcopy|move|ren|rename|type|set|for|if|call|start|format|robocopy|takeown|icacls|reg|sc|net|net1|cmd|powershell|pwsh|attrib|cipher|vssadmin|wmic|bcdedit|schtasks|shutdown|taskkill|fsutil|diskpart|wevtutil|netsh|mklink|forfiles|cd|pushd)(?:\.exe)?\b)`)
+	// cmdQuiet is cmd's @ before a command at a statement's start (not
+	// echoed when it runs); elsewhere @ is PowerShell's (@p, @(...), @{}).
+	cmdQuiet = regexp.MustCompile(`(?i)(^|[&|(;\n"]\s*|\bdo\s+|\belse\s+|(?:^|\s)/[ck]\s+)@+`)
 	cmdCaret = regexp.MustCompile(`\^([A-Za-z0-9/\\:.%-])`)
 	// cmdSet is cmd's set NAME=VALUE, its value running to the next & or
 	// the end; cmdVarRef is a use of it, %NAME% or !NAME! (delayed), with
@@ -1961,20 +1985,21 @@ func psUnfold(s string) string {
 		s = psQuote.Replace(s) // ‘-WhatIf’ is a quoted string as '-WhatIf' is
 	}
 	if strings.Contains(s, "${") {
-		s = psProgramFilesX86(s)
+		s = psBracedEnv(s)
 	}
 	if !strings.ContainsAny(s, "`+&{=%^@") && !strings.Contains(s, "64") && !strings.Contains(s, " -") { // FromBase64String in any case
 		return s // nothing to unfold: the common case, no copy
 	}
-	if strings.Contains(s, "@") {
-		s = cmdQuiet.ReplaceAllString(s, "$1$2") // @rd /s /q C:\Users is rd /s /q C:\Users, not echoed
-	}
+
 	if low := strings.ToLower(s); strings.HasPrefix(low, "cmd ") || strings.HasPrefix(low, "cmd.exe ") || strings.HasPrefix(low, "/c ") ||
 		strings.HasPrefix(low, "/k ") || strings.HasPrefix(low, "/v") {
 		if strings.Contains(s, "^") {
 			s = cmdCaret.ReplaceAllString(s, "$1") // cmd's escape: r^d is rd
 		}
 		s = cmdSetVars(s)
+	}
+	if strings.Contains(s, "@") {
+		s = cmdQuiet.ReplaceAllString(s, "$1") // @rd /s /q C:\Users is rd /s /q C:\Users, not echoed
 	}
 	var b strings.Builder
 	inDouble := false // `n, `r, `t are control characters only in "..."; elsewhere a backtick keeps the next letter (-Fo`rce is -Force)
