@@ -286,6 +286,12 @@ func matchServiceStop(c *command, h *hits) {
 		return
 	case "pumactl":
 		ops, _ = operands(c.args, pumactlSpec)
+	case "uwsgi":
+		// uwsgi --stop PIDFILE: the running server exits
+		if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "--stop" || a.val == "--halt") }) {
+			h.add(ruleServiceStop, "uwsgi --stop")
+		}
+		return
 	case "gitlab-ctl", "monit", "postfix", "dovecot", "ghost", "rabbitmqctl", "catalina.sh", "varnishadm":
 		// their own options take values (postfix -c DIR stop, monit -c FILE
 		// stop): the verb is any operand
@@ -297,8 +303,9 @@ func matchServiceStop(c *command, h *hits) {
 		}
 		return
 	case "pm2":
-		// pm2 kill, pm2 stop|delete all: every application the daemon runs
-		if len(ops) > 0 && ops[0].lit && (ops[0].val == "kill" ||
+		// pm2 kill, pm2 stop|delete all: every application the daemon runs;
+		// pm2 unstartup: nothing starts them at boot any more
+		if len(ops) > 0 && ops[0].lit && (ops[0].val == "kill" || ops[0].val == "unstartup" ||
 			(ops[0].val == "stop" || ops[0].val == "delete" || ops[0].val == "del") && len(ops) > 1 && ops[1].lit && ops[1].val == "all") {
 			h.add(ruleServiceStop, "pm2 "+ops[0].val)
 		}

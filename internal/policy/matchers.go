@@ -38,7 +38,7 @@ var matcherTable = map[string][]matcher{
 	"sysrc": {matchServiceStop}, "nginx": {matchServiceStop}, "openresty": {matchServiceStop}, "angie": {matchServiceStop},
 	"pm2": {matchServiceStop}, "apachectl": {matchServiceStop}, "apache2ctl": {matchServiceStop}, "forever": {matchServiceStop}, "caddy": {matchServiceStop},
 	"gitlab-ctl": {matchServiceStop}, "monit": {matchServiceStop}, "postfix": {matchServiceStop}, "dovecot": {matchServiceStop},
-	"pumactl": {matchServiceStop}, "ghost": {matchServiceStop},
+	"pumactl": {matchServiceStop}, "uwsgi": {matchServiceStop}, "ghost": {matchServiceStop},
 	"rabbitmqctl": {matchServiceStop}, "catalina.sh": {matchServiceStop}, "varnishadm": {matchServiceStop},
 	// permissions and privilege
 	"chmod": {matchChmod}, "chown": {matchChmod}, "chgrp": {matchChmod}, "setfacl": {matchChmod},
