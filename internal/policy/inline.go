@@ -103,6 +103,11 @@ func (w *walker) inline(l lang, f *frame) {
 		// pack("H*", "726d...") is the text it decodes to
 		f = &frame{src: decoded, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
 	}
+	if decoded, ok := base64Calls(f.src); ok {
+		// os.system(base64.b64decode('cm0gLXJmIH4=').decode()) runs the
+		// literal it decodes to
+		f = &frame{src: decoded, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
+	}
 	if joined, ok := homeJoined(f.src); ok {
 		// os.homedir() + '/.bashrc' is the literal '~/.bashrc'
 		f = &frame{src: joined, shell: f.shell, via: f.via, parent: f, base: -1, depth: f.depth + 1}
@@ -158,6 +163,9 @@ func (w *walker) inline(l lang, f *frame) {
 				}
 				if len(in) == 0 {
 					in = litBefore(lits, masked, at)
+				}
+				if inlinePreview.MatchString(masked[region.start:region.end]) {
+					continue // FileUtils.rm_rf(x, noop: true): prints what it would do
 				}
 				w.inlinePath(f, call, in, sp)
 			}
@@ -336,6 +344,34 @@ func (w *walker) inlineHit(f *frame, before int, sp span, detail string) {
 	w.d.addHost(f, ruleInlineCode, detail, "", sp, hostOnly)
 }
 
+// base64Call is a call that decodes a base64 literal: Python's
+// base64.b64decode (and .decode()), node's Buffer.from(..., 'base64') and
+// atob, PHP's base64_decode, Ruby's Base64.decode64, Perl's decode_base64.
+var base64Call = regexp.MustCompile(`(?:\bbase64\.(?:b64decode|standard_b64decode|decodebytes)|\bb64decode|\bbase64_decode|\bBase64\.(?:decode64|strict_decode64)|\bdecode_base64|\batob)\(\s*b?(?:'([A-Za-z0-9+/=\s]+)'|"([A-Za-z0-9+/=\s]+)")\s*\)(?:\.decode\([^)]*\))?|\bBuffer\.from\(\s*(?:'([A-Za-z0-9+/=]+)'|"([A-Za-z0-9+/=]+)")\s*,\s*['"]base64['"]\s*\)(?:\.toString\([^)]*\))?`)
+
+// base64Calls writes each call that decodes a base64 literal as the
+// literal it decodes to, when that is plain text a quote can hold.
+func base64Calls(src string) (string, bool) {
+	if !strings.Contains(src, "64") && !strings.Contains(src, "atob") {
+		return "", false
+	}
+	out := base64Call.ReplaceAllStringFunc(src, func(m string) string {
+		g := base64Call.FindStringSubmatch(m)
+		text, ok := decodeBase64(strings.Join(strings.Fields(g[1]+g[2]+g[3]+g[4]), ""))
+		if !ok || !utf8.ValidString(text) || strings.ContainsAny(text, "\\\x00") {
+			return m
+		}
+		switch {
+		case !strings.Contains(text, "'"):
+			return "'" + text + "'"
+		case !strings.Contains(text, `"`) && !strings.Contains(text, "$"):
+			return `"` + text + `"`
+		}
+		return m
+	})
+	return out, out != src
+}
+
 // homeExpr is an interpreter's expression for the home directory.
 const homeExpr = `(?:require\(\s*['"](?:node:)?os['"]\s*\)\.homedir\(\)|\bos\.homedir\(\)|process\.env\.HOME\b|process\.env\[\s*['"]HOME['"]\s*\]|` +
 	`os\.environ\[\s*['"]HOME['"]\s*\]|os\.environ\.get\(\s*['"]HOME['"]\s*\)|os\.getenv\(\s*['"]HOME['"]\s*\)|os\.path\.expanduser\(\s*['"]~['"]\s*\)|` +
@@ -348,6 +384,13 @@ var homeJoins = []*regexp.Regexp{
 	regexp.MustCompile(`(?:path\.join|os\.path\.join|File\.join|path\.resolve|Join-Path)\(\s*` + homeExpr + `\s*,\s*(['"])([^'"\n]+)['"]\s*\)`),
 	regexp.MustCompile(homeExpr + `\s*/\s*(['"])([^'"\n]+)['"]`),
 }
+
+// inlinePreview is an option of a delete call that only reports what it
+// would delete (Ruby's FileUtils noop:, dry_run).
+var inlinePreview = regexp.MustCompile(`\b(noop|dry_run|dryRun)\s*(:|=>|=)\s*true\b`)
+
+// homeAlone is a home expression by itself.
+var homeAlone = regexp.MustCompile(homeExpr)
 
 // homeJoined writes a home expression joined with a literal path as the
 // literal ~/PATH, for the path judges to read.
@@ -362,6 +405,7 @@ func homeJoined(src string) (string, bool) {
 			return g[1] + "~/" + strings.TrimPrefix(g[2], "/") + g[1]
 		})
 	}
+	out = homeAlone.ReplaceAllString(out, "'~'") // fs.rmSync(os.homedir(), ...): the home itself
 	return out, out != src
 }
 

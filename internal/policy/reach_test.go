@@ -467,6 +467,13 @@ func TestSession28Forms(t *testing.T) {
 		{`parallel -S web1 --nonall 'uptime'`, ""},
 		{`screen -S prod -X stuff 'systemctl stop postgresql^M'`, "service-stop"},
 		{`screen -S prod -X stuff 'uptime^M'`, ""},
+		// base64 literals decoded inside interpreter code, the home by itself
+		{`python3 -c "import os,base64;os.system(base64.b64decode('cHl0ZXN0IC1xIHRlc3RzL3VuaXQ=').decode())"`, ""},
+		{`python3 -c "import os,base64;os.system(base64.b64decode('cm0gLXJmIH4=').decode())"`, "rm-root"},
+		{`php -r 'system(base64_decode("cm0gLXJmIH4="));'`, "rm-root"},
+		{`node -e "require('child_process').execSync(Buffer.from('bnB4IHRzYyAtLW5vRW1pdA==','base64').toString())"`, ""},
+		{`node -e "new Function(Buffer.from('cmVxdWlyZSgnZnMnKS5ybVN5bmMocmVxdWlyZSgnb3MnKS5ob21lZGlyKCksIHtyZWN1cnNpdmU6IHRydWV9KQ==', 'base64').toString())()"`, "inline-code"},
+		{`node -e "console.log(require('os').homedir())"`, ""},
 		// an audit's findings on the first versions
 		{`tootctl emoji purge`, "generic:resource-delete"},
 		{`tootctl self-destruct`, "apps:data-delete"},
