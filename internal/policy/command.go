@@ -20,7 +20,10 @@ type command struct {
 	links links  // symbolic links the script created earlier (see links.go)
 	tree  bool   // each operand stands for a whole tree (find -exec, xargs fed by find)
 	via   string // command-level nesting: "xargs", "find -exec"
-	priv  string // the privilege wrapper it runs under (sudo, doas), if any
+	// external: a wrapper ran it (command, env, sudo, nohup, xargs...),
+	// which finds a program, never a function the script defined
+	external bool
+	priv     string // the privilege wrapper it runs under (sudo, doas), if any
 	// privEnv: the privileged command gets an environment the script
 	// chose (sudo -E, sudo VAR=x, env VAR=x after sudo): APT_CONFIG,
 	// SYSTEMD_EDITOR and the like run code as root.
@@ -129,6 +132,7 @@ const (
 func unwrap(words []arg) (command, arg, unwrapStatus) {
 	var priv string
 	var afterPriv []arg // the words after the privilege wrapper's name
+	external := false
 	for len(words) > 0 {
 		w := words[0]
 		name, ok := programName(w)
@@ -144,7 +148,10 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			strip, ok = unwrapEnv, true
 		}
 		if !ok {
-			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))])}, w, runsProgram
+			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))]), external: external}, w, runsProgram
+		}
+		if name != "time" && name != "builtin" {
+			external = true
 		}
 		if privileged[name] && infoOnly(words[1:]) {
 			return command{}, w, runsNothing // sudo -V, pkexec --version: prints, runs nothing

@@ -474,6 +474,10 @@ func TestSession28Forms(t *testing.T) {
 		{`node -e "require('child_process').execSync(Buffer.from('bnB4IHRzYyAtLW5vRW1pdA==','base64').toString())"`, ""},
 		{`node -e "new Function(Buffer.from('cmVxdWlyZSgnZnMnKS5ybVN5bmMocmVxdWlyZSgnb3MnKS5ob21lZGlyKCksIHtyZWN1cnNpdmU6IHRydWV9KQ==', 'base64').toString())()"`, "inline-code"},
 		{`node -e "console.log(require('os').homedir())"`, ""},
+		// a wrapper runs the program, not a function of the same name
+		{`ls(){ command ls -1 "$@"; }; ls /etc/ssh`, ""},
+		{`rm(){ echo hi; }; command rm -rf ~`, "rm-root"},
+		{`f(){ rm -rf ~; }; time f`, "rm-root"},
 		// an audit's findings on the first versions
 		{`tootctl emoji purge`, "generic:resource-delete"},
 		{`tootctl self-destruct`, "apps:data-delete"},

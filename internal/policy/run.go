@@ -388,6 +388,9 @@ func wordCount(src, name string) int {
 // callFunc walks the body of a function the script defined, with the
 // call's arguments as positional parameters.
 func (w *walker) callFunc(c *command) {
+	if c.external {
+		return // command ls, sudo f: the program of that name, not the function
+	}
 	def, ok := w.env.funcs[c.name]
 	key := callKey(c)
 	if !ok || slices.Contains(w.stack, key) {
