@@ -381,13 +381,20 @@ const homeExpr = `(?:require\(\s*['"](?:node:)?os['"]\s*\)\.homedir\(\)|\bos\.ho
 // join call, and pathlib's /.
 var homeJoins = []*regexp.Regexp{
 	regexp.MustCompile(homeExpr + `\s*(?:\+|\.)\s*(['"])(/[^'"\n]*)['"]`),
-	regexp.MustCompile(`(?:path\.join|os\.path\.join|File\.join|path\.resolve|Join-Path)\(\s*` + homeExpr + `\s*,\s*(['"])([^'"\n]+)['"]\s*\)`),
+	regexp.MustCompile(`(?:path\.join|os\.path\.join|File\.join|path\.resolve|Join-Path)\(\s*` + homeExpr + `\s*,\s*(['"])([^'"\n]+)['"]\s*((?:,\s*['"][^'"\n]+['"]\s*)*)\)`),
 	regexp.MustCompile(homeExpr + `\s*/\s*(['"])([^'"\n]+)['"]`),
 }
 
 // inlinePreview is an option of a delete call that only reports what it
 // would delete (Ruby's FileUtils noop:, dry_run).
 var inlinePreview = regexp.MustCompile(`\b(noop|dry_run|dryRun)\s*(:|=>|=)\s*true\b`)
+
+// joinedLit is one more literal part of a join call.
+var joinedLit = regexp.MustCompile(`,\s*['"]([^'"\n]+)['"]`)
+
+// homeInJoin is a home expression first in a join call whose other parts
+// the rewrite did not spell out.
+var homeInJoin = regexp.MustCompile(`(?:path\.join|os\.path\.join|File\.join|path\.resolve|Join-Path)\(\s*` + homeExpr + `\s*,\s*[^'"\s]`)
 
 // homeAlone is a home expression by itself.
 var homeAlone = regexp.MustCompile(homeExpr)
@@ -402,10 +409,20 @@ func homeJoined(src string) (string, bool) {
 	for _, re := range homeJoins {
 		out = re.ReplaceAllStringFunc(out, func(m string) string {
 			g := re.FindStringSubmatch(m)
-			return g[1] + "~/" + strings.TrimPrefix(g[2], "/") + g[1]
+			p := "~/" + strings.TrimPrefix(g[2], "/")
+			if len(g) > 3 {
+				for _, part := range joinedLit.FindAllStringSubmatch(g[3], -1) {
+					p += "/" + strings.Trim(part[1], "/") // path.join(os.homedir(), '.config', 'app')
+				}
+			}
+			return g[1] + p + g[1]
 		})
 	}
-	out = homeAlone.ReplaceAllString(out, "'~'") // fs.rmSync(os.homedir(), ...): the home itself
+	if !homeInJoin.MatchString(out) {
+		// fs.rmSync(os.homedir(), ...): the home itself; not where a join
+		// with parts that are not literals follows (path.join(os.homedir(), name))
+		out = homeAlone.ReplaceAllString(out, "'~'")
+	}
 	return out, out != src
 }
 

@@ -106,8 +106,7 @@ func browserSecrets(rel string) bool {
 // systemCredentials are absolute credential files and directories.
 var systemCredentials = []string{
 	"/etc/shadow", "/etc/gshadow", "/etc/master.passwd", "/etc/security/opasswd", "/var/run/secrets", "/run/secrets",
-	"/etc/krb5.keytab",                    // the machine's Kerberos keys: anyone holding it is the machine to the domain
-	"/etc/opendkim/keys", "/etc/dkimkeys", // the mail domain's DKIM signing keys
+	"/etc/krb5.keytab", // the machine's Kerberos keys: anyone holding it is the machine to the domain
 	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
 	// private keys of the machine's TLS, VPN and certificate authorities
 	"/etc/ssl/private", "/etc/pki/tls/private", "/etc/wireguard", "/etc/letsencrypt/live", "/etc/letsencrypt/archive",

@@ -288,7 +288,9 @@ func matchServiceStop(c *command, h *hits) {
 		ops, _ = operands(c.args, pumactlSpec)
 	case "uwsgi":
 		// uwsgi --stop PIDFILE: the running server exits
-		if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "--stop" || a.val == "--halt") }) {
+		if slices.ContainsFunc(c.args, func(a arg) bool {
+			return a.lit && (a.val == "--stop" || a.val == "--halt" || strings.HasPrefix(a.val, "--stop="))
+		}) {
 			h.add(ruleServiceStop, "uwsgi --stop")
 		}
 		return

@@ -474,6 +474,14 @@ func TestSession28Forms(t *testing.T) {
 		{`node -e "require('child_process').execSync(Buffer.from('bnB4IHRzYyAtLW5vRW1pdA==','base64').toString())"`, ""},
 		{`node -e "new Function(Buffer.from('cmVxdWlyZSgnZnMnKS5ybVN5bmMocmVxdWlyZSgnb3MnKS5ob21lZGlyKCksIHtyZWN1cnNpdmU6IHRydWV9KQ==', 'base64').toString())()"`, "inline-code"},
 		{`node -e "console.log(require('os').homedir())"`, ""},
+		// the second audit's findings
+		{`node -e "const fs=require('fs'),os=require('os'),path=require('path'); fs.unlinkSync(path.join(os.homedir(), '.config', 'app', 'lock'))"`, ""},
+		{`node -e "const fs=require('fs'),os=require('os'),path=require('path'); fs.unlinkSync(path.join(os.homedir(), name))"`, ""},
+		{`hcp vault-secrets run --app shop -- npm start`, ""},
+		{`pwsh -c 'Set-Mailbox ceo -LitigationHoldEnabled 0'`, "windows:security-off"},
+		{`kadmin.local modprinc -requires_preauth svc_backup`, "secrets:secret-delete"},
+		{`git -C repo lfs migrate import --everything --include='*.zip'`, "git:history-rewrite"},
+		{`curl -X DELETE localhost:2019/config/apps`, "data:index-delete"},
 		// a wrapper runs the program, not a function of the same name
 		{`ls(){ command ls -1 "$@"; }; ls /etc/ssh`, ""},
 		{`rm(){ echo hi; }; command rm -rf ~`, "rm-root"},
