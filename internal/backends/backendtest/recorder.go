@@ -3,6 +3,7 @@ package backendtest
 import (
 	"bufio"
 	"bytes"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,7 +140,23 @@ func awaitReturn(t *testing.T, done <-chan outcome, deadline time.Time) outcome 
 	case o := <-done:
 		return o
 	case <-timer.C:
-		t.Fatalf("Run did not return by its deadline")
+		t.Fatalf("Run did not return by its deadline; where the backend's goroutines are:\n%s", backendStacks())
 		return outcome{}
 	}
+}
+
+// backendStacks is the stacks of the goroutines running a backend's code,
+// for a test that found Run stuck: they say which engine call or wait it
+// is in.
+func backendStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var b strings.Builder
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "/internal/backends/") && !strings.Contains(g, "backendtest.awaitReturn") {
+			b.WriteString(g)
+			b.WriteString("\n\n")
+		}
+	}
+	return b.String()
 }

@@ -136,6 +136,7 @@ type Docker struct {
 	cleanups sync.WaitGroup      // leftover kills after session jobs
 	pulls    puller
 	pools    *pools // warm pools (pool.go)
+	procRoot string // where the engine's processes are seen; "" is /proc (initReady)
 }
 
 // New checks cfg and connects (lazily: the first call dials).

@@ -209,23 +209,27 @@ func outcome(ctx context.Context, res backends.Result, stopped bool, copyErr err
 var ErrOOM = errors.New("oom: out of memory")
 
 // initSettle is how long after its start a container may still lose a
-// SIGTERM: its PID 1 (runc's init, then docker-init) has no handler for
-// the first moments, and a PID 1 without one ignores the signal. stop
-// sends SIGTERM again once a container that young is initSettle old.
+// SIGTERM when the worker cannot watch its init (see initReady): its PID 1
+// (runc's init, then docker-init) has no handler for the first moments,
+// and a PID 1 without one ignores the signal. stop then sends SIGTERM
+// again once a container that young is initSettle old.
 const initSettle = time.Second
 
 // stop sends SIGTERM to the container (its PID 1; the kernel kills the rest
 // of its PID namespace with it), then SIGKILL after grace, and waits for
 // the exit. started is when the container started, or zero for one that
-// has run for a while (see initSettle).
+// has run for a while. A young container's SIGTERM waits for its init to
+// be ready (initReady), or is sent again at initSettle when the worker
+// cannot tell.
 func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, started time.Time, wait client.ContainerWaitResult) (container.WaitResponse, error) {
 	term := func() { _, _ = d.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGTERM"}) }
-	term()
+	begun := time.Now()
 	var again <-chan time.Time
-	if age := time.Since(started); age < initSettle {
+	if age := time.Since(started); age < initWatch && !d.initReady(ctx, id, min(grace, initWatch-age)) && age < initSettle {
 		again = time.After(initSettle - age)
 	}
-	t := time.NewTimer(grace)
+	term()
+	t := time.NewTimer(grace - time.Since(begun))
 	defer t.Stop()
 	for killed := false; !killed; {
 		select {
