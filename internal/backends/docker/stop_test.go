@@ -90,7 +90,7 @@ func (e *watchedEngine) ContainerStart(ctx context.Context, id string, o client.
 func (e *watchedEngine) ContainerKill(ctx context.Context, id string, o client.ContainerKillOptions) (client.ContainerKillResult, error) {
 	if o.Signal == "SIGTERM" {
 		ready := false
-		if info, err := e.engine.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil {
+		if info, err := e.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && info.Container.State != nil {
 			pid := strconv.Itoa(info.Container.State.Pid)
 			b, err := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
 			ready = err == nil && len(strings.TrimSpace(string(b))) > 0
