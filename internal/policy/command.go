@@ -663,12 +663,34 @@ func runuser(args []arg) ([]arg, bool) {
 	return rest, true
 }
 
+// envAssign is a NAME=VALUE word as written, its value not a literal.
+var envAssign = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=(.*)$`)
+
+// envAssignKeepsPath reports a NAME=VALUE word whose value is only known
+// at run time, for any NAME but PATH, or PATH set to itself
+// (env -i PATH="$PATH" HOME="$HOME" npm test): an assignment, which does
+// not change which program runs.
+func envAssignKeepsPath(src string) bool {
+	m := envAssign.FindStringSubmatch(src)
+	if m == nil {
+		return false
+	}
+	if m[1] != "PATH" {
+		return true
+	}
+	switch m[2] {
+	case "$PATH", "${PATH}", `"$PATH"`, `"${PATH}"`:
+		return true
+	}
+	return false
+}
+
 // unwrapEnv strips env's options and NAME=VALUE words. With -S (split
 // string) the string is split into words the way a shell would and those
 // words lead the command.
 func unwrapEnv(args []arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
-	for len(rest) > 0 && rest[0].lit && strings.Contains(rest[0].val, "=") {
+	for len(rest) > 0 && (rest[0].lit && strings.Contains(rest[0].val, "=") || envAssignKeepsPath(rest[0].src)) {
 		rest = rest[1:]
 	}
 	for _, o := range opts {

@@ -17,8 +17,7 @@ const maxInputs = 32
 // judged as whole trees); otherwise the command is judged with one
 // argument the detector cannot resolve.
 func (w *walker) xargs(c *command) {
-	rest, opts := skipOptions(c.args, optSpec{short: "adEILnPs", long: []string{
-		"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}})
+	rest, opts := skipOptions(c.args, xargsSpec)
 	replace := ""
 	in := c.stdin
 	for _, o := range opts {
@@ -44,6 +43,16 @@ func (w *walker) xargs(c *command) {
 	}
 	inputs, tree := stdinWords(in, replace != "")
 	w.runWith(rest, inputs, replace, c, "xargs", tree)
+}
+
+// xargsSpec is xargs' options that take a value.
+var xargsSpec = optSpec{short: "adEILnPs", long: []string{
+	"arg-file", "delimiter", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}}
+
+// xargsOptions is the options xargs was given, before its command.
+func xargsOptions(args []arg) []option {
+	_, opts := skipOptions(args, xargsSpec)
+	return opts
 }
 
 // stdinWords returns the arguments a stream supplies to xargs or parallel:

@@ -290,16 +290,29 @@ func downloadOutputs(c *command) []arg {
 	return outs
 }
 
-// loadsDownload reports a kernel module loaded from a file the script
-// downloaded (curl -o m.ko URL && insmod m.ko): code from the network run
-// in the kernel.
+// loadsDownload reports a kernel module, or a Windows library or
+// installer, loaded from a file the script downloaded (curl -o m.ko URL
+// && insmod m.ko; curl -o h.dll URL && rundll32 h.dll,Start): code from
+// the network run.
 func (w *walker) loadsDownload(c *command) {
-	if c.name != "insmod" && c.name != "modprobe" && c.name != "kldload" {
+	what := ""
+	switch strings.TrimSuffix(strings.ToLower(c.name), ".exe") {
+	case "insmod", "modprobe", "kldload":
+		what = "a kernel module"
+	case "rundll32", "regsvr32", "regsvcs", "regasm", "installutil", "msiexec", "mshta", "cscript", "wscript", "odbcconf":
+		// Windows' loaders: rundll32 FILE.dll,Entry, msiexec /i FILE.msi
+		what = "a library or installer"
+	default:
 		return
 	}
 	for _, a := range c.args {
+		if a.lit {
+			if file, _, ok := strings.Cut(a.val, ","); ok && what != "a kernel module" {
+				a.val = file // rundll32 helper.dll,Start
+			}
+		}
 		if f, ok := w.writtenScript(a); ok && f.s.taint&taintDownload != 0 {
-			w.d.add(w.f, rulePipeToShell, c.name+" "+quoteDetail(a.val)+": loads a kernel module downloaded from the network", c.via, c.sp)
+			w.d.add(w.f, rulePipeToShell, c.name+" "+quoteDetail(a.val)+": loads "+what+" downloaded from the network", c.via, c.sp)
 			return
 		}
 	}

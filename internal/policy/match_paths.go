@@ -320,6 +320,7 @@ var credentialReaders = []string{
 	"s5cmd", "azcopy", "buildkite-agent", "oci", "swift", "ossutil", "coscmd",
 	"gh",               // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
 	"hdiutil", "ditto", // macOS: a disk image or an archive of a folder (hdiutil create -srcfolder ~/.ssh)
+	"xargs", // xargs -a FILE: the file's words are the arguments of the command it runs
 }
 
 // netSenders are the programs that send what they are given (on stdin, in
@@ -489,6 +490,16 @@ func matchCredentialRead(c *command, h *hits) {
 	}
 	if c.name == "tar" {
 		args = tarOperands(args)
+	}
+	if c.name == "xargs" {
+		// only the file it reads its arguments from: the command it runs
+		// is judged as itself
+		args = nil
+		for _, o := range xargsOptions(c.args) {
+			if o.name == "a" || o.name == "arg-file" {
+				args = append(args, o.value)
+			}
+		}
 	}
 	if c.name == "cp" || c.name == "install" {
 		if ops, _ := operands(args, optSpec{short: "tSm", long: []string{"target-directory", "suffix", "mode"}}); len(ops) > 1 {

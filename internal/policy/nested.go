@@ -373,14 +373,17 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 		switch l {
 		case langShell:
 			f.shell = w.scriptShell(c)
-			e := w.env
+			e, cond := w.env, w.cond
 			if !shared {
-				e = e.clone()
+				// A shell of its own: its assignments hold for the rest
+				// of its script, whatever context started it (echo 'x=ls;
+				// $x' | sh runs ls), and none reaches this one.
+				e, cond = e.clone(), 0
 				if params != nil {
 					e.setArgs(params)
 				}
 			}
-			w.d.script(f, e, w.cond, w.inherited(c, src))
+			w.d.script(f, e, cond, w.inherited(c, src))
 		case langSQL:
 			w.sql(f, c.name)
 		default:

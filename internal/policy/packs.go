@@ -122,6 +122,12 @@ type packTool struct {
 	// against ScriptRe (printf 'x:\n\tCMD' > Makefile && make x).
 	ScriptFile    []string `yaml:"script_file"`
 	ScriptDefault []string `yaml:"script_default"`
+	// ScriptSubst are [regexp, replacement] pairs applied, in order, to
+	// each script ScriptRe finds before it is judged: the tool's own
+	// expansions written as the shell's (make's $$ is $; tox's
+	// {env:HOME} is $HOME).
+	ScriptSubst [][]string `yaml:"script_subst"`
+	scriptSubst []scriptSubst
 	// Lang is the language of the Script options' values when it is not
 	// the shell's: ruby (rake -e), python, perl, node, php, lua or awk.
 	Lang     string `yaml:"lang"`
@@ -476,6 +482,16 @@ func (p *pack) compile() error {
 				return fmt.Errorf("%s.script_re: %w", field, err)
 			}
 			t.scriptRe = re
+		}
+		for j, p := range t.ScriptSubst {
+			if len(p) != 2 || t.scriptRe == nil {
+				return fmt.Errorf("%s.script_subst[%d]: want [regexp, replacement], with script_re", field, j)
+			}
+			re, err := regexp.Compile(p[0])
+			if err != nil {
+				return fmt.Errorf("%s.script_subst[%d]: %w", field, j, err)
+			}
+			t.scriptSubst = append(t.scriptSubst, scriptSubst{re, p[1]})
 		}
 		if t.ScriptDynamic != "" {
 			if t.scriptRe == nil {
@@ -1810,6 +1826,9 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 				break
 			}
 		}
+		for _, r := range t.scriptSubst {
+			script = r.re.ReplaceAllString(script, r.to)
+		}
 		if strings.TrimSpace(script) == "" {
 			continue
 		}
@@ -2233,6 +2252,12 @@ func decodeUTF16Base64(s string) (string, bool) {
 		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
 	}
 	return string(utf16.Decode(u)), true
+}
+
+// scriptSubst is one of a tool's ScriptSubst pairs, compiled.
+type scriptSubst struct {
+	re *regexp.Regexp
+	to string
 }
 
 // scriptFiles judges the recipe file a tool reads (ScriptFile, else

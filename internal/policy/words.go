@@ -332,9 +332,19 @@ func (x *expander) each(f func(*partial)) {
 	}
 }
 
-// param expands $name, ${name} and the default-value forms; anything else
-// (indirection, length, arrays, pattern edits) is unknown.
+// param expands $name, ${name}, the default-value forms and ${!name}
+// when name holds one known variable name; anything else (length, arrays,
+// pattern edits) is unknown.
 func (x *expander) param(p *syntax.ParamExp, quoted bool) {
+	if p.Excl && p.Param != nil && p.Names == 0 && p.Index == nil {
+		// bash's indirection: v=HOME; ${!v} is $HOME
+		if v := x.w.env.get(p.Param.Value); !v.unknown && len(v.vals) == 1 && isName(v.vals[0]) {
+			q := *p
+			q.Excl, q.Param = false, &syntax.Lit{ValuePos: p.Param.ValuePos, ValueEnd: p.Param.ValueEnd, Value: v.vals[0]}
+			x.param(&q, quoted)
+			return
+		}
+	}
 	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil ||
 		p.Slice != nil || p.Repl != nil || p.Names != 0 || len(p.Modifiers) > 0 ||
 		p.NestedParam != nil || p.Flags != nil {
