@@ -17,6 +17,8 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	name := a.Name.Value
 	v := known("")
 	switch {
+	case a.Array != nil && a.Index == nil && !a.Append:
+		v = w.arrayValue(a.Array)
 	case a.Array != nil || a.Index != nil:
 		v = unknownValue
 	case a.Value != nil:
@@ -43,6 +45,51 @@ func (w *walker) assign(a *syntax.Assign, cond bool, sp span) {
 	}
 	w.setVar(name, v, cond)
 	w.historyVar(name, v, sp)
+}
+
+// arrayValue is the value of an array assigned a list of words each of
+// which is one literal (a=(rm -rf "./dist")): its elements. An index, an
+// expansion or a glob, which may give any number of words, makes it
+// unknown.
+func (w *walker) arrayValue(arr *syntax.ArrayExpr) value {
+	v := value{array: true, vals: []string{""}}
+	for _, e := range arr.Elems {
+		if e.Index != nil || e.Value == nil || !oneLiteralWord(e.Value) {
+			return unknownValue
+		}
+		alts := w.value(e.Value)
+		if len(alts) != 1 || !alts[0].lit {
+			return unknownValue
+		}
+		v.elems = append(v.elems, alts[0].val)
+	}
+	if len(v.elems) > 0 {
+		v.vals[0] = v.elems[0]
+	}
+	return v
+}
+
+// oneLiteralWord reports a word of literal text and quoted strings only:
+// it expands to exactly one word.
+func oneLiteralWord(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[") {
+				return false
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // setVar records an assignment (cond: it may not persist). On the right

@@ -31,6 +31,11 @@ type value struct {
 	// ...)), the resource that create made: the value is its ID. Any
 	// other assignment, conditional or appending, gives a value without it.
 	id *created
+	// elems is, for an array assigned a list of literal words (a=(rm -rf
+	// ./dist)), its elements; vals then holds the first, what $a gives.
+	// Any other assignment gives a value without them.
+	elems []string
+	array bool
 }
 
 func known(vals ...string) value { return value{vals: vals} }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -81,6 +82,10 @@ type arg struct {
 	// Reason never carries a variable's value.
 	src      string
 	expanded bool
+	// home says a leading ~ in val is the home directory, however the
+	// word was split: an array element a tilde was expanded in when the
+	// array was assigned (a=(rm -rf ~/.ssh); "${a[@]}").
+	home bool
 }
 
 // partial is one alternative expansion of a word in progress.
@@ -93,6 +98,7 @@ type partial struct {
 	chosen   map[string]string // the value picked for each variable expanded so far
 	known    int               // cur[known:] is known text after the last unknown part
 	expanded bool              // a variable or substitution contributed to cur
+	home     bool              // cur's leading ~ is the home (see arg.home)
 	d        *detector         // charged for the text cur grows by
 }
 
@@ -100,7 +106,7 @@ func newPartial(d *detector) *partial { return &partial{lit: true, d: d} }
 
 func (p *partial) clone() *partial {
 	p.d.charge(1, p.cur.Len()+argBytes*len(p.fields))
-	c := &partial{fields: append([]arg(nil), p.fields...), lit: p.lit, taint: p.taint, has: p.has, known: p.known, expanded: p.expanded, d: p.d}
+	c := &partial{fields: append([]arg(nil), p.fields...), lit: p.lit, taint: p.taint, has: p.has, known: p.known, expanded: p.expanded, home: p.home, d: p.d}
 	c.cur.WriteString(p.cur.String())
 	if p.chosen != nil {
 		c.chosen = make(map[string]string, len(p.chosen)+1)
@@ -136,13 +142,13 @@ func (p *partial) finish() {
 		return
 	}
 	p.d.charge(1, argBytes)
-	a := arg{val: p.cur.String(), lit: p.lit, taint: p.taint, expanded: p.expanded}
+	a := arg{val: p.cur.String(), lit: p.lit, taint: p.taint, expanded: p.expanded, home: p.home}
 	if !p.lit {
 		a.tail = a.val[p.known:]
 	}
 	p.fields = append(p.fields, a)
 	p.cur.Reset()
-	p.lit, p.taint, p.has, p.known, p.expanded = true, 0, false, 0, false
+	p.lit, p.taint, p.has, p.known, p.expanded, p.home = true, 0, false, 0, false, false
 }
 
 func (p *partial) unknown(t taint) {
@@ -195,7 +201,7 @@ func (w *walker) expandWords(word *syntax.Word, words []*syntax.Word) [][]arg {
 			for _, p := range x.alts {
 				p.finish()
 				for j := range p.fields {
-					if strings.HasPrefix(p.fields[j].val, "~") && (j > 0 || literalTilde(bw)) {
+					if strings.HasPrefix(p.fields[j].val, "~") && (j > 0 && !p.fields[j].home || literalTilde(bw)) {
 						p.fields[j].val = "./" + p.fields[j].val // a directory named ~, not the home
 					}
 				}
@@ -344,6 +350,10 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 			x.param(&q, quoted)
 			return
 		}
+	}
+	if v, sep, ok := x.arrayElems(p, quoted); ok {
+		x.words(v, sep, true)
+		return
 	}
 	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil ||
 		p.Slice != nil || p.Repl != nil || p.Names != 0 || len(p.Modifiers) > 0 ||
@@ -550,6 +560,41 @@ func (x *expander) positional(separate bool) {
 	if len(args) > 0 {
 		args = args[1:] // $@ starts at $1
 	}
+	x.words(args, separate, false)
+}
+
+// arrayElems returns the elements ${a[@]}, ${a[*]} or ${a[N]} gives, of
+// an array whose elements are known (see arrayValue); separate says each
+// is a word of its own ("${a[@]}").
+func (x *expander) arrayElems(p *syntax.ParamExp, quoted bool) (elems []string, separate, ok bool) {
+	if p.Index == nil || p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Slice != nil || p.Repl != nil ||
+		p.Names != 0 || len(p.Modifiers) > 0 || p.NestedParam != nil || p.Flags != nil || p.Exp != nil {
+		return nil, false, false
+	}
+	v := x.w.env.get(p.Param.Value)
+	idx, isWord := p.Index.(*syntax.Word)
+	if !v.array || v.unknown || !isWord {
+		return nil, false, false
+	}
+	switch lit := idx.Lit(); lit {
+	case "@", "*":
+		return v.elems, quoted && lit == "@", true
+	default:
+		i, err := strconv.Atoi(lit)
+		if err != nil || i < 0 {
+			return nil, false, false
+		}
+		if i >= len(v.elems) {
+			return []string{""}, false, true
+		}
+		return v.elems[i : i+1], false, true
+	}
+}
+
+// words adds args to every alternative: as separate words ("$@"), or
+// joined by spaces and split as an unquoted expansion is. home says a
+// leading ~ in an arg is the home (see arg.home).
+func (x *expander) words(args []string, separate, home bool) {
 	x.each(func(a *partial) {
 		for i, s := range args {
 			if separate {
@@ -557,10 +602,14 @@ func (x *expander) positional(separate bool) {
 					a.finish()
 				}
 				a.add(s, false, "")
+				a.home = home && strings.HasPrefix(s, "~")
 				continue
 			}
 			if i > 0 {
 				a.add(" ", true, " ")
+			}
+			if a.cur.Len() == 0 {
+				a.home = home && strings.HasPrefix(s, "~")
 			}
 			a.add(s, true, x.ifs)
 		}
