@@ -25,12 +25,15 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "sgdisk":
-		if lists("P", "pretend") || onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "h", "help", "V", "version", "b", "backup") { // -P: nothing is written
+		if lists("P", "pretend") || onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "h", "help", "V", "version", "b", "backup", "backup-file") { // --backup is read as backup-file's prefix // -P: nothing is written
 			return
 		}
 	case "parted":
 		if lists("l", "list", "h", "help", "v", "version") {
 			return
+		}
+		if len(ops) > 1 && len(ops) <= 4 && ops[1].lit && ops[1].val == "align-check" {
+			return // parted DEV align-check optimal N: checks, writes nothing
 		}
 		if len(ops) > 1 && onlyWords(ops[1:], "print", "p", "unit", "s", "B", "MB", "GB", "MiB", "GiB", "%", "free", "all", "chs", "compact", "cyl") {
 			return

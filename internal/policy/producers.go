@@ -187,10 +187,24 @@ func produce(c *command) stream {
 	if readsEnvFile(c) {
 		out.taint |= taintEnvFile
 	}
-	if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && sqlGenerator.MatchString(a.val) }) {
+	if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && sqlGenerator.MatchString(a.val) }) || printsFlushSQL(c) {
 		out.taint |= taintSQLGen
 	}
 	return out
+}
+
+// printsFlushSQL reports Django's sqlflush, which prints the statements
+// that empty every table (manage.py sqlflush | manage.py dbshell runs them).
+func printsFlushSQL(c *command) bool {
+	if c.name != "manage.py" && c.name != "django-admin" && !strings.HasPrefix(c.name, "python") {
+		return false
+	}
+	for i, a := range c.args {
+		if a.lit && a.val == "sqlflush" {
+			return c.name != "python" && !strings.HasPrefix(c.name, "python") || i > 0 && path.Base(c.args[i-1].val) == "manage.py"
+		}
+	}
+	return false
 }
 
 // sqlGenerator is destructive SQL written into a string a query or script

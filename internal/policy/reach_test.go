@@ -567,6 +567,19 @@ func TestSession29Forms(t *testing.T) {
 		{`cmd /c "copy %USERPROFILE%\.kube\config %USERPROFILE%\.kube\config.bak"`, ""},
 		{`cmd /c "copy %USERPROFILE%\.kube\config %USERPROFILE%\.kube\config.bak & type %USERPROFILE%\.kube\config.bak"`, "windows:credential-read"},
 		{`pwsh -c 'Copy-Item $HOME\.kube\config C:\tmp\.kube\config.bak'`, "windows:credential-read"},
+		// partition tools' read-only modes
+		{`sgdisk --backup=./backups/sdb-gpt.bin /dev/sdb`, ""},
+		{`parted /dev/sdb align-check optimal 1`, ""},
+		{`parted /dev/sdb align-check opt 1 rm 1`, "mkfs"},
+		// generated flush SQL, migrations to zero, services stopped, passwords reset
+		{`python manage.py sqlflush | python manage.py dbshell`, "apps:db-shell"},
+		{`python manage.py sqlflush > flush.sql`, ""},
+		{`python manage.py dumpdata | python manage.py dbshell`, ""},
+		{`dotnet ef database update 0`, "data:schema-reset"},
+		{`dotnet ef database update AddOrders`, ""},
+		{`mc admin service stop local`, "cloud:service-stop"},
+		{`mc admin service restart local`, ""},
+		{`RAILS_ENV=production bin/tootctl accounts modify alice --reset-password`, "apps:security-off"},
 		// Meilisearch: every document of an index
 		{`curl -X DELETE http://localhost:7700/indexes/movies/documents`, "data:index-delete"},
 		{`curl -X DELETE http://localhost:7700/indexes/movies/documents/42`, ""},
