@@ -323,6 +323,13 @@ var credentialReaders = []string{
 	"xargs", // xargs -a FILE: the file's words are the arguments of the command it runs
 }
 
+// secretPrinters are the credentialReaders whose output is what they
+// read (not an archive, a copy or a transfer).
+var secretPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "tail": true, "less": true, "more": true, "nl": true,
+	"xxd": true, "od": true, "hexdump": true, "hd": true, "base64": true, "base32": true, "basenc": true, "strings": true, "grep": true,
+	"egrep": true, "fgrep": true, "rg": true, "ag": true, "awk": true, "gawk": true, "mawk": true, "nawk": true, "sed": true, "sort": true,
+	"uniq": true, "cut": true, "paste": true, "jq": true, "yq": true, "bat": true, "batcat": true, "column": true, "fold": true, "rev": true, "tr": true}
+
 // netSenders are the programs that send what they are given (on stdin, in
 // their arguments, in a host name they look up) over the network.
 var netSenders = []string{
@@ -516,6 +523,14 @@ func matchCredentialRead(c *command, h *hits) {
 		return // grep -c, -l, -q print counts, file names or nothing; jq 'keys' the names only
 	}
 	args = withoutCredentialUses(c.name, args)
+	if !c.captured && secretPrinters[c.name] {
+		for _, a := range args {
+			if f, ok := c.files[fileKey(a.val)]; a.lit && ok && f.s.taint&taintPulled != 0 {
+				h.add(ruleCredentialRead, c.name+" prints the secret store's values written to "+quoteDetail(a.val))
+				return
+			}
+		}
+	}
 	for _, a := range args {
 		if !a.lit && runtimeAuth.MatchString(a.src) {
 			h.add(ruleCredentialRead, c.name+" reads credentials "+quoteDetail(a.src))

@@ -64,6 +64,10 @@ const (
 	// a filter that picks their values prints them.
 	taintKeyList
 	taintVarList
+	// taintPulled is a secret store's values a CLI wrote to a file (vercel
+	// env pull FILE, op inject -o FILE, sops -d --output FILE): printed,
+	// the store's values reach the job's output.
+	taintPulled
 )
 
 // arg is one word of a command after expansion and quote removal.
