@@ -590,6 +590,14 @@ func TestSession29Forms(t *testing.T) {
 		{`vercel env pull .env.local && npm run dev`, ""},
 		{`vercel env pull .env.local && grep -c . .env.local`, ""},
 		{`cat .env.local`, ""}, // the project's own file, read where it is
+		// SDelete: free space wiped; a temporary or project folder is the job's own
+		{`sdelete -accepteula -z 'D:'`, "windows:disk-wipe"},
+		{`cmd /c "sdelete -accepteula -p 1 -s %TEMP%\shop-export"`, ""},
+		{`sdelete -p 1 -s .\build`, ""},
+		{`sdelete -p 1 -s ..\other`, "windows:tree-delete"},
+		{`sdelete -s -q C:\Users\dev`, "windows:tree-delete"},
+		// Azure's Owner role granted through the REST API
+		{`az rest --method put --url "https://management.azure.com/subscriptions/$SUB/providers/Microsoft.Authorization/roleAssignments/$(uuidgen)?api-version=2022-04-01" --body '{"properties": {"roleDefinitionId": "/subscriptions/1/providers/Microsoft.Authorization/roleDefinitions/8e3af657-a8ff-443c-a75c-2fe8c4bcb635", "principalId": "2"}}'`, "api:admin-grant"},
 		// Meilisearch: every document of an index
 		{`curl -X DELETE http://localhost:7700/indexes/movies/documents`, "data:index-delete"},
 		{`curl -X DELETE http://localhost:7700/indexes/movies/documents/42`, ""},
