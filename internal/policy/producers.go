@@ -120,6 +120,24 @@ func produce(c *command) stream {
 			out.taint |= taintSecret
 			return out
 		}
+	case "ps":
+		// ps eww, ps auxe: BSD's e shows each process's environment
+		if slices.ContainsFunc(c.args, func(a arg) bool {
+			return a.lit && a.val != "" && a.val[0] != '-' && strings.Trim(a.val, "auxewwlfjsvmrTgcnhHSZ") == "" && strings.Contains(a.val, "e")
+		}) {
+			out := generated()
+			out.taint |= taintSecret
+			return out
+		}
+	case "docker", "podman", "nerdctl":
+		// docker inspect -f '{{json .Config.Env}}' CONTAINER: its
+		// environment, where its secrets are given
+		if len(c.args) > 0 && c.args[0].lit && (c.args[0].val == "inspect" || c.args[0].val == "container" && len(c.args) > 1 && c.args[1].val == "inspect") &&
+			slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && strings.Contains(a.val, ".Config.Env") }) {
+			out := generated()
+			out.taint |= taintSecret
+			return out
+		}
 	case "losetup":
 		// losetup -f --show FILE prints the loop device it attached FILE
 		// to: writing the device writes the file, so it stands for it

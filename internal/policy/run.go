@@ -41,6 +41,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	if printsToken(words) {
 		defer func() { out.taint |= taintToken }()
 	}
+	w.exportedFuncs(words, sp, via)
 	c, name, st := unwrap(words)
 	switch st {
 	case runsNothing:
@@ -115,12 +116,58 @@ func (w *walker) expandAlias(c *command, name, val string) {
 	w.env.expanding[name] = true
 	defer delete(w.env.expanding, name)
 	src := code{text: val, known: true, base: -1, anchor: c.sp.start}
-	if len(c.args) > 0 {
+	if written, ok := wordsAsWritten(c.args); ok {
+		// the shell replaces the name and reads the rest of the line as
+		// written: alias run='sh -c'; run "rm -rf ~" is sh -c "rm -rf ~"
+		src.text += " " + written
+	} else if len(c.args) > 0 {
 		rest := joinCode(c.args)
 		src.text += " " + rest.text
 		src.known, src.taint = rest.known, rest.taint
 	}
 	w.runCode(c, langShell, src, "alias "+name, c.sp, nil, true)
+}
+
+// bashFuncVar is an environment entry bash imports as a function
+// (BASH_FUNC_ls%%=() { ...; }, and the older BASH_FUNC_ls()=... form).
+var bashFuncVar = regexp.MustCompile(`^BASH_FUNC_[^=]*(%%|\(\))=\s*\(\)\s*\{(.*)\}\s*$`)
+
+// exportedFuncs judges the bodies of functions env hands to a bash it
+// starts (env 'BASH_FUNC_ls%%=() { rm -rf ~; }' bash -c ls): bash imports
+// each, and it runs in place of the program of that name.
+func (w *walker) exportedFuncs(words []arg, sp span, via string) {
+	if len(words) < 2 || !words[0].lit || exeName(path.Base(words[0].val)) != "env" {
+		return
+	}
+	for _, a := range words[1:] {
+		if !a.lit {
+			continue
+		}
+		if m := bashFuncVar.FindStringSubmatch(a.val); m != nil {
+			c := command{name: "env", via: via, sp: sp}
+			w.runCode(&c, langShell, code{text: m[2], known: true, base: -1, anchor: sp.start}, "env BASH_FUNC", sp, nil, false)
+		}
+	}
+}
+
+// wordsAsWritten joins the source of a command's words, each word once
+// (brace expansion gives several arguments of one word).
+func wordsAsWritten(args []arg) (string, bool) {
+	if len(args) == 0 {
+		return "", false
+	}
+	var parts []string
+	last := -1
+	for _, a := range args {
+		if a.src == "" || a.pos < 0 {
+			return "", false
+		}
+		if a.pos != last {
+			parts = append(parts, a.src)
+			last = a.pos
+		}
+	}
+	return strings.Join(parts, " "), true
 }
 
 // globProgramNames returns the program names a glob as a command's name
@@ -409,7 +456,7 @@ func (w *walker) callFunc(c *command) {
 	}
 	args, argsKnown := w.env.args, w.env.argsKnown
 	w.env.setArgs(positional(c.name, c.args))
-	fw := &walker{d: w.d, f: def.f, tree: def.tree, env: w.env, cond: w.cond + 1, stack: append(slices.Clone(w.stack), key)}
+	fw := &walker{d: w.d, f: def.f, tree: def.tree, env: w.env, cond: w.cond + 1, argsCond: w.cond + 1, stack: append(slices.Clone(w.stack), key)}
 	fw.stmt(def.decl.Body, c.stdin)
 	w.env.args, w.env.argsKnown = args, argsKnown
 }

@@ -179,6 +179,9 @@ func (w *walker) inputRedirects(s *syntax.Stmt, in stream) stream {
 				if a.lit && isProjectEnvFile(a.val) {
 					in.taint |= taintEnvFile
 				}
+				if a.lit && procEnviron.MatchString(a.val) {
+					in.taint |= taintSecret // tr '\0' '\n' < /proc/1/environ: a process's environment
+				}
 			}
 		}
 	}

@@ -23,10 +23,14 @@ type walker struct {
 	// prefix are the assignments written before the command being run
 	// (RAILS_ENV=test bin/rails db:reset): its environment, not the script's
 	prefix map[string]value
-	cond   int      // >0: what runs here may not run, or runs in a subshell
-	stack  []string // functions being walked at a call, against recursion
-	depth  int      // statements being walked, nested
-	out    int      // $(...) outputs being computed, nested
+	cond   int // >0: what runs here may not run, or runs in a subshell
+	// argsCond is cond where the positional parameters were set (a
+	// function's call, a script's start): set -- and shift at that
+	// level change them for sure.
+	argsCond int
+	stack    []string // functions being walked at a call, against recursion
+	depth    int      // statements being walked, nested
+	out      int      // $(...) outputs being computed, nested
 	// captured > 0: what runs here writes into a $(...) that is a word of
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
@@ -203,7 +207,13 @@ func (w *walker) stmt(s *syntax.Stmt, in stream) stream {
 		w.ifClause(c, false)
 	case *syntax.WhileClause:
 		w.cond++
-		w.stmts(c.Cond, stream{})
+		// the condition reads the loop's input (while read l): where it
+		// comes from, not its text, which the loop consumes line by line
+		cin := stream{}
+		if in.present {
+			cin = stream{present: true, taint: in.taint &^ taintProc, start: -1, base: -1}
+		}
+		w.stmts(c.Cond, cin)
 		w.stmts(c.Do, stream{})
 		w.cond--
 	case *syntax.ForClause:
