@@ -76,13 +76,16 @@ func oneLiteralWord(word *syntax.Word) bool {
 	for _, p := range word.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[") {
-				return false
+			if strings.ContainsAny(p.Value, "*?[{") {
+				return false // globs and brace expansion: any number of words
 			}
 		case *syntax.SglQuoted:
+			if strings.ContainsAny(p.Value, "*?[") {
+				return false // a pattern again once expanded unquoted
+			}
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
-				if _, ok := q.(*syntax.Lit); !ok {
+				if l, ok := q.(*syntax.Lit); !ok || strings.ContainsAny(l.Value, "*?[") {
 					return false
 				}
 			}
@@ -187,13 +190,20 @@ func (w *walker) decl(c *syntax.DeclClause, sp span) {
 		w.subst(a)
 	}
 	opaque := c.Variant != nil && c.Variant.Value == "nameref"
+	export := c.Variant != nil && c.Variant.Value == "export"
 	for _, a := range c.Args {
 		if a.Naked && a.Name == nil && a.Value != nil { // an option word such as -x or -a
 			opt := a.Value.Lit()
 			if strings.HasPrefix(opt, "-") && strings.ContainsAny(opt, "aAni") || !strings.HasPrefix(opt, "-") {
 				opaque = true
 			}
+			if strings.HasPrefix(opt, "-") && strings.Contains(opt, "x") {
+				export = true // declare -x
+			}
 			continue
+		}
+		if a.Name != nil && export {
+			w.env.export(a.Name.Value)
 		}
 		if a.Name == nil || a.Naked && a.Value == nil && a.Array == nil {
 			continue // export NAME: no new value
@@ -216,6 +226,9 @@ func (w *walker) declWords(words []*syntax.Word, sp span) {
 			continue
 		}
 		name, _, found := strings.Cut(lit.Value, "=")
+		if isName(name) && !strings.HasPrefix(name, "-") {
+			w.env.export(name) // export NAME[=VALUE]: readonly and local too, which is the cautious reading
+		}
 		if !found || !isName(name) {
 			continue
 		}
@@ -272,7 +285,12 @@ func (w *walker) sideEffects(c *command) {
 	case "popd":
 		w.env.setCwd(unknownValue, cond)
 	case "read", "mapfile", "readarray", "getopts", "unset":
-		rest, _ := skipOptions(c.args, optSpec{short: "adinNptuCsc"})
+		rest, opts := skipOptions(c.args, optSpec{short: "adinNptuCsc"})
+		for _, o := range opts {
+			if o.name == "a" && c.name == "read" {
+				rest = append(slices.Clip(rest), o.value) // read -a NAME: the array it fills
+			}
+		}
 		v := unknownValue
 		if c.name != "unset" {
 			// what it reads is what it holds: env | while read l; do
@@ -315,6 +333,12 @@ func (w *walker) sideEffects(c *command) {
 			case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "x"),
 				a.val == "-o" && i+1 < len(c.args) && c.args[i+1].val == "xtrace":
 				w.env.xtrace = true
+				if strings.Contains(a.val, "a") {
+					w.env.allexport = true
+				}
+			case len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Contains(a.val, "a"),
+				a.val == "-o" && i+1 < len(c.args) && c.args[i+1].val == "allexport":
+				w.env.allexport = true // set -a: what is assigned from here is exported
 			case len(a.val) > 1 && a.val[0] == '+' && strings.Contains(a.val, "x") && !cond,
 				a.val == "+o" && i+1 < len(c.args) && c.args[i+1].val == "xtrace" && !cond:
 				w.env.xtrace = false

@@ -667,22 +667,48 @@ func runuser(args []arg) ([]arg, bool) {
 var envAssign = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=(.*)$`)
 
 // envAssignKeepsPath reports a NAME=VALUE word whose value is only known
-// at run time, for any NAME but PATH, or PATH set to itself
+// at run time and cannot split into more words (its expansions are all
+// in double quotes), for a NAME that does not make programs run code
+// (see envCodes) and is not PATH, or is PATH set to itself
 // (env -i PATH="$PATH" HOME="$HOME" npm test): an assignment, which does
 // not change which program runs.
 func envAssignKeepsPath(src string) bool {
 	m := envAssign.FindStringSubmatch(src)
-	if m == nil {
+	if m == nil || !quotedExpansions(m[2]) {
+		return false
+	}
+	if _, ok := lookupEnvCode(m[1]); ok {
 		return false
 	}
 	if m[1] != "PATH" {
 		return true
 	}
 	switch m[2] {
-	case "$PATH", "${PATH}", `"$PATH"`, `"${PATH}"`:
+	case `"$PATH"`, `"${PATH}"`:
 		return true
 	}
 	return false
+}
+
+// quotedExpansions reports a word, as written, whose $ and ` expansions
+// are all inside double quotes: it is one field whatever they give.
+func quotedExpansions(w string) bool {
+	inDouble, inSingle := false, false
+	for i := 0; i < len(w); i++ {
+		switch c := w[i]; {
+		case inSingle:
+			inSingle = c != '\''
+		case c == '\\':
+			i++
+		case c == '"':
+			inDouble = !inDouble
+		case c == '\'' && !inDouble:
+			inSingle = true
+		case (c == '$' || c == '`') && !inDouble:
+			return false
+		}
+	}
+	return !inDouble && !inSingle
 }
 
 // unwrapEnv strips env's options and NAME=VALUE words. With -S (split
@@ -694,6 +720,11 @@ func unwrapEnv(args []arg) ([]arg, bool) {
 		rest = rest[1:]
 	}
 	for _, o := range opts {
+		if o.name == "C" || o.name == "chdir" {
+			// env -C DIR COMMAND runs COMMAND in DIR: a directory this
+			// reading does not follow
+			return []arg{{taint: taintUnknown, pos: o.value.pos, end: o.value.end, src: o.value.src, exact: -1}}, true
+		}
 		if o.name != "S" && o.name != "split-string" {
 			continue
 		}

@@ -36,6 +36,7 @@ func jobEnv(req Request) *env {
 			val = union(known(homeMarker), val)
 		}
 		e.set(k, val, false)
+		e.export(k)
 	}
 	return e
 }

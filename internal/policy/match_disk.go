@@ -25,7 +25,7 @@ func matchMkfs(c *command, h *hits) {
 			return
 		}
 	case "sgdisk":
-		if lists("P", "pretend") || onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "h", "help", "V", "version", "b", "backup", "backup-file") { // --backup is read as backup-file's prefix // -P: nothing is written
+		if lists("P", "pretend") || onlyOpts(opts, "p", "print", "v", "verify", "i", "info", "O", "print-mbr", "h", "help", "V", "version", "b", "backup", "backup-file") && backupsToNewFile(opts) { // --backup is read as backup-file's prefix // -P: nothing is written
 			return
 		}
 	case "parted":
@@ -115,6 +115,23 @@ func onlyOpts(opts []option, names ...string) bool {
 	}
 	for _, o := range opts {
 		if !slices.Contains(names, o.name) {
+			return false
+		}
+	}
+	return true
+}
+
+// backupsToNewFile reports that sgdisk's -b/--backup FILE options, if any,
+// write a file in the working directory or /tmp: the backup is written
+// over FILE, which may be a disk (--backup=/dev/sdb) or a key.
+func backupsToNewFile(opts []option) bool {
+	for _, o := range opts {
+		if o.name != "b" && o.name != "backup" && o.name != "backup-file" {
+			continue
+		}
+		v := o.value.val
+		if !o.value.lit || v == "" || strings.Contains(v, "..") || strings.HasPrefix(v, "~") || strings.Contains(v, homeMarker) ||
+			strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "/tmp/") {
 			return false
 		}
 	}

@@ -836,7 +836,7 @@ func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) 
 		}
 		for _, t := range c.targets(a) {
 			switch {
-			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path) && !(r.Op == syntax.RdrIn && mountedSecret(t.path) && readsCredential(s)):
+			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path) && (r.Op != syntax.RdrIn || !mountedSecret(t.path) || !readsCredential(s)):
 				// docker login --password-stdin < /run/secrets/x: a login
 				// reading the secret mounted for it, not printing it
 				w.d.add(w.f, ruleCredentialRead, "input redirection from credentials "+t.show, "", sp)
@@ -896,7 +896,11 @@ func stmtShell(s *syntax.Stmt) bool {
 	if !ok || len(call.Args) == 0 {
 		return false // redirections alone (</dev/tcp/host/port: a port check) run nothing
 	}
-	name := path.Base(call.Args[0].Lit())
+	lit := call.Args[0].Lit()
+	if lit == "" {
+		return true // "${a[@]}" >& /dev/tcp/...: a program named at run time may be a shell
+	}
+	name := path.Base(lit)
 	return shells[name] || name == "exec"
 }
 

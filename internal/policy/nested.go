@@ -55,7 +55,23 @@ type code struct {
 
 // argCode is a word used as code.
 func argCode(a arg) code {
-	return code{text: strings.ReplaceAll(a.val, homeMarker, "$HOME"), known: a.lit, taint: a.taint, base: a.exact, anchor: a.pos}
+	c := code{text: codeText(a), known: a.lit, taint: a.taint, base: a.exact, anchor: a.pos}
+	if c.text != a.val && strings.Contains(a.val, "./~") {
+		c.base = -1 // the text differs from the source there
+	}
+	return c
+}
+
+// codeText is an argument's value as the text of a script: $HOME for the
+// home, and a tilde the detector keeps as ./~ (a literal one, not the
+// home where it was written: x='~') a tilde again when the source does
+// not hold ./~ itself: sh -c "rm -rf $x" reads it as the home.
+func codeText(a arg) string {
+	t := strings.ReplaceAll(a.val, homeMarker, "$HOME")
+	if strings.Contains(t, "./~") && !strings.Contains(a.src, "./~") {
+		t = strings.ReplaceAll(t, "./~", "~")
+	}
+	return t
 }
 
 // nest walks what c runs besides itself: scripts (sh -c, eval, heredocs
@@ -322,7 +338,7 @@ func joinCode(words []arg) code {
 	out := code{known: true, base: -1, anchor: words[0].pos}
 	parts := make([]string, len(words))
 	for i, a := range words {
-		parts[i] = strings.ReplaceAll(a.val, homeMarker, "$HOME")
+		parts[i] = codeText(a)
 		out.taint |= a.taint
 		if !a.lit {
 			out.known, out.taint = false, out.taint|taintUnknown
@@ -379,6 +395,10 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 				// of its script, whatever context started it (echo 'x=ls;
 				// $x' | sh runs ls), and none reaches this one.
 				e, cond = e.clone(), 0
+				e.forgetArrays()
+				if c.name != "eval" && c.name != "source" && c.name != "." && c.name != "trap" && c.name != "alias" {
+					e.dropUnexported() // another process: only what was exported
+				}
 				if params != nil {
 					e.setArgs(params)
 				}

@@ -1162,7 +1162,7 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 			return "", false // first: a rule's own word (a token's name) rules most calls out cheaply
 		}
 	}
-	if r.match != nil && (r.Input && !matchInput(r.match, c) || !r.Input && !matchTextExcept(r.match, r.exceptM, c)) {
+	if r.match != nil && (r.Input && !matchInput(r.match, c, !t.generic) || !r.Input && !matchTextExcept(r.match, r.exceptM, c)) {
 		return "", false
 	}
 	if r.Piped && !c.stdin.present {
@@ -1469,13 +1469,14 @@ func matchesExcept(re, except *textRe, s string) bool {
 
 // matchInput reports whether re matches what c reads: the known text of
 // its standard input, or of a literal operand naming a file the script
-// wrote earlier in the job; or, for a re that matches destructive SQL,
-// an input generated with it (see taintSQLGen).
-func matchInput(re *textRe, c *command) bool {
+// wrote earlier in the job; or, with generated (a tool's own table, not
+// the generic one that judges any program's stdin) and a re that matches
+// destructive SQL, an input generated with it (see taintSQLGen).
+func matchInput(re *textRe, c *command, generated bool) bool {
 	if c.stdin.known && (re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)) {
 		return true
 	}
-	if !c.stdin.known && c.stdin.taint&taintSQLGen != 0 && re.MatchString("DROP TABLE t; TRUNCATE t; DELETE FROM t;") {
+	if generated && !c.stdin.known && c.stdin.taint&taintSQLGen != 0 && re.MatchString("DROP TABLE t; TRUNCATE t; DELETE FROM t;") {
 		// SQL another command generated with drops, truncates or deletes
 		// (manage.py sqlflush | manage.py dbshell), for a rule that looks
 		// for them

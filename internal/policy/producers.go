@@ -123,7 +123,7 @@ func produce(c *command) stream {
 	case "ps":
 		// ps eww, ps auxe: BSD's e shows each process's environment
 		if slices.ContainsFunc(c.args, func(a arg) bool {
-			return a.lit && a.val != "" && a.val[0] != '-' && strings.Trim(a.val, "auxewwlfjsvmrTgcnhHSZ") == "" && strings.Contains(a.val, "e")
+			return a.lit && a.val != "" && a.val[0] != '-' && strings.Trim(a.val, "auxewlfjsvmrTgcnhHSZ") == "" && strings.Contains(a.val, "e")
 		}) {
 			out := generated()
 			out.taint |= taintSecret

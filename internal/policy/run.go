@@ -134,7 +134,8 @@ var bashFuncVar = regexp.MustCompile(`^BASH_FUNC_[^=]*(%%|\(\))=\s*\(\)\s*\{(.*)
 
 // exportedFuncs judges the bodies of functions env hands to a bash it
 // starts (env 'BASH_FUNC_ls%%=() { rm -rf ~; }' bash -c ls): bash imports
-// each, and it runs in place of the program of that name.
+// each, and it runs in place of the program of that name; and the
+// commands env's assignments hand to the program (see commandVars).
 func (w *walker) exportedFuncs(words []arg, sp span, via string) {
 	if len(words) < 2 || !words[0].lit || exeName(path.Base(words[0].val)) != "env" {
 		return
@@ -143,9 +144,16 @@ func (w *walker) exportedFuncs(words []arg, sp span, via string) {
 		if !a.lit {
 			continue
 		}
+		c := command{name: "env", via: via, sp: sp, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links}
 		if m := bashFuncVar.FindStringSubmatch(a.val); m != nil {
-			c := command{name: "env", via: via, sp: sp}
 			w.runCode(&c, langShell, code{text: m[2], known: true, base: -1, anchor: sp.start}, "env BASH_FUNC", sp, nil, false)
+			continue
+		}
+		// env GIT_SSH_COMMAND='rm -rf ~' git fetch: as the prefix form
+		name, val, ok := strings.Cut(a.val, "=")
+		if l, code := commandVars[name]; ok && code {
+			val = strings.TrimLeft(strings.TrimSpace(val), "|")
+			w.runCode(&c, l, argCode(arg{val: val, lit: true, pos: a.pos, end: a.end, exact: -1}), "env "+name, sp, nil, false)
 		}
 	}
 }

@@ -98,11 +98,55 @@ type env struct {
 	expanding map[string]bool       // the aliases being expanded (not expanded again inside their value)
 	bashAlias bool                  // shopt -s expand_aliases: bash expands aliases outside an interactive shell
 	xtrace    bool                  // set -x may be on: commands are printed expanded
+	exported  map[string]bool       // names exported (export, declare -x, the job's), copied on write
+	allexport bool                  // set -a may be on: every assignment is exported
 }
 
 // newEnv is the environment a job starts in: the worker's own working
 // directory and variables, which the operator chose.
 func newEnv() *env { return &env{cwd: value{unknown: true, env: true}, links: links{}, progs: progs{}} }
+
+// forgetArrays makes every array unknown: a shell the script starts is
+// given none of them (bash exports no array).
+func (e *env) forgetArrays() {
+	for k, v := range e.vars {
+		if v.array {
+			e.vars[k] = unknownValue
+		}
+	}
+}
+
+// inheritedNames are variables a shell is always started with (from its
+// own environment): assigned, they stay exported.
+var inheritedNames = map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true, "LANG": true,
+	"TERM": true, "TMPDIR": true, "PWD": true}
+
+// export marks name as exported: a shell the script starts is given it.
+func (e *env) export(name string) {
+	if e.exported[name] {
+		return
+	}
+	m := make(map[string]bool, len(e.exported)+1)
+	for k := range e.exported {
+		m[k] = true
+	}
+	m[name] = true
+	e.exported = m // copied: a clone's export does not reach its parent
+}
+
+// dropUnexported removes the variables another shell process is not
+// given: those the script assigned and did not export (x=echo; sh -c '$x
+// rm -rf ~' runs rm). There they hold the environment's value, or none.
+func (e *env) dropUnexported() {
+	if e.allexport {
+		return
+	}
+	for k := range e.vars {
+		if !e.exported[k] && !inheritedNames[k] {
+			delete(e.vars, k)
+		}
+	}
+}
 
 // clone returns an independent copy, for a script run by another shell
 // process (sh -c) or a function call.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -346,8 +347,9 @@ func (x *expander) each(f func(*partial)) {
 // when name holds one known variable name; anything else (length, arrays,
 // pattern edits) is unknown.
 func (x *expander) param(p *syntax.ParamExp, quoted bool) {
-	if p.Excl && p.Param != nil && p.Names == 0 && p.Index == nil {
-		// bash's indirection: v=HOME; ${!v} is $HOME
+	if p.Excl && p.Param != nil && p.Names == 0 && p.Index == nil && arraysTracked(x.w.f) {
+		// bash's indirection: v=HOME; ${!v} is $HOME (not with read -a,
+		// namerefs and the like about, see arrayChangers)
 		if v := x.w.env.get(p.Param.Value); !v.unknown && len(v.vals) == 1 && isName(v.vals[0]) {
 			q := *p
 			q.Excl, q.Param = false, &syntax.Lit{ValuePos: p.Param.ValuePos, ValueEnd: p.Param.ValueEnd, Value: v.vals[0]}
@@ -356,7 +358,7 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 		}
 	}
 	if v, sep, ok := x.arrayElems(p, quoted); ok {
-		x.words(v, sep, true)
+		x.words(v, sep, !quoted && x.split, true)
 		return
 	}
 	if p.Param == nil || p.Excl || p.Length || p.Width || p.IsSet || p.Index != nil ||
@@ -367,7 +369,7 @@ func (x *expander) param(p *syntax.ParamExp, quoted bool) {
 	}
 	name := p.Param.Value
 	if (name == "@" || name == "*") && x.w.env.argsKnown && p.Exp == nil {
-		x.positional(quoted && name == "@")
+		x.positional(quoted && name == "@", !quoted && x.split)
 		return
 	}
 	v := x.w.env.get(name)
@@ -559,12 +561,12 @@ func trimPattern(s, pat string, op syntax.ParExpOperator) string {
 }
 
 // positional expands $@ or $*; quoted "$@" keeps each parameter one field.
-func (x *expander) positional(separate bool) {
+func (x *expander) positional(separate, split bool) {
 	args := x.w.env.args
 	if len(args) > 0 {
 		args = args[1:] // $@ starts at $1
 	}
-	x.words(args, separate, false)
+	x.words(args, separate, split, false)
 }
 
 // arrayElems returns the elements ${a[@]}, ${a[*]} or ${a[N]} gives, of
@@ -577,15 +579,18 @@ func (x *expander) arrayElems(p *syntax.ParamExp, quoted bool) (elems []string, 
 	}
 	v := x.w.env.get(p.Param.Value)
 	idx, isWord := p.Index.(*syntax.Word)
-	if !v.array || v.unknown || !isWord {
+	if !v.array || v.unknown || !isWord || !arraysTracked(x.w.f) {
 		return nil, false, false
 	}
 	switch lit := idx.Lit(); lit {
 	case "@", "*":
+		if !quoted && x.split && x.w.env.ifs() == "" {
+			return v.elems, true, true // IFS= : unquoted ${a[*]} is each element, unsplit
+		}
 		return v.elems, quoted && lit == "@", true
 	default:
 		i, err := strconv.Atoi(lit)
-		if err != nil || i < 0 {
+		if err != nil || i < 0 || len(lit) > 1 && lit[0] == '0' { // 010 is octal
 			return nil, false, false
 		}
 		if i >= len(v.elems) {
@@ -595,10 +600,38 @@ func (x *expander) arrayElems(p *syntax.ParamExp, quoted bool) (elems []string, 
 	}
 }
 
+// arrayChangers are the commands and forms that change an array other
+// than by assigning it a list (read -a, mapfile, unset 'a[0]', printf -v
+// 'a[0]', declare with attributes or namerefs, [[ =~ ]] setting
+// BASH_REMATCH, pushd setting DIRSTACK): in a script that holds one, no
+// array's elements are taken as known.
+var arrayChangers = regexp.MustCompile(`\b(read|mapfile|readarray|unset|printf|declare|typeset|local|export|readonly|pushd|popd|getopts|compgen|coproc)\b|=~|\b(BASH_\w+|DIRSTACK|MAPFILE|COMP_\w+|GROUPS|FUNCNAME|PIPESTATUS)\b`)
+
+// arraysTracked reports whether the scripts being walked (f and the ones
+// it is nested in) change arrays only by assigning them lists.
+func arraysTracked(f *frame) bool {
+	for ; f != nil; f = f.parent {
+		if arrayChangers.MatchString(f.src) {
+			return false
+		}
+	}
+	return true
+}
+
 // words adds args to every alternative: as separate words ("$@"), or
 // joined by spaces and split as an unquoted expansion is. home says a
 // leading ~ in an arg is the home (see arg.home).
-func (x *expander) words(args []string, separate, home bool) {
+func (x *expander) words(args []string, separate, split, home bool) {
+	if !x.split {
+		separate = false // s="$@", an assignment: one value, the words joined
+	}
+	// "$*" joins with IFS's first character (none when IFS is empty)
+	join := " "
+	if ifs := x.w.env.ifs(); ifs == "" {
+		join = ""
+	} else if !strings.HasPrefix(ifs, " ") {
+		join = ifs[:1]
+	}
 	x.each(func(a *partial) {
 		for i, s := range args {
 			if separate {
@@ -610,12 +643,12 @@ func (x *expander) words(args []string, separate, home bool) {
 				continue
 			}
 			if i > 0 {
-				a.add(" ", true, " ")
+				a.add(join, split, x.ifs)
 			}
 			if a.cur.Len() == 0 {
 				a.home = home && strings.HasPrefix(s, "~")
 			}
-			a.add(s, true, x.ifs)
+			a.add(s, split, x.ifs)
 		}
 	})
 }
