@@ -17,20 +17,25 @@ import (
 	"github.com/sandrun/sandrun/internal/backends"
 )
 
-// lossyEngine is the engine with a PID 1 that has no SIGTERM handler yet:
-// the first SIGTERM sent to a container is lost. It ends the run's
-// context as soon as the container has started.
-type lossyEngine struct {
+// startCancel is the engine ending the run's context as soon as the
+// container has started: a job cancelled in its container's first moments.
+type startCancel struct {
 	engine
 	cancel context.CancelFunc
-	mu     sync.Mutex
-	terms  int
 }
 
-func (e *lossyEngine) ContainerStart(ctx context.Context, id string, o client.ContainerStartOptions) (client.ContainerStartResult, error) {
+func (e *startCancel) ContainerStart(ctx context.Context, id string, o client.ContainerStartOptions) (client.ContainerStartResult, error) {
 	res, err := e.engine.ContainerStart(ctx, id, o)
 	e.cancel()
 	return res, err
+}
+
+// lossyEngine is startCancel with a PID 1 that has no SIGTERM handler
+// yet: the first SIGTERM sent to a container is lost.
+type lossyEngine struct {
+	startCancel
+	mu    sync.Mutex
+	terms int
 }
 
 func (e *lossyEngine) ContainerKill(ctx context.Context, id string, o client.ContainerKillOptions) (client.ContainerKillResult, error) {
@@ -56,7 +61,7 @@ func TestStopRepeatsTermForAYoungContainer(t *testing.T) {
 	d.procRoot = t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	e := &lossyEngine{engine: d.api, cancel: cancel}
+	e := &lossyEngine{startCancel: startCancel{engine: d.api, cancel: cancel}}
 	d.api = e
 	spec := backends.Spec{JobID: "young", Attempt: 1, Command: "echo ready; exec sleep 300", KillGrace: 2 * time.Minute}
 	res, err := d.Run(ctx, spec, backends.Output{Stdout: io.Discard, Stderr: io.Discard})
@@ -71,20 +76,12 @@ func TestStopRepeatsTermForAYoungContainer(t *testing.T) {
 	}
 }
 
-// watchedEngine ends the run's context as soon as the container has
-// started, and notes, at each SIGTERM, whether the container's PID 1 had
-// started its child yet.
+// watchedEngine is startCancel noting, at each SIGTERM, whether the
+// container's PID 1 had started its child yet.
 type watchedEngine struct {
-	engine
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	terms  []bool // per SIGTERM: PID 1 had a child
-}
-
-func (e *watchedEngine) ContainerStart(ctx context.Context, id string, o client.ContainerStartOptions) (client.ContainerStartResult, error) {
-	res, err := e.engine.ContainerStart(ctx, id, o)
-	e.cancel()
-	return res, err
+	startCancel
+	mu    sync.Mutex
+	terms []bool // per SIGTERM: PID 1 had a child
 }
 
 func (e *watchedEngine) ContainerKill(ctx context.Context, id string, o client.ContainerKillOptions) (client.ContainerKillResult, error) {
@@ -110,7 +107,7 @@ func TestStopWaitsForInit(t *testing.T) {
 	for i := range 5 {
 		d := newTestBackend(t)
 		ctx, cancel := context.WithCancel(t.Context())
-		e := &watchedEngine{engine: d.api, cancel: cancel}
+		e := &watchedEngine{startCancel: startCancel{engine: d.api, cancel: cancel}}
 		d.api = e
 		spec := backends.Spec{JobID: "init", Attempt: i + 1, Command: "exec sleep 300", KillGrace: 2 * time.Minute}
 		res, err := d.Run(ctx, spec, backends.Output{Stdout: io.Discard, Stderr: io.Discard})
