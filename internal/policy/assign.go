@@ -101,6 +101,9 @@ func oneLiteralWord(word *syntax.Word) bool {
 // ran, so for them it is definite; when the chain ends (endChain) it
 // becomes one of the values the variable may hold.
 func (w *walker) setVar(name string, v value, cond bool) {
+	if w.env.opaque[name] {
+		v = unknownValue // declare -l x; x=RM: the shell changes what is assigned
+	}
 	if !cond && w.cond > 0 && w.cond == w.andRight {
 		if _, saved := w.chainOld[name]; !saved {
 			if w.chainOld == nil {
@@ -194,7 +197,7 @@ func (w *walker) decl(c *syntax.DeclClause, sp span) {
 	for _, a := range c.Args {
 		if a.Naked && a.Name == nil && a.Value != nil { // an option word such as -x or -a
 			opt := a.Value.Lit()
-			if strings.HasPrefix(opt, "-") && strings.ContainsAny(opt, "aAni") || !strings.HasPrefix(opt, "-") {
+			if strings.HasPrefix(opt, "-") && strings.ContainsAny(opt, "aAniluc") || !strings.HasPrefix(opt, "-") { // -l, -u, -c change case
 				opaque = true
 			}
 			if strings.HasPrefix(opt, "-") && strings.Contains(opt, "x") {
@@ -204,6 +207,9 @@ func (w *walker) decl(c *syntax.DeclClause, sp span) {
 		}
 		if a.Name != nil && export {
 			w.env.export(a.Name.Value)
+		}
+		if a.Name != nil && opaque {
+			w.env.markOpaque(a.Name.Value)
 		}
 		if a.Name == nil || a.Naked && a.Value == nil && a.Array == nil {
 			continue // export NAME: no new value
@@ -251,6 +257,17 @@ func (w *walker) declWords(words []*syntax.Word, sp span) {
 func (w *walker) sideEffects(c *command) {
 	cond := w.cond > 0
 	switch c.name {
+	case "cd", "pushd", "chdir", "popd":
+		// the shell sets PWD and OLDPWD at every change of directory,
+		// whatever the script assigned them
+		if _, set := w.env.vars["PWD"]; set && cond {
+			w.env.set("PWD", unknownValue, true)
+		} else if set {
+			delete(w.env.vars, "PWD")
+		}
+		w.env.set("OLDPWD", unknownValue, cond)
+	}
+	switch c.name {
 	case "cd", "pushd", "chdir":
 		rest, _ := skipOptions(c.args, optSpec{})
 		switch {
@@ -285,6 +302,17 @@ func (w *walker) sideEffects(c *command) {
 	case "popd":
 		w.env.setCwd(unknownValue, cond)
 	case "read", "mapfile", "readarray", "getopts", "unset":
+		// the variables the shell sets itself: read's REPLY, getopts'
+		// OPTARG and OPTIND, mapfile's MAPFILE
+		switch c.name {
+		case "read":
+			w.env.set("REPLY", unknownValue, cond)
+		case "getopts":
+			w.env.set("OPTARG", unknownValue, cond)
+			w.env.set("OPTIND", unknownValue, cond)
+		case "mapfile", "readarray":
+			w.env.set("MAPFILE", unknownValue, cond)
+		}
 		rest, opts := skipOptions(c.args, optSpec{short: "adinNptuCsc"})
 		for _, o := range opts {
 			if o.name == "a" && c.name == "read" {

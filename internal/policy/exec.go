@@ -25,6 +25,9 @@ func (w *walker) xargs(c *command) {
 		case "a", "arg-file":
 			// the arguments come from the file, not stdin
 			in = stream{present: true, file: true, start: -1, base: -1, anchor: c.sp.start}
+			if o.value.lit && isProjectEnvFile(o.value.val) {
+				in.taint |= taintEnvFile // xargs -a .env -I{} curl -d {} URL sends it
+			}
 			if f, ok := w.writtenScript(o.value); ok {
 				in = f.s
 				in.present = true
@@ -84,6 +87,12 @@ func stdinWords(in stream, lines bool) (words []arg, tree bool) {
 		}
 	}
 	for _, f := range items {
+		if strings.ContainsAny(f, "\"'\\") {
+			// xargs takes quotes and backslashes out of what it reads
+			// (echo '"/home"' | xargs rm -rf removes /home); with -0 they
+			// stay, and reading them out fails closed
+			f = xargsUnquote.Replace(f)
+		}
 		// echo "$HOME" wrote the home directory, which a known stream
 		// spells $HOME (read as the home directory, also when it was
 		// written literally: failing closed)
@@ -94,6 +103,9 @@ func stdinWords(in stream, lines bool) (words []arg, tree bool) {
 	}
 	return words, false
 }
+
+// xargsUnquote removes xargs' quoting from an item.
+var xargsUnquote = strings.NewReplacer(`"`, "", `'`, "", `\`, "")
 
 // runWith runs words with inputs substituted for replace (each input in
 // turn), or appended when replace is "".

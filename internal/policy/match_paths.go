@@ -356,6 +356,7 @@ var credentialReaders = []string{
 	"hdiutil", "ditto", // macOS: a disk image or an archive of a folder (hdiutil create -srcfolder ~/.ssh)
 	"xargs",                                               // xargs -a FILE: the file's words are the arguments of the command it runs
 	"mutt", "neomutt", "mail", "mailx", "s-nail", "mpack", // mutt -a FILE -- ADDRESS: attached and mailed
+	"parallel", // parallel -a FILE: as xargs -a
 }
 
 // secretPrinters are the credentialReaders whose output is what they
@@ -542,6 +543,23 @@ func matchCredentialRead(c *command, h *hits) {
 				args = append(args, o.value)
 			}
 		}
+	}
+	if c.name == "parallel" {
+		// parallel -a FILE, parallel CMD :::: FILE: the files its
+		// arguments are read from
+		var files []arg
+		for i, a := range c.args {
+			switch {
+			case !a.lit:
+			case (a.val == "-a" || a.val == "--arg-file" || a.val == "::::") && i+1 < len(c.args):
+				files = append(files, c.args[i+1])
+			case strings.HasPrefix(a.val, "--arg-file="):
+				v := a
+				v.val = strings.TrimPrefix(a.val, "--arg-file=")
+				files = append(files, v)
+			}
+		}
+		args = files
 	}
 	if c.name == "cp" || c.name == "install" {
 		if ops, _ := operands(args, optSpec{short: "tSm", long: []string{"target-directory", "suffix", "mode"}}); len(ops) > 1 {

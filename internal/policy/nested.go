@@ -404,11 +404,34 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 				}
 			}
 			w.d.script(f, e, cond, w.inherited(c, src))
+			if !shared {
+				w.filesFrom(e) // sh -c "printf 'rm -rf ~' > s.sh"; sh s.sh: the disk is shared
+			}
 		case langSQL:
 			w.sql(f, c.name)
 		default:
 			w.inline(l, f)
 		}
+	}
+}
+
+// filesFrom takes in the files another shell process wrote (e, its
+// environment once its script ran): what it wrote is on the disk this
+// script reads. Where this script may not have run it (a condition), a
+// file is either its old or its new content.
+func (w *walker) filesFrom(e *env) {
+	for k, v := range e.files {
+		old, ok := w.env.files[k]
+		if ok && old.s.known == v.s.known && old.s.text == v.s.text && old.s.taint == v.s.taint && old.s.alt == v.s.alt {
+			continue // unchanged
+		}
+		if w.env.files == nil {
+			w.env.files = make(map[string]written)
+		}
+		if ok && w.cond > 0 {
+			v.s = old.s.merge(v.s)
+		}
+		w.env.files[k] = v
 	}
 }
 

@@ -99,6 +99,7 @@ type env struct {
 	bashAlias bool                  // shopt -s expand_aliases: bash expands aliases outside an interactive shell
 	xtrace    bool                  // set -x may be on: commands are printed expanded
 	exported  map[string]bool       // names exported (export, declare -x, the job's), copied on write
+	opaque    map[string]bool       // names declared with attributes that change values (-l, -u, -n, -i), copied on write
 	allexport bool                  // set -a may be on: every assignment is exported
 }
 
@@ -132,6 +133,21 @@ func (e *env) export(name string) {
 	}
 	m[name] = true
 	e.exported = m // copied: a clone's export does not reach its parent
+}
+
+// markOpaque marks name as one whose assignments the detector cannot
+// read (declare -l, -u, -c, -i, -n: the shell changes the value, or it
+// names another variable).
+func (e *env) markOpaque(name string) {
+	if e.opaque[name] {
+		return
+	}
+	m := make(map[string]bool, len(e.opaque)+1)
+	for k := range e.opaque {
+		m[k] = true
+	}
+	m[name] = true
+	e.opaque = m
 }
 
 // dropUnexported removes the variables another shell process is not
