@@ -123,31 +123,25 @@ var inheritedNames = map[string]bool{"PATH": true, "HOME": true, "USER": true, "
 	"TERM": true, "TMPDIR": true, "PWD": true}
 
 // export marks name as exported: a shell the script starts is given it.
-func (e *env) export(name string) {
-	if e.exported[name] {
-		return
-	}
-	m := make(map[string]bool, len(e.exported)+1)
-	for k := range e.exported {
-		m[k] = true
-	}
-	m[name] = true
-	e.exported = m // copied: a clone's export does not reach its parent
-}
+func (e *env) export(name string) { e.exported = withName(e.exported, name) }
 
 // markOpaque marks name as one whose assignments the detector cannot
 // read (declare -l, -u, -c, -i, -n: the shell changes the value, or it
 // names another variable).
-func (e *env) markOpaque(name string) {
-	if e.opaque[name] {
-		return
+func (e *env) markOpaque(name string) { e.opaque = withName(e.opaque, name) }
+
+// withName returns set with name in it: set itself when it has it, else a
+// copy, so that what a clone adds does not reach the env it came from.
+func withName(set map[string]bool, name string) map[string]bool {
+	if set[name] {
+		return set
 	}
-	m := make(map[string]bool, len(e.opaque)+1)
-	for k := range e.opaque {
+	m := make(map[string]bool, len(set)+1)
+	for k := range set {
 		m[k] = true
 	}
 	m[name] = true
-	e.opaque = m
+	return m
 }
 
 // dropUnexported removes the variables another shell process is not
