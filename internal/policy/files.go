@@ -146,7 +146,7 @@ func (w *walker) recordCommandWrites(c *command) {
 				w.env.unpacked = append(slices.Clip(w.env.unpacked), w.inCwd(dir))
 			}
 		}
-	case "vercel", "op", "sops", "gcloud", "ansible-vault", "doppler":
+	case "vercel", "op", "sops", "gcloud", "ansible-vault":
 		if f, ok := pulledSecrets(c); ok {
 			s := generated()
 			s.taint |= taintPulled | taintEnvFile
@@ -165,7 +165,7 @@ func (w *walker) recordCommandWrites(c *command) {
 // pulledSecrets returns the file a secret store's CLI writes its values
 // to: vercel env pull [FILE] (.env.local), op inject -o FILE, sops -d
 // --output FILE, gcloud secrets versions access --out-file=FILE,
-// ansible-vault decrypt --output FILE, doppler secrets download FILE.
+// ansible-vault decrypt --output FILE.
 func pulledSecrets(c *command) (arg, bool) {
 	var words []string
 	for _, a := range c.args {
@@ -173,56 +173,24 @@ func pulledSecrets(c *command) (arg, bool) {
 			words = append(words, a.val)
 		}
 	}
-	value := func(names ...string) (arg, bool) {
+	at := func(path ...string) bool { return len(words) >= len(path) && slices.Equal(words[:len(path)], path) }
+	switch {
+	case c.name == "vercel" && at("env", "pull"):
 		for i, a := range c.args {
-			if !a.lit {
-				continue
-			}
-			for _, n := range names {
-				if v, ok := strings.CutPrefix(a.val, n+"="); ok && strings.HasPrefix(n, "--") {
-					out := a
-					out.val = v
-					return out, true
-				}
-				if a.val == n && i+1 < len(c.args) {
-					return c.args[i+1], true
-				}
+			if a.lit && a.val == "pull" && i > 0 && c.args[i-1].val == "env" && i+1 < len(c.args) &&
+				c.args[i+1].lit && !strings.HasPrefix(c.args[i+1].val, "-") {
+				return c.args[i+1], true
 			}
 		}
-		return arg{}, false
-	}
-	switch c.name {
-	case "vercel":
-		if len(words) >= 2 && words[0] == "env" && words[1] == "pull" {
-			for i, a := range c.args {
-				if a.lit && a.val == "pull" && i > 0 && c.args[i-1].val == "env" {
-					if i+1 < len(c.args) && c.args[i+1].lit && !strings.HasPrefix(c.args[i+1].val, "-") {
-						return c.args[i+1], true
-					}
-				}
-			}
-			return arg{val: ".env.local", lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, true
-		}
-	case "op":
-		if len(words) >= 1 && words[0] == "inject" {
-			return value("-o", "--out-file")
-		}
-	case "sops":
-		if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "-d" || a.val == "--decrypt") }) {
-			return value("--output")
-		}
-	case "gcloud":
-		if len(words) >= 3 && words[0] == "secrets" && words[1] == "versions" && words[2] == "access" {
-			return value("--out-file")
-		}
-	case "ansible-vault":
-		if len(words) >= 1 && (words[0] == "decrypt" || words[0] == "view") {
-			return value("--output")
-		}
-	case "doppler":
-		if len(words) >= 3 && words[0] == "secrets" && words[1] == "download" {
-			return c.args[len(c.args)-1], c.args[len(c.args)-1].lit && c.args[len(c.args)-1].val == words[len(words)-1] && len(words) > 2
-		}
+		return arg{val: ".env.local", lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, true
+	case c.name == "op" && at("inject"):
+		return optionValue(c.args, "--out-file", "-o")
+	case c.name == "sops" && slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "-d" || a.val == "--decrypt") }):
+		return optionValue(c.args, "--output", "")
+	case c.name == "gcloud" && at("secrets", "versions", "access"):
+		return optionValue(c.args, "--out-file", "")
+	case c.name == "ansible-vault" && (at("decrypt") || at("view")):
+		return optionValue(c.args, "--output", "")
 	}
 	return arg{}, false
 }

@@ -641,6 +641,8 @@ func TestSession29Forms(t *testing.T) {
 		// functions env exports to bash
 		{`env 'BASH_FUNC_ls%%=() { rm -rf ~/.ssh; }' bash -c ls`, "paths:credential-destroy"},
 		{`env 'BASH_FUNC_ls%%=() { echo hi; }' bash -c ls`, ""},
+		{`nohup env 'BASH_FUNC_ls%%=() { rm -rf ~; }' bash -c ls`, "rm-root"}, // env behind another wrapper
+		{`nice env GIT_SSH_COMMAND='rm -rf ~' git fetch`, "rm-root"},
 		// fixes after an audit of this session's changes
 		{`X='a rm -rf /home'; env FOO=$X true`, "rm-root"},                             // an unquoted value splits
 		{`read X; env FOO=${X} true`, "unresolved-command"},                            // into words env may run

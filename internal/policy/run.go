@@ -41,8 +41,10 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	if printsToken(words) {
 		defer func() { out.taint |= taintToken }()
 	}
-	w.exportedFuncs(words, sp, via)
 	c, name, st := unwrap(words)
+	if st == runsProgram {
+		w.exportedFuncs(words[:len(words)-len(c.args)], sp, via)
+	}
 	switch st {
 	case runsNothing:
 		return generated()
@@ -136,11 +138,15 @@ var bashFuncVar = regexp.MustCompile(`^BASH_FUNC_[^=]*(%%|\(\))=\s*\(\)\s*\{(.*)
 // starts (env 'BASH_FUNC_ls%%=() { rm -rf ~; }' bash -c ls): bash imports
 // each, and it runs in place of the program of that name; and the
 // commands env's assignments hand to the program (see commandVars).
-func (w *walker) exportedFuncs(words []arg, sp span, via string) {
-	if len(words) < 2 || !words[0].lit || exeName(path.Base(words[0].val)) != "env" {
+//
+// prefix is the words before the program's arguments: the wrappers
+// (sudo env ..., nohup env ...) and the program's name.
+func (w *walker) exportedFuncs(prefix []arg, sp span, via string) {
+	i := slices.IndexFunc(prefix, func(a arg) bool { return a.lit && exeName(path.Base(a.val)) == "env" })
+	if i < 0 {
 		return
 	}
-	for _, a := range words[1:] {
+	for _, a := range prefix[i+1:] {
 		if !a.lit {
 			continue
 		}
