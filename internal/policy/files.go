@@ -90,7 +90,7 @@ func (w *walker) recordRedirects(s *syntax.Stmt, out stream) {
 // recordCommandWrites records files commands write with known content:
 // tee FILE, curl -o FILE, wget [-O FILE] URL, cp and mv of a known file.
 func (w *walker) recordCommandWrites(c *command) {
-	switch c.name {
+	switch strings.TrimSuffix(c.name, ".exe") { // curl.exe: a Windows pack's name for curl
 	case "tee":
 		ops, opts := operands(c.args, optSpec{long: []string{"output-error"}})
 		for _, o := range ops {
@@ -306,9 +306,10 @@ func (w *walker) inCwd(p string) string {
 // for wget without -O (and curl -O) the last component of each URL.
 func downloadOutputs(c *command) []arg {
 	outs := outputOptions(c)
-	remoteName := c.name == "wget"
+	name := strings.TrimSuffix(c.name, ".exe")
+	remoteName := name == "wget"
 	for _, a := range c.args {
-		if c.name == "curl" && a.lit && (a.val == "-O" || a.val == "--remote-name" || strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.HasSuffix(a.val, "O")) {
+		if name == "curl" && a.lit && (a.val == "-O" || a.val == "--remote-name" || strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.HasSuffix(a.val, "O")) {
 			remoteName = true
 		}
 	}

@@ -24,7 +24,11 @@ import (
 const httpProg = "http"
 
 // httpClients are the programs whose command line is one request.
-var httpClients = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "httpie": true}
+var httpClients = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "xhs": true, "httpie": true, "curlie": true}
+
+// httpieLike are the clients that take httpie's command line: [METHOD] URL
+// ITEM...; curlie takes curl's options too.
+var httpieLike = map[string]bool{"http": true, "https": true, "xh": true, "xhs": true, "httpie": true, "curlie": true}
 
 // curlValueOptions are curl's options that take a value (wget, xh and
 // httpie spell theirs with = or take none the reading here needs).
@@ -86,7 +90,7 @@ func httpRequestOf(c *command) (method string, url arg, ok bool) {
 			if k, _, ok := strings.Cut(v, "="); ok && httpDataOptions[k] {
 				data = true
 			}
-		case !found && a.lit && (c.name == "http" || c.name == "https" || c.name == "xh" || c.name == "httpie") && httpMethods[v]:
+		case !found && a.lit && httpieLike[c.name] && httpMethods[v]:
 			method = v
 		case !found:
 			url, found = a, true

@@ -348,7 +348,7 @@ var credentialReaders = []string{
 	"cat", "tac", "head", "tail", "less", "more", "nl", "xxd", "od", "hexdump", "hd", "base64", "base32", "basenc",
 	"strings", "grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "mawk", "nawk", "sed", "sort", "uniq", "cut", "paste",
 	"jq", "yq", "openssl", "tar", "zip", "7z", "gzip", "bzip2", "xz", "zstd", "cp", "scp", "rsync", "dd", "socat", "curl",
-	"wget", "http", "xh", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
+	"wget", "http", "xh", "xhs", "curlie", "aws", "gsutil", "gcloud", "az", "rclone", "mc", "s3cmd", "b2", "bat", "batcat", "column", "fold", "rev", "tr", "perl", "install", "gpg", "age", "split",
 	// databases a credential store is kept in (gcloud's credentials.db, a browser's Login Data), and file senders
 	"sqlite3", "duckdb", "litecli", "wormhole", "croc", "ffsend", "magic-wormhole", "transfer", "sendme",
 	"s5cmd", "azcopy", "buildkite-agent", "oci", "swift", "ossutil", "coscmd",
@@ -369,7 +369,7 @@ var secretPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "ta
 // netSenders are the programs that send what they are given (on stdin, in
 // their arguments, in a host name they look up) over the network.
 var netSenders = []string{
-	"curl", "wget", "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat", "telnet", "http", "https", "xh",
+	"curl", "wget", "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat", "telnet", "http", "https", "xh", "xhs", "curlie",
 	"ssh", "openssl", "dig", "nslookup", "host", "drill", "ping", "fetch", "aria2c", "sendmail", "mail", "mailx",
 }
 
@@ -814,6 +814,10 @@ func readPaths(a arg) []arg {
 		if i := strings.Index(v, sep); i >= 0 && (sep != "@" || i == 0 || formFileField(v[:i], v[i+1:])) {
 			b := a
 			b.val = v[i+len(sep):]
+			if (sep == "@" || sep == "=@") && strings.HasPrefix(b.val, "~/") {
+				// httpie opens its file fields with expanduser: f@~/.netrc is the home's
+				b.val = homeMarker + b.val[1:]
+			}
 			out = append(out, b)
 		}
 	}
@@ -824,7 +828,7 @@ func readPaths(a arg) []arg {
 // (http --form POST URL f@/etc/hosts, f@$HOME/.netrc): a field name,
 // then an absolute path, unlike user@host.
 func formFileField(name, path string) bool {
-	if name == "" || !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, homeMarker) {
+	if name == "" || !strings.HasPrefix(path, "/") && !strings.HasPrefix(path, homeMarker) && !strings.HasPrefix(path, "~/") {
 		return false
 	}
 	for _, r := range name {

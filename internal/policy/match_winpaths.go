@@ -93,17 +93,34 @@ func pwshScripts(c *command) []string {
 	if c.stdin.known && pwshReadsStdin(c.args) {
 		out = append(out, c.stdin.text)
 	}
-	for i, a := range c.args {
-		var f string
-		switch l := strings.ToLower(a.val); {
-		case !a.lit:
-		case (l == "-file" || l == "-f" || l == "/file") && i+1 < len(c.args) && c.args[i+1].lit:
-			f = c.args[i+1].val
-		case strings.HasSuffix(l, ".ps1") && !strings.HasPrefix(l, "-"):
-			f = a.val // pwsh ./x.ps1: a script's path first runs it
-		}
-		if file, ok := c.files[fileKey(f)]; f != "" && ok && file.s.known {
+	for _, f := range winScriptFiles(c) {
+		if file, ok := c.files[fileKey(f)]; ok && file.s.known {
 			out = append(out, file.s.text)
+		}
+	}
+	return out
+}
+
+// winScriptFiles are the script files a Windows shell's command line runs:
+// pwsh -File ./x.ps1 or pwsh ./x.ps1, cmd /c x.bat (the first word of the
+// command line).
+func winScriptFiles(c *command) []string {
+	var out []string
+	cmd := strings.TrimSuffix(c.name, ".exe") == "cmd"
+	for i, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		switch l := strings.ToLower(a.val); {
+		case cmd:
+			if (l == "/c" || l == "/k" || l == "/r") && i+1 < len(c.args) && c.args[i+1].lit {
+				first, _, _ := strings.Cut(strings.TrimLeft(c.args[i+1].val, `"`), " ")
+				return append(out, strings.TrimRight(first, `"`))
+			}
+		case (l == "-file" || l == "-f" || l == "/file") && i+1 < len(c.args) && c.args[i+1].lit:
+			out = append(out, c.args[i+1].val)
+		case strings.HasSuffix(l, ".ps1") && !strings.HasPrefix(l, "-"):
+			out = append(out, a.val) // pwsh ./x.ps1: a script's path first runs it
 		}
 	}
 	return out

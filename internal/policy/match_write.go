@@ -386,7 +386,8 @@ func matchDownloadOutput(c *command, h *hits) {
 // -O/--output-document/-P/--directory-prefix (not "-", standard output).
 func outputOptions(c *command) []arg {
 	short, long := "o", "output"
-	if c.name == "wget" {
+	wget := strings.TrimSuffix(c.name, ".exe") == "wget"
+	if wget {
 		short, long = "OP", "output-document"
 	}
 	var outs []arg
@@ -396,11 +397,11 @@ func outputOptions(c *command) []arg {
 		switch {
 		case !a.lit:
 			continue
-		case v == "--"+long || c.name == "wget" && v == "--directory-prefix":
+		case v == "--"+long || wget && v == "--directory-prefix":
 			if i+1 < len(c.args) {
 				out = c.args[i+1]
 			}
-		case strings.HasPrefix(v, "--"+long+"=") || c.name == "wget" && strings.HasPrefix(v, "--directory-prefix="):
+		case strings.HasPrefix(v, "--"+long+"=") || wget && strings.HasPrefix(v, "--directory-prefix="):
 			_, val, _ := strings.Cut(v, "=")
 			out = arg{val: val, lit: true, pos: a.pos, end: a.end, exact: -1}
 		case len(v) > 1 && v[0] == '-' && v[1] != '-':

@@ -200,10 +200,17 @@ func (w *walker) nest(c *command) {
 			}
 			w.scriptOperand(c, langShell, c.args[0], positional(c.args[0].val, c.args[1:]))
 		}
-	case "powershell", "powershell.exe", "pwsh", "pwsh.exe":
+	case "powershell", "powershell.exe", "pwsh", "pwsh.exe", "cmd", "cmd.exe":
 		// pwsh -Command - (or no script at all) reads its script on stdin
-		if c.stdin.present && c.stdin.taint&taintDownload != 0 && pwshReadsStdin(c.args) {
+		if c.stdin.present && c.stdin.taint&taintDownload != 0 && !strings.HasPrefix(c.name, "cmd") && pwshReadsStdin(c.args) {
 			w.d.add(w.f, rulePipeToShell, "runs code downloaded from the network", joinVia(c.via, "| "+c.name), c.sp)
+		}
+		// curl -o x.ps1 URL; pwsh -File x.ps1 (cmd /c x.bat): a downloaded script run
+		for _, f := range winScriptFiles(c) {
+			if file, ok := w.writtenScript(arg{val: f, lit: true}); ok && file.s.taint&taintDownload != 0 {
+				w.d.add(w.f, rulePipeToShell, c.name+" "+quoteDetail(f)+": runs code downloaded from the network", c.via, c.sp)
+				break
+			}
 		}
 	case "shopt":
 		if slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "expand_aliases" || !a.lit }) && !slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "-u" }) {

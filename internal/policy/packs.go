@@ -1420,12 +1420,8 @@ func unlessCarrier(c *command, i int) bool {
 			return true
 		}
 	}
-	switch canonical(c.name) {
-	case "http", "https", "xh", "xhs":
-		// httpie's Name:value items are request headers
-		return a.lit && httpieHeader.MatchString(a.val)
-	}
-	return false
+	// httpie's Name:value items are request headers
+	return httpieLike[canonical(c.name)] && a.lit && httpieHeader.MatchString(a.val)
 }
 
 // httpieHeader is an httpie request item that sets a header.
@@ -1832,13 +1828,13 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		w.d.add(w.f, ruleUnresolved, c.name+" runs a command built at run time", via, c.sp)
 	}
 	for _, m := range t.scriptRe.FindAllStringSubmatch(a.val, maxInputs) {
-		script := ""
+		var parts []string // the groups that matched: entry: CMD and its args: [...]
 		for _, g := range m[1:] {
 			if g != "" {
-				script = g
-				break
+				parts = append(parts, g)
 			}
 		}
+		script := strings.Join(parts, " ")
 		for _, r := range t.scriptSubst {
 			script = r.re.ReplaceAllString(script, r.to)
 		}

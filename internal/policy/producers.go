@@ -9,7 +9,7 @@ import (
 
 // downloaders are programs whose output comes from the network.
 var downloaders = map[string]bool{
-	"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "xh": true,
+	"curl": true, "wget": true, "fetch": true, "http": true, "https": true, "xh": true, "xhs": true, "curlie": true,
 	"aria2c": true, "lynx": true, "links": true, "w3m": true, "elinks": true,
 	"nc": true, "ncat": true, "netcat": true, "socat": true, "tftp": true,
 	"telnet": true, "pwncat": true, "nc.traditional": true, "nc.openbsd": true,
