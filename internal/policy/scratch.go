@@ -57,6 +57,16 @@ type cmdWords struct {
 	dynamic    bool     // a word built at run time
 }
 
+// pair records an option's value; an option given twice with different
+// values (--topic ci-4711 --topic orders) names more than one thing, which
+// one map entry cannot hold: the line is not read.
+func (cw *cmdWords) pair(name, val string) {
+	if v, ok := cw.pairs[name]; ok && v != val {
+		cw.dynamic = true
+	}
+	cw.pairs[name] = val
+}
+
 func readWords(args []arg) cmdWords {
 	cw := cmdWords{pairs: map[string]string{}}
 	for i := 0; i < len(args); i++ {
@@ -69,11 +79,11 @@ func readWords(args []arg) cmdWords {
 			return cw
 		case strings.HasPrefix(a.val, "-") && len(a.val) > 1:
 			if name, val, ok := strings.Cut(a.val, "="); ok {
-				cw.pairs[name] = val
+				cw.pair(name, val)
 			} else if booleanOptions[a.val] {
 				cw.flags = append(cw.flags, a.val)
 			} else if i+1 < len(args) && args[i+1].lit && !strings.HasPrefix(args[i+1].val, "-") {
-				cw.pairs[a.val] = args[i+1].val
+				cw.pair(a.val, args[i+1].val)
 				i++
 			} else {
 				cw.flags = append(cw.flags, a.val)
@@ -286,7 +296,8 @@ func namedCreated(c *command) []created {
 // makingWords are words that make a resource in the forms createVerb does
 // not read.
 var makingWords = map[string]bool{"init": true, "start": true, "snapshot": true, "createvm": true, "vol-create-as": true,
-	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true, "add": true, "copy": true}
+	"vm.clone": true, "up": true, "addVolume": true, "import": true, "run": true, "add": true, "copy": true,
+	"declare": true, "--create": true} // rabbitmqadmin declare queue name=X, kafka-topics --create --topic X
 
 // mentionPrefix marks the records of mentioned.
 const mentionPrefix = "mention:"
@@ -353,15 +364,18 @@ func deletesMentioned(c *command, t *packTool) bool {
 		return false
 	}
 	cw := readWords(stableArgs(c, c.args))
-	if cw.dynamic || len(cw.positional) == 0 || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
+	if cw.dynamic || len(cw.positional) == 0 && len(cw.pairs) == 0 || slices.ContainsFunc(broadeningOptions, func(o string) bool { _, ok := cw.pairs[o]; return ok || slices.Contains(cw.flags, o) }) {
 		return false
 	}
-	last := lastComponent(cw.positional[len(cw.positional)-1])
+	last := "" // kafka-topics --delete --topic X: no operand, the option names it
+	if len(cw.positional) > 0 {
+		last = lastComponent(cw.positional[len(cw.positional)-1])
+	}
 	for i, r := range append(slices.Clip(c.scratch), c.earlier...) {
 		if r.prog != mentionPrefix+canonical(c.name) || r.idempotent && i >= len(c.scratch) {
 			continue // a create-or-update may have found the name taken: only on the same && chain
 		}
-		words, by := cw.positional[:len(cw.positional)-1], ""
+		words, by := cw.positional[:max(0, len(cw.positional)-1)], ""
 		if r.name != last {
 			// the name given by the option the making command gave it
 			// with (minikube start -p ci-4711 ... minikube delete -p ci-4711)

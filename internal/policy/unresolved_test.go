@@ -174,7 +174,7 @@ func TestEverydayCommands(t *testing.T) {
 		{`sudo find / -exec chmod 777 {} +`, rulePrivilege},
 		{`sudo dmesg -c`, rulePrivilege},
 		{`sudo ip link set eth0 down`, rulePrivilege},
-		{`sudo -u postgres psql`, rulePrivilege},
+		{`sudo -iu postgres psql`, rulePrivilege}, // a login shell runs the account's start-up files
 		{`sudo bash`, rulePrivilege},
 	})
 }
