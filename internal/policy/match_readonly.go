@@ -147,6 +147,47 @@ var readOnly = map[string]func(c *command) bool{
 		_, opts := operands(c.args, optSpec{})
 		return rsyncDryRun(opts)
 	},
+	// account and boot-configuration checks in their reporting modes,
+	// package removals that answer no, volume, repair and debug tools in
+	// their test or read-only modes, a shutdown cancelled
+	"faillock":          func(c *command) bool { return noneOf(c, "reset") },
+	"pwck":              optsOnly("r", "read-only", "q", "quiet"),
+	"grpck":             optsOnly("r", "read-only"),
+	"useradd":           optsOnly("D", "defaults"),
+	"grub-script-check": nil,
+	"dnf":               packageDryRun,
+	"yum":               packageDryRun,
+	"zypper":            func(c *command) bool { return !noneOf(c, "dry-run") },
+	"lvremove":          lvmTest, "vgremove": lvmTest, "pvremove": lvmTest, "lvreduce": lvmTest, "lvresize": lvmTest,
+	"xfs_repair": func(c *command) bool { return !noneOf(c, "n") && noneOf(c, "L") },
+	"e2fsck":     fsckNoChange, "fsck.ext4": fsckNoChange, "fsck.ext3": fsckNoChange, "fsck.ext2": fsckNoChange,
+	"debugfs": func(c *command) bool { return noneOf(c, "w", "c") }, // opened read-only: a write request fails
+	"ethtool": func(c *command) bool {
+		ops, opts := operands(c.args, optSpec{})
+		return len(ops) == 1 && (len(opts) == 0 || onlyOpts(opts, "i", "driver", "S", "statistics", "k", "show-features", "g", "show-ring", "a", "show-pause",
+			"c", "show-coalesce", "l", "show-channels", "m", "dump-module-eeprom", "P", "show-permaddr", "T", "show-time-stamping", "show-eee", "show-fec"))
+	},
+	"hwclock": optsOnly("show", "r", "get", "v", "verbose", "debug", "V", "version"),
+	"ctr": func(c *command) bool {
+		ops := literalWords(c)
+		return len(ops) == 1 && ops[0] == "version" || len(ops) >= 2 && slices.Contains([]string{"ls", "list", "info"}, ops[len(ops)-1]) && len(ops) <= 3
+	},
+	"shutdown": optsOnly("c"),
+}
+
+// packageDryRun: dnf or yum answering no to every question (--assumeno),
+// or a listing subcommand.
+func packageDryRun(c *command) bool {
+	return !noneOf(c, "assumeno") ||
+		firstWordIn("list", "info", "search", "repolist", "check-update", "provides", "repoquery", "history", "deplist")(c) && len(literalWords(c)) <= 3
+}
+
+// lvmTest: an LVM command in test mode (--test, -t): metadata not written.
+func lvmTest(c *command) bool { return !noneOf(c, "test", "t") }
+
+// fsckNoChange: e2fsck -n opens the file system read-only and answers no.
+func fsckNoChange(c *command) bool {
+	return !noneOf(c, "n") && noneOf(c, "y", "p", "a", "D", "E", "c", "k", "l", "L")
 }
 
 // optsOnly: a program given only these options, and no operand other
@@ -200,6 +241,9 @@ func readOnlyCommand(c *command) bool {
 		if !a.lit {
 			return false // "$F" may name /etc/shadow
 		}
+		if namesOnly[c.name] {
+			continue // ls /etc/sudoers.d: the names, not what they hold
+		}
 		for _, p := range c.paths(a) {
 			if isCredentialFile(p) || recursiveReader[c.name] && holdsCredentials(p) {
 				return false
@@ -208,6 +252,10 @@ func readOnlyCommand(c *command) bool {
 	}
 	return true
 }
+
+// namesOnly are the readOnly programs that show a file's name, size or
+// mode, never what it holds.
+var namesOnly = map[string]bool{"ls": true, "stat": true, "du": true}
 
 // credentialFiles hold password hashes, sudo rules or private keys: reading
 // them as root exposes them.
