@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -191,6 +192,39 @@ func matchDD(c *command, h *hits) {
 }
 
 // matchInPlace judges sed -i and perl -i by the files they edit.
+// matchFindOutput judges the files find's -fprint, -fprint0, -fprintf and
+// -fls write their list to: each is created or truncated first
+// (find . -maxdepth 0 -fprint ~/.bashrc empties the start-up file).
+func matchFindOutput(c *command, h *hits) {
+	for i, a := range c.args[:max(0, len(c.args)-1)] {
+		if !a.lit || a.val != "-fprint" && a.val != "-fprint0" && a.val != "-fprintf" && a.val != "-fls" {
+			continue
+		}
+		for _, t := range c.targets(c.args[i+1]) {
+			writeHits(t, writeTruncate, "find "+a.val+" to ", h)
+		}
+	}
+}
+
+// matchEditorWrite judges ed and ex editing a file with a script that
+// writes it (w, wq, x): a change to that file, as sed -i is.
+func matchEditorWrite(c *command, h *hits) {
+	ops, _ := operands(c.args, optSpec{short: "p"})
+	if len(ops) == 0 {
+		return
+	}
+	script := c.stdin.code()
+	if script.known && !edWrites.MatchString(script.text) {
+		return // no write command: the file is left as it was
+	}
+	for _, t := range c.targets(ops[len(ops)-1]) {
+		writeHits(t, writeModify, c.name+" on ", h)
+	}
+}
+
+// edWrites is an ed or ex script line that writes the buffer.
+var edWrites = regexp.MustCompile(`(?m)^\s*[0-9,.$]*\s*(w|wq|x|W|up|update)\b`)
+
 func matchInPlace(c *command, h *hits) {
 	var files []arg
 	if c.name == "sed" {

@@ -12,7 +12,7 @@ type matcher func(c *command, h *hits)
 // matcherTable maps a program name (see canonical) to its matchers.
 var matcherTable = map[string][]matcher{
 	// rm-root, and the deletes that also hit write-system or history-wipe
-	"rm": {matchRm}, "unlink": {matchRm}, "rimraf": {matchRimraf}, "srm": {matchRm}, "shred": {matchShred}, "find": {matchFindDelete},
+	"rm": {matchRm}, "unlink": {matchRm}, "rimraf": {matchRimraf}, "srm": {matchRm}, "shred": {matchShred}, "find": {matchFindDelete, matchFindOutput}, "ed": {matchEditorWrite}, "red": {matchEditorWrite}, "ex": {matchEditorWrite},
 	"rsync": {matchRsync, matchCopy}, "mv": {matchMv},
 	// write-system, dd-device, history-wipe through writing tools
 	"cp": {matchCopy}, "install": {matchCopy}, "ln": {matchLn}, "tee": {matchTee}, "dd": {matchDD},

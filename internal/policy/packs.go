@@ -92,7 +92,8 @@ type packTool struct {
 	Triggers []string `yaml:"triggers"`
 	// Script are options whose value is a shell command the tool runs
 	// (on this host or others): it is judged as a script, when one of
-	// ScriptWhen is given (or always, if none is named). Exec says the
+	// ScriptWhen is given as an option or as the first word of the command
+	// path (go run), or always if none is named. Exec says the
 	// words after "--" are a command the tool runs.
 	Script     []string `yaml:"script"`
 	ScriptWhen []string `yaml:"script_when"`
@@ -1561,7 +1562,7 @@ func (w *walker) packNest(c *command) {
 		}
 		when := len(t.ScriptWhen) == 0
 		for _, o := range t.ScriptWhen {
-			when = when || pc.hasOption(o)
+			when = when || pc.hasOption(o) || len(pc.path) > 0 && pc.path[0] == o // an option, or the subcommand (go run)
 		}
 		if in := c.stdin.code(); when && t.ScriptStdin && c.stdin.present && in.known {
 			t.runScript(w, c, arg{val: in.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, "| "+c.name)
