@@ -187,7 +187,16 @@ func serviceDataDir(p string) bool {
 		return false
 	}
 	if slices.Contains(serviceDataDirs, path.Dir(path.Dir(c))) && c != "/var/www" && !slices.Contains([]string{"/Volumes", "/mnt", "/media"}, path.Dir(path.Dir(c))) {
-		// a service's own data tree (/opt/shop/data, /srv/shop/uploads)
+		// a service's own data tree (/opt/shop/data, /srv/shop/uploads),
+		// or any tree of a data store's directory (/var/lib/prometheus/metrics2,
+		// /var/lib/postgresql/16) but what it rebuilds
+		if slices.Contains(knownServiceData, path.Base(path.Dir(c))) {
+			switch strings.ToLower(path.Base(c)) {
+			case "tmp", "temp", "cache", ".cache", "log", "logs", "run", "lock", "locks":
+			default:
+				return true
+			}
+		}
 		switch strings.ToLower(path.Base(c)) {
 		case "uploads", "data", "storage", "media", "files", "db", "database", "backups", "backup", "jobs", "wp-content", "repositories", "git-data", "secrets", "keys", "certs", "home", "homes", "projects", "shares":
 			return true

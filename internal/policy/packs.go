@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -750,6 +751,9 @@ func (t *packTool) parse(c *command) packCall {
 			if t.Fold {
 				w = strings.ToLower(w)
 			}
+			if len(pc.path) == 0 && strings.Contains(w, "/") && interpreterLang(c.name) != langShell && plainName(path.Base(w)) {
+				w = path.Base(w) // php /var/www/nextcloud/occ user:delete: the script is the tool
+			}
 			if !pathWord(w) {
 				// a URL or file right after an option is taken as its value
 				// (jenkins-cli -s https://ci.example.com/ delete-job x)
@@ -1287,6 +1291,11 @@ func matchTextExcept(re, except *textRe, c *command) bool {
 	for _, a := range c.args {
 		if a.lit && matchesExcept(re, except, a.val) || !a.lit && matchesExcept(re, except, a.src) {
 			return true // a word with a variable is matched as written
+		}
+		if !a.lit && a.val != "" && re.MatchString(a.val) && (except == nil || !except.MatchString(a.src) && !except.MatchString(a.val)) {
+			// and by its known parts, quotes removed: a JSON body with a
+			// timestamp filled in at run time ("value":".+", "$(date)")
+			return true
 		}
 	}
 	if !c.stdin.known {

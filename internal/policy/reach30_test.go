@@ -103,5 +103,19 @@ func TestSession30Forms(t *testing.T) {
 		{`dbus-send --system --print-reply --dest=org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager.StopUnit string:ssh.service string:replace`, "devices:service-stop"},
 		{`busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager PowerOff`, "devices:service-stop"},
 		{`busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager RestartUnit ss nginx.service replace`, ""},
+		{`su -s /bin/sh www-data -c 'php occ app:list'`, ""},
+		{`su www-data -c 'php occ user:delete alice'`, "apps:data-delete"},
+		{`su - postgres -c 'psql -c "select 1"'`, "privilege"},
+		{`su root -c 'ls /root'`, "privilege"},
+		{`su -m www-data -c './x.sh'`, "privilege"},
+		{`su www-data`, "privilege"},
+		// an interpreter's script named by its path is the tool
+		{`sudo -u www-data php /var/www/nextcloud/occ user:delete alice`, "apps:data-delete"},
+		{`php /var/www/nextcloud/occ status`, ""},
+		// a service's data store's own trees; JSON bodies with run-time parts
+		{`rm -rf /var/lib/prometheus/metrics2/*`, "rm-root"},
+		{`rm -rf /var/lib/docker/tmp`, ""},
+		{`curl -s -XPOST http://alertmanager.acme.internal:9093/api/v2/silences -H 'Content-Type: application/json' -d "{\"matchers\":[{\"name\":\"severity\",\"value\":\"critical|warning\",\"isRegex\":true}],\"startsAt\":\"$(date -u +%FT%TZ)\",\"endsAt\":\"$(date -u -d '+60 days' +%FT%TZ)\"}"`, "api:alerts-silenced"},
+		{`curl -s -XPOST http://alertmanager.acme.internal:9093/api/v2/silences -d "{\"matchers\":[{\"name\":\"instance\",\"value\":\"web-01\",\"isRegex\":false}],\"startsAt\":\"$(date -u +%FT%TZ)\"}"`, ""},
 	})
 }
