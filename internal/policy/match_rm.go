@@ -171,6 +171,7 @@ var serviceDataDirs = []string{"/srv", "/var/www", "/var/lib", "/var/backups", "
 	"/scratch", "/lustre", "/gpfs", "/beegfs", "/project", "/projects", // clusters' shared file systems: /lustre/project, /scratch/*
 	"/sdcard", "/storage/emulated/0", // an Android device's shared storage (adb shell rm -rf /sdcard/*)
 	"/exports", "/export", "/nfs", "/bricks", // NFS exports and Gluster bricks: other machines' data
+	"/prometheus", "/loki", "/bitnami", // the data directories of common server images
 	dockerVolumes} // a named volume's data (docker run -v pgdata:/data alpine rm -rf /data/*)
 
 // serviceStateRebuilt are children of serviceDataDirs that package

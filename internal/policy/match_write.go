@@ -240,6 +240,16 @@ func matchInPlace(c *command, h *hits) {
 			ops = ops[1:] // the script
 		}
 		files = ops
+	} else if c.name == "yq" {
+		// yq -i EXPR FILE: the file rewritten with the expression applied
+		ops, opts := operands(c.args, optSpec{short: "pofIe", long: []string{"input-format", "output-format", "front-matter", "indent", "expression", "from-file"}})
+		if !hasOpt(opts, "i", "inplace") {
+			return
+		}
+		if len(ops) > 1 {
+			ops = ops[1:]
+		}
+		files = ops
 	} else {
 		files = perlInPlaceFiles(c.args)
 	}
