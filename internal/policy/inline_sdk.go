@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -11,7 +12,8 @@ import (
 // method calls reach resources beyond the host with the job's credentials.
 var sdkLibraries = map[lang]*regexp.Regexp{
 	langPython: regexp.MustCompile(`(?:^|[;\s])(?:import|from)\s+(?:[\w.]+\s*,\s*)*(?:boto3|botocore|aioboto3|google\.cloud|googleapiclient|azure\.|kubernetes|redis|pymongo|motor|psycopg2?|pymysql|MySQLdb|mysql\.connector|sqlalchemy|sqlite3|github|gitlab|elasticsearch|opensearchpy|hvac|openstack|digitalocean|hcloud|linode_api4|cassandra|neo4j|influxdb_client|firebase_admin|clickhouse_connect|snowflake|pika|kafka|confluent_kafka|docker|pulumi` +
-		`|pinecone|chromadb|qdrant_client|weaviate|pymilvus|lancedb|meilisearch|typesense|ovh|databricks|upstash_redis|supabase|stripe|couchdb|arango|minio|b2sdk|scaleway|oci|ibm_cloud_sdk_core|ibm_platform_services)\b` +
+		`|pinecone|chromadb|qdrant_client|weaviate|pymilvus|lancedb|meilisearch|typesense|ovh|databricks|upstash_redis|supabase|stripe|couchdb|arango|minio|b2sdk|scaleway|oci|ibm_cloud_sdk_core|ibm_platform_services` +
+		`|rethinkdb|datadog|datadog_api_client|uptime_kuma_api|pyzabbix|zabbix_utils|pagerduty|pdpyras|newrelic_api|grafana_client|grafana_api|opsgenie_sdk|jira|atlassian|slack_sdk|hubspot|salesforce|simple_salesforce|sentry_sdk|launchdarkly_api|unleash)\b` +
 		`|\.objects\.(?:all|filter|exclude)\(`), // a Django model manager (manage.py shell -c)
 	langNode: regexp.MustCompile(`(?:require\s*\(\s*|from\s+|import\s*\(\s*)['"](?:@aws-sdk/|@google-cloud/|@azure/|@octokit/|@elastic/|@opensearch-project/|@planetscale/|@neondatabase/|@supabase/|@clickhouse/|@kubernetes/client-node|@prisma/client|(?:aws-sdk|mongodb|mongoose|ioredis|redis|octokit|pg|mysql2?|firebase-admin|kafkajs|dockerode|better-sqlite3|knex|chromadb|weaviate-client|meilisearch|typesense|stripe|minio|cloudflare|@pinecone-database/|@qdrant/|@upstash/|@vercel/|@neo4j|neo4j-driver|@planetscale/)['"/])`),
 	langRuby: regexp.MustCompile(`\b(?:Aws|Google::Cloud|Azure|Octokit|Mongo|Redis|PG|Mysql2|Sequel|Kubeclient|Fog)(?:::|\.new|\.connect)|require\s*\(?\s*['"](?:aws-sdk|google/cloud|azure|octokit|mongo|redis|pg|mysql2|kubeclient|fog)`),
@@ -90,6 +92,10 @@ func sdkDestroyMethod(name string) bool {
 	}
 	if words[0] == "schedule" && strings.HasPrefix(words[len(words)-1], "deletion") {
 		return true
+	}
+	if len(words) == 2 && (words[1] == "drop" || words[1] == "delete" || words[1] == "destroy" || words[1] == "purge") &&
+		!slices.Contains([]string{"on", "pre", "post", "before", "after", "can", "should", "is", "allow", "soft", "mark", "will", "did"}, words[0]) {
+		return true // RethinkDB's db_drop, table_drop: the object, then the verb
 	}
 	switch w := words[i]; w {
 	case "remove", "unlink", "rm":

@@ -400,6 +400,9 @@ func sqlStatements(src string) []sqlStatement {
 			}
 		case ch == '$':
 			i = skipDollarQuote(src, i)
+		case ch == '@' && len(cur.words) == 1 && (cur.words[0] == "REMOVE" || cur.words[0] == "RM"):
+			cur.words = append(cur.words, "@") // Snowflake's REMOVE @stage
+			i++
 		case ch == '>' && cur.sp.start >= 0:
 			cur.words = append(cur.words, ">") // WHERE id > 0 reads ID > 0
 			i++
@@ -469,6 +472,10 @@ func destructiveStatement(words []string) (string, bool) {
 			}
 			if words[0] == "ALTER" && i+1 < len(words) && !slices.Contains([]string{"DEFAULT", "NOT", "IDENTITY", "EXPRESSION", "STORED"}, words[i+1]) {
 				return "ALTER ... DROP " + words[i+1], true // a column, without the COLUMN keyword
+			}
+		case "REMOVE", "RM":
+			if i == 0 && len(words) > 1 && words[1] == "@" {
+				return "REMOVE of a stage's files", true // Snowflake: REMOVE @stage/path
 			}
 		case "TRUNCATE":
 			if i == 0 || words[i-1] != "ON" { // not a trigger event

@@ -140,5 +140,21 @@ func TestSession30Forms(t *testing.T) {
 		{`amtool silence expire $(amtool silence query -q)`, "data:monitoring-off"},
 		{`env | grep AWS`, "secrets:secret-print"},
 		{`env | grep AWS_REGION`, ""},
+		// data services over HTTP on any host: purges, selections of
+		// everything, PostgREST without a filter, GraphQL's empty where
+		{`curl -u "admin:$P" -X DELETE http://localhost:15672/api/queues/%2F/orders/contents`, "data:index-delete"},
+		{`curl -s -X DELETE "http://localhost:3000/events?id=gt.0" -H "Authorization: Bearer $PGRST_JWT"`, "data:index-delete"},
+		{`curl -s -X DELETE "http://localhost:3000/events?id=eq.42" -H "Authorization: Bearer $PGRST_JWT"`, ""},
+		{`curl -X PATCH "http://localhost:3000/users" -H "Authorization: Bearer $PGRST_JWT" -d '{"email": "x@example.com"}'`, "data:index-delete"},
+		{`curl -s http://localhost:8080/v1/graphql -d '{"query":"mutation { update_users(where: {}, _set: {is_active: false}) { affected_rows } }"}'`, "data:index-delete"},
+		{`curl -s http://localhost:8080/v1/graphql -d '{"query":"mutation { delete_orders(where: {id: {_eq: 42}}) { affected_rows } }"}'`, ""},
+		{`curl -X POST 'http://localhost:9200/*/_close?expand_wildcards=all'`, "data:index-delete"},
+		{`curl -v -u "elastic:$ES_PASSWORD" https://es.acme.internal:9200/_cluster/health`, "api:secret-print"},
+		{`curl -s -u "elastic:$ES_PASSWORD" https://es.acme.internal:9200/_cluster/health`, ""},
+		{`snowsql -c prod -q "REMOVE @RAW.PUBLIC.LANDING_STAGE"`, "sql-destructive"},
+		{`snowsql -c prod -q "LIST @RAW.PUBLIC.LANDING_STAGE"`, ""},
+		{`python3 -c "from rethinkdb import r; c = r.connect('localhost', 28015); r.db_drop('shop').run(c)"`, "inline-code"},
+		{`python3 -c "from datadog import initialize, api; initialize(); [api.Monitor.delete(m['id']) for m in api.Monitor.get_all()]"`, "inline-code"},
+		{`python3 -c "from datadog import initialize, api; initialize(); print(len(api.Monitor.get_all()))"`, ""},
 	})
 }
