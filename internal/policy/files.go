@@ -21,6 +21,9 @@ func fileKey(p string) string { return path.Clean(p) }
 // that running the file later (sh x.sh, ./x.sh, source x.sh) is judged by
 // its content: curl -o x.sh URL && sh x.sh is pipe-to-shell.
 func (w *walker) recordWrite(a arg, s stream, appendTo bool) {
+	if !a.lit && strings.HasSuffix(a.tail, ".pth") {
+		w.scriptSink(arg{val: a.tail, lit: true, pos: a.pos, end: a.end, exact: -1}, s) // "$d/x.pth": a .pth wherever it lands
+	}
 	if !a.lit || a.val == "" || strings.HasPrefix(a.val, "/dev/") {
 		return
 	}

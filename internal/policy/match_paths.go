@@ -1017,7 +1017,10 @@ var (
 // appending it to ~/.bashrc changes no command's meaning.
 // brewShellenvLine is the line Homebrew's installer asks to add to a
 // start-up file: it only exports Homebrew's PATH.
-var brewShellenvLine = regexp.MustCompile(`^eval "\$\(((/opt/homebrew|/usr/local|/home/linuxbrew/\.linuxbrew)/bin/)?brew shellenv( (bash|zsh|fish|sh))?\)"$`)
+var brewShellenvLine = regexp.MustCompile(`^eval "\$\(((/opt/homebrew|/usr/local|/home/linuxbrew/\.linuxbrew)/bin/)?brew shellenv( (bash|zsh|fish|sh))?\)"$` +
+	// and the other tools whose documented set-up line evaluates what they print
+	`|^eval "\$\((direnv hook|starship init|zoxide init|mise activate|rtx activate|atuin init|mcfly init|fnm env( --use-on-cd)?( --shell)?|pyenv init|pyenv virtualenv-init|rbenv init|nodenv init|goenv init|jenv init|conda shell\.(bash|zsh)|thefuck --alias|register-python-argcomplete [\w-]+)( -| --path| (bash|zsh|fish|posix|sh))*( hook)?\)"$` +
+	`|^(source|\.) <\((kubectl|helm|gh|glab|minikube|kind|k3d|flux|argocd|docker|npm|pip3?|poetry|rustup|deno|tkn|oc|eksctl|doctl|hcloud|terraform|tofu|just|task) completion( -s)? (bash|zsh|fish)\)$`)
 
 func plainStartupText(text string) bool {
 	for line := range strings.SplitSeq(text, "\n") {
@@ -1063,9 +1066,18 @@ func plainStartupVar(name, v string) bool {
 		}
 		return true
 	}
+	if name == "PROMPT_COMMAND" && (v == "history -a" || v == "history -a; history -n" || v == "history -a; history -c; history -r") {
+		return true // the history written at each prompt: the documented idiom
+	}
 	c, ok := lookupEnvCode(name)
 	return !ok || c.safe != nil && c.safe(v)
 }
+
+// tmuxShellLine is a tmux configuration line that runs a shell command.
+var tmuxShellLine = regexp.MustCompile(`(?m)^\s*(?:run-shell|run|if-shell|if)\s+(?:-\w+\s+)*(?:'([^'\n]*)'|"([^"\n]*)")`)
+
+// jsonCommand is a "command" string of a JSON file (VS Code's tasks).
+var jsonCommand = regexp.MustCompile(`"command"\s*:\s*"((?:[^"\\]|\\.)*)"`)
 
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when
@@ -1078,8 +1090,17 @@ func (w *walker) scriptSink(a arg, s stream) {
 	base := path.Base(p)
 	var scripts []string
 	switch {
-	case strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/"),
-		slices.Contains(shellStartup, base):
+	case slices.Contains(shellStartup, base):
+		// the documented set-up lines of known tools (eval "$(direnv hook
+		// bash)", source <(kubectl completion bash)) are left out
+		var lines []string
+		for line := range strings.SplitSeq(s.text, "\n") {
+			if !brewShellenvLine.MatchString(strings.TrimSpace(line)) {
+				lines = append(lines, line)
+			}
+		}
+		scripts = []string{strings.Join(lines, "\n")}
+	case strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/"):
 		scripts = []string{s.text}
 	case strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config"):
 		for _, m := range sshCommandLine.FindAllStringSubmatch(s.text, -1) {
@@ -1096,6 +1117,25 @@ func (w *walker) scriptSink(a arg, s stream) {
 		for _, m := range vimShellLine.FindAllStringSubmatch(s.text, -1) {
 			scripts = append(scripts, m[1])
 		}
+	case base == ".envrc" || base == ".envrc.local":
+		scripts = []string{s.text} // direnv runs it on entering the directory
+	case base == ".tmux.conf" || strings.HasSuffix(p, "/tmux/tmux.conf"):
+		for _, m := range tmuxShellLine.FindAllStringSubmatch(s.text, -1) {
+			scripts = append(scripts, m[1]+m[2])
+		}
+	case strings.HasSuffix(p, ".vscode/tasks.json"):
+		// a task's command; runOn folderOpen runs it when the folder opens
+		for _, m := range jsonCommand.FindAllStringSubmatch(s.text, -1) {
+			scripts = append(scripts, strings.ReplaceAll(m[1], `\"`, `"`))
+		}
+	case strings.HasSuffix(base, ".pth"):
+		// site-packages runs a .pth file's import lines at each start of Python
+		c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
+		for line := range strings.SplitSeq(s.text, "\n") {
+			if strings.HasPrefix(line, "import ") || strings.HasPrefix(line, "import\t") {
+				w.runCode(&c, langPython, code{text: line, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
+			}
+		}
 	}
 	c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
 	for _, text := range scripts {
@@ -1107,7 +1147,7 @@ func (w *walker) scriptSink(a arg, s stream) {
 // -L name files, -q prints nothing.
 // jqShapeFilter is a jq or yq filter that prints only a document's shape:
 // its keys, a count or a type (.auths | keys, .mcpServers | length).
-var jqShapeFilter = regexp.MustCompile(`^\s*(\.[\w.\[\]"-]*\s*\|\s*)?(keys|keys_unsorted|length|type)\s*$`)
+var jqShapeFilter = regexp.MustCompile(`^\s*(\.[\w.\[\]"-]*\s*\|\s*)?((keys|keys_unsorted)(\[\])?|length|type)\s*$`)
 
 // jqShape reports jq, gojq or yq given a filter that prints only the
 // document's shape, not its values.
