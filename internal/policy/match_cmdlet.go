@@ -171,6 +171,17 @@ func psDropScratch(script string) string {
 				text = text[j[0]:]
 			}
 		}
+		if newVHDPipeline(text, made["vhd"]) {
+			// New-VHD ... | Mount-VHD -Passthru | Initialize-Disk ... |
+			// Format-Volume: the disk formatted is the one just made
+			if b == nil {
+				b = []byte(script)
+			}
+			for i := st[0]; i < st[1]; i++ {
+				b[i] = ' '
+			}
+			continue
+		}
 		if m := psRemoveStmt.FindStringSubmatch(text); m != nil && made[strings.ToLower(m[1])] != nil && !strings.Contains(m[2], "*") {
 			if target, ok := psTarget(m[2]); ok && made[strings.ToLower(m[1])][target] &&
 				(strings.HasPrefix(target, "$") || throwawayName(target)) {
@@ -202,6 +213,26 @@ func psDropScratch(script string) string {
 	}
 	return string(b)
 }
+
+// newVHDPipeline reports a pipeline that starts by making a virtual disk
+// (New-VHD ... | Mount-VHD), or by mounting one the script made
+// (Mount-VHD -Path $v.Path), and names no other disk on the way.
+func newVHDPipeline(text string, made map[string]bool) bool {
+	if !strings.Contains(text, "|") || psOtherDisk.MatchString(text) {
+		return false
+	}
+	if psNewVHDPipe.MatchString(text) {
+		return true
+	}
+	m := psMountMade.FindStringSubmatch(text)
+	return m != nil && made["$"+strings.ToLower(m[1])]
+}
+
+var (
+	psNewVHDPipe = regexp.MustCompile(`(?i)^\s*New-VHD\b[^|;]*\|\s*Mount-VHD\b`)
+	psMountMade  = regexp.MustCompile(`(?i)^\s*Mount-VHD\s+(?:-Path\s+)?\$(\w+)(?:\.Path)?\s`)
+	psOtherDisk  = regexp.MustCompile(`(?i)\s-(Number|DiskNumber|DriveLetter|UniqueId|FriendlyName|SerialNumber|ObjectId|DiskId|Partition|InputObject)\b`)
+)
 
 // psAssignedVar is any assignment to a variable; psStmtStart where a
 // statement's PowerShell starts.

@@ -107,6 +107,7 @@ var psPreview = regexp.MustCompile(`(?i)(^|\s)-WhatIf(:\$?true)?(\s|[);}]|$)|^\s
 // The separators stay, so a pipeline is still read as one. Comments go
 // first, and a -WhatIf inside quotes does not count.
 func psDropPreviews(s string) string {
+	s = psDropText(s)
 	low := strings.ToLower(s)
 	if !strings.Contains(low, "-whatif") && !strings.Contains(low, "help") {
 		return s
@@ -164,4 +165,17 @@ func psUnquoted(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// psTextArg is a quoted string PowerShell only searches for or writes as
+// text: Select-String's pattern, what Write-Host prints, what Add-Content
+// appends to a note (.md, .txt, .log). Naming a command there runs nothing.
+var psTextArg = regexp.MustCompile(`(?i)(\b(?:Select-String|sls)\b[^|;]*?-Pattern\s+|\b(?:Write-Host|Write-Output|Write-Verbose|Write-Warning|Write-Information)\s+|\b(?:Add-Content|ac|Set-Content|sc)\s+(?:-Path\s+)?["']?[\w./\\-]+\.(?:md|txt|log)["']?\s+-Value\s+)("[^"$` + "`" + `]*"|'[^']*')`)
+
+// psDropText blanks the strings of psTextArg.
+func psDropText(s string) string {
+	if !strings.Contains(s, "-Pattern") && !strings.Contains(s, "Write-") && !strings.Contains(s, "-Value") {
+		return s
+	}
+	return psTextArg.ReplaceAllString(s, `$1""`)
 }
