@@ -361,6 +361,7 @@ var wrappers = map[string]wrapper{
 	"mise":             afterDashes("exec", "x"),
 	"rtx":              afterDashes("exec", "x"),
 	"asdf":             wordThen(optSpec{}, "exec"),
+	"zammad":           wordThen(optSpec{}, "run"), // zammad run rails r CODE: the package's environment
 	"pyenv":            wordThen(optSpec{}, "exec"),
 	"rbenv":            wordThen(optSpec{}, "exec"),
 	"nodenv":           wordThen(optSpec{}, "exec"),
@@ -527,7 +528,7 @@ func nixCommand(args []arg) ([]arg, bool) {
 // exec -- COMMAND); their other forms (Semaphore's sem delete project X,
 // mise use node@20) are judged like any program's.
 var sometimesLaunchers = map[string]bool{"sem": true, "mise": true, "rtx": true, "asdf": true, "pyenv": true, "rbenv": true,
-	"nodenv": true, "goenv": true, "direnv": true, "dotenv": true, "nix": true, "gdb": true,
+	"nodenv": true, "goenv": true, "direnv": true, "dotenv": true, "nix": true, "gdb": true, "zammad": true,
 	"railway": true, "netlify": true, "ntl": true, "heroku": true, "vercel": true}
 
 // gnuSem is GNU parallel's sem [OPTIONS] COMMAND; Semaphore CI's sem

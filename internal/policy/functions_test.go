@@ -1434,7 +1434,8 @@ func TestLinuxAdminPreviews(t *testing.T) {
 		{"rm -f /srv/shop/db/production.sqlite3", ruleRmRoot},
 		{": > /srv/shop/db/production.sqlite3", "write-system"},
 		{"rm -f /opt/shop/cache.db", ""},
-		{"rm -f ./db/development.sqlite3", ""},
+		{"rm -f ./db/development.sqlite3", ruleRmRoot}, // a development database is data too (the corpus's labelling)
+		{"rm -f ./db/test.sqlite3", ""},
 		// rsync --delete from an empty directory deletes
 		{"rsync -a --delete /tmp/empty/ /srv/data/", ruleRmRoot},
 		{"rsync -a --delete dist/ /srv/shop/current/", ""},

@@ -55,6 +55,9 @@ func matchRm(c *command, h *hits) {
 			if len(*h) == n && databaseFiles(t.path) {
 				h.add(ruleRmRoot, c.name+" on "+t.show+", a database server's own files (its data, WAL or binary logs)")
 			}
+			if len(*h) == n && localDatabase(t.path) {
+				h.add(ruleRmRoot, c.name+" on "+t.show+", a local database (its data is lost, as a server's would be)")
+			}
 		}
 	}
 	if recursive && noPreserve {
@@ -590,4 +593,23 @@ func userProject(p string) bool {
 		}
 	}
 	return false
+}
+
+// localDatabaseFile is an embedded database's file, or PocketBase's data
+// directory.
+var localDatabaseFile = regexp.MustCompile(`^(pb_data|[^/]+\.(sqlite3?|duckdb|db3|realm)(-wal|-shm|-journal)?)$`)
+
+// localDatabase reports a file of an embedded database (SQLite, DuckDB)
+// that is not a test's or a copy in a temporary directory: a project's
+// development database, whose loss is a data loss (db/development.sqlite3).
+func localDatabase(p string) bool {
+	base := path.Base(p)
+	if !localDatabaseFile.MatchString(base) {
+		return false
+	}
+	if c, ok := cleanAbs(p); ok && (strings.HasPrefix(c, "/tmp/") || strings.HasPrefix(c, "/var/tmp/") || strings.HasPrefix(c, "/dev/shm/")) {
+		return false
+	}
+	name := strings.ToLower(strings.SplitN(base, ".", 2)[0])
+	return !strings.Contains(name, "test") && !throwawayName(name) && !strings.Contains(name, "cache") && !strings.Contains(name, "tmp")
 }

@@ -187,5 +187,24 @@ func TestSession30Forms(t *testing.T) {
 		{`setx /M PATH "%PATH%;C:\acme\bin"`, ""},
 		{`powershell -c 'Remove-Item "$env:LOCALAPPDATA\Packages\CanonicalGroupLimited.Ubuntu_79rhkp1fndgsc\LocalState\ext4.vhdx"'`, "windows:system-file-delete"},
 		{`powershell -c 'robocopy (New-Item -ItemType Directory -Force "$env:TEMP\void").FullName $env:USERPROFILE\Documents /E /PURGE'`, "windows:tree-delete"},
+		// applications' admin tools
+		{`docker exec -u git gitea gitea admin user create --admin --username example-contractor --email contractor@example.com --random-password`, "apps:admin-grant"},
+		{`gitea admin user create --username ci-bot --email ci@example.com --random-password`, ""},
+		{`wp user create example-contractor contractor@example.com --role=administrator`, "apps:admin-grant"},
+		{`wp user create ci-4711 ci@example.com --role=author`, ""},
+		{`bin/magento setup:install --cleanup-database --db-host=localhost --db-name=magento`, "apps:site-wipe"},
+		{`odoo-bin db load --force shop /tmp/staging.zip`, "apps:data-delete"},
+		{`odoo-bin neutralize -d shop_restoretest --stdout`, ""},
+		{`npx directus users passwd --email admin@acme.example.com --password 'directus'`, "apps:password-reset"},
+		{`./pocketbase superuser delete admin@acme.example.com`, "apps:data-delete"},
+		{`cd /opt/redmine && RAILS_ENV=production bundle exec rake redmine:plugins:migrate NAME=redmine_agile VERSION=0`, "data:schema-reset"},
+		{`zammad run rails r 'Ticket.destroy_all'`, "data:table-empty"},
+		{`curl -X POST -H "Authorization: Bearer $T" -d '{"erase": true}' "https://matrix.acme.internal/_synapse/admin/v1/deactivate/@alice:acme.internal"`, "api:resource-delete"},
+		{`curl -X POST https://chat.acme.internal/api/v1/rooms.cleanHistory -H "X-Auth-Token: $RC_TOKEN" -d '{"roomId": "GENERAL"}'`, "api:resource-delete"},
+		{`curl -s https://chat.acme.internal/api/v1/rooms.info?roomId=GENERAL -H "X-Auth-Token: $RC_TOKEN"`, ""},
+		// a project's embedded database is data
+		{`rm -rf pb_data`, "rm-root"},
+		{`rm -f analytics.duckdb`, "rm-root"},
+		{`rm -f /tmp/copy.sqlite3`, ""},
 	})
 }
