@@ -762,9 +762,12 @@ func quotedExpansions(w string) bool {
 // words lead the command.
 func unwrapEnv(args []arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
-	for len(rest) > 0 && (rest[0].lit && strings.Contains(rest[0].val, "=") || envAssignKeepsPath(rest[0].src)) {
-		rest = rest[1:]
+	stripAssigns := func() {
+		for len(rest) > 0 && (rest[0].lit && strings.Contains(rest[0].val, "=") || envAssignKeepsPath(rest[0].src)) {
+			rest = rest[1:]
+		}
 	}
+	stripAssigns()
 	for _, o := range opts {
 		if o.name == "C" || o.name == "chdir" {
 			// env -C DIR COMMAND runs COMMAND in DIR: a directory this
@@ -782,6 +785,7 @@ func unwrapEnv(args []arg) ([]arg, bool) {
 			return []arg{{val: "", lit: false, taint: taintUnknown, pos: o.value.pos, end: o.value.end, exact: -1}}, true
 		}
 		rest = append(split, rest...)
+		stripAssigns() // env -S 'NODE_ENV=test node --test'
 	}
 	return rest, true
 }
@@ -789,7 +793,9 @@ func unwrapEnv(args []arg) ([]arg, bool) {
 // splitWords splits a literal into words as the shell would for a single
 // simple command, without expanding anything.
 func splitWords(a arg) ([]arg, bool) {
-	src := strings.ReplaceAll(a.val, homeMarker, "$HOME") // expanded again to the home directory
+	// behind a word of its own, so that NAME=VALUE words stay words (env
+	// -S 'NODE_ENV=test node --test' sets NODE_ENV, as env NAME=VALUE does)
+	src := "_ " + strings.ReplaceAll(a.val, homeMarker, "$HOME") // expanded again to the home directory
 	f, err := parse(src)
 	if err != nil || len(f.Stmts) != 1 {
 		return nil, false
@@ -800,9 +806,10 @@ func splitWords(a arg) ([]arg, bool) {
 		return nil, false
 	}
 	lists := w.argListsOf(stmt)
-	if len(lists) != 1 {
+	if len(lists) != 1 || len(lists[0]) == 0 {
 		return nil, false
 	}
+	lists[0] = lists[0][1:]
 	for i := range lists[0] {
 		lists[0][i].pos, lists[0][i].end, lists[0][i].exact = a.pos, a.end, -1
 	}

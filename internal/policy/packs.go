@@ -59,6 +59,9 @@ type packTool struct {
 	// tool applies. An option given as "--dry-run=none" or "=false" is not
 	// safe.
 	Safe []string `yaml:"safe"`
+	// CheckMode says a Safe option also keeps the tool from running its
+	// scripts (ansible --check skips the shell and command modules).
+	CheckMode bool `yaml:"check_mode"`
 	// Fold compares path words case-insensitively (redis-cli FLUSHALL).
 	Fold bool `yaml:"fold"`
 	// Joined also matches rules' regular expressions against the whole
@@ -1572,6 +1575,9 @@ func (w *walker) packNest(c *command) {
 		when := len(t.ScriptWhen) == 0
 		for _, o := range t.ScriptWhen {
 			when = when || pc.hasOption(o) || len(pc.path) > 0 && pc.path[0] == o // an option, or the subcommand (go run)
+		}
+		if when && t.CheckMode && t.safe(t.parse(c), canonical(c.name)) {
+			when = false // ansible --check: the shell and command modules are skipped
 		}
 		if in := c.stdin.code(); when && t.ScriptStdin && c.stdin.present && in.known {
 			t.runScript(w, c, arg{val: in.text, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, "| "+c.name)

@@ -206,5 +206,10 @@ func TestSession30Forms(t *testing.T) {
 		{`rm -rf pb_data`, "rm-root"},
 		{`rm -f analytics.duckdb`, "rm-root"},
 		{`rm -f /tmp/copy.sqlite3`, ""},
+		// env -S keeps its NAME=VALUE words; ansible --check skips shell
+		{`env -S 'NODE_ENV=test node --test'`, ""},
+		{`env -S 'NODE_ENV=test rm -rf ~'`, "rm-root"},
+		{`ansible all -m shell -a 'rm -rf /var/www/shop' --check`, ""},
+		{`ansible all -m shell -a 'rm -rf /var/www/shop'`, "rm-root"},
 	})
 }
