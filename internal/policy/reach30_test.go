@@ -211,5 +211,8 @@ func TestSession30Forms(t *testing.T) {
 		{`env -S 'NODE_ENV=test rm -rf ~'`, "rm-root"},
 		{`ansible all -m shell -a 'rm -rf /var/www/shop' --check`, ""},
 		{`ansible all -m shell -a 'rm -rf /var/www/shop'`, "rm-root"},
+		{`curl -s -H "Authorization: Token token=$PD" 'https://api.pagerduty.com/services?limit=100' | jq -r '.services[].id' | while read -r id; do curl -s -X PUT "https://api.pagerduty.com/services/$id" -H "Authorization: Token token=$PD" -d '{"service":{"type":"service","status":"disabled"}}'; done`, "api:alerts-silenced"},
+		{`curl -s -X POST https://zabbix.acme.internal/api_jsonrpc.php -d '{"jsonrpc":"2.0","method":"action.update","params":{"actionid":"3","status":"1"},"id":1}'`, "api:alerts-silenced"},
+		{`curl -s -X POST https://zabbix.acme.internal/api_jsonrpc.php -d '{"jsonrpc":"2.0","method":"action.update","params":{"actionid":"3","status":"0"},"id":1}'`, ""},
 	})
 }
