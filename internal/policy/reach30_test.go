@@ -214,5 +214,7 @@ func TestSession30Forms(t *testing.T) {
 		{`curl -s -H "Authorization: Token token=$PD" 'https://api.pagerduty.com/services?limit=100' | jq -r '.services[].id' | while read -r id; do curl -s -X PUT "https://api.pagerduty.com/services/$id" -H "Authorization: Token token=$PD" -d '{"service":{"type":"service","status":"disabled"}}'; done`, "api:alerts-silenced"},
 		{`curl -s -X POST https://zabbix.acme.internal/api_jsonrpc.php -d '{"jsonrpc":"2.0","method":"action.update","params":{"actionid":"3","status":"1"},"id":1}'`, "api:alerts-silenced"},
 		{`curl -s -X POST https://zabbix.acme.internal/api_jsonrpc.php -d '{"jsonrpc":"2.0","method":"action.update","params":{"actionid":"3","status":"0"},"id":1}'`, ""},
+		{`svcs=$(curl -sS "https://api.pagerduty.com/services?limit=100" -H "Authorization: Token token=$PD" | jq -c '[.services[] | {id, type: "service_reference"}]') && curl -sS -X POST https://api.pagerduty.com/maintenance_windows -H "Authorization: Token token=$PD" -d "{\"maintenance_window\": {\"type\": \"maintenance_window\", \"start_time\": \"2026-12-05T00:00:00Z\", \"end_time\": \"2027-01-05T00:00:00Z\", \"services\": $svcs}}"`, "api:alerts-silenced"},
+		{`curl -sS -X POST https://api.pagerduty.com/maintenance_windows -H "Authorization: Token token=$PD" -d '{"maintenance_window": {"type": "maintenance_window", "start_time": "2026-12-05T00:00:00Z", "end_time": "2026-12-05T01:00:00Z", "services": [{"id": "PABC123", "type": "service_reference"}]}}'`, ""},
 	})
 }
