@@ -39,7 +39,7 @@ func optName(long string) string {
 // gitElsewhere is script text that can point git at another repository
 // or work tree (core.worktree, GIT_WORK_TREE, --git-dir) or set variables
 // unseen (. FILE, source FILE).
-var gitElsewhere = regexp.MustCompile(`(?i)worktree|GIT_[A-Z_]*|git-dir|work-tree|includeif|include\.path|(^|[;&|(\s])(\.|source)\s`)
+var gitElsewhere = regexp.MustCompile(`(?i)worktree|GIT_[A-Z_]*|git-dir|work-tree|includeif|include\.path|(^|[;&|(\n])\s*(\.|source)\s`)
 
 // worktreeOnly are the git subcommands whose harm stays in the work tree
 // and the local repository.
@@ -119,6 +119,20 @@ func matchGit(c *command, h *hits) {
 			if long, ok := strings.CutPrefix(a.val, "--"); ok && slices.Contains(longMeanings(optName(long), gitResetLong), "hard") {
 				h.add(ruleGitDestructive, "git reset --hard")
 				return
+			}
+		}
+	case "read-tree":
+		// read-tree -u --reset rewrites the work tree from a tree (-m refuses to),
+		// discarding uncommitted changes as reset --hard does
+		_, opts := operands(args, optSpec{long: []string{"prefix", "exclude-per-directory", "index-output"}})
+		if hasOpt(opts, "u") && hasOpt(opts, "reset") && !hasOpt(opts, "n", "dry-run") {
+			h.add(ruleGitDestructive, "git read-tree -u --reset")
+		}
+	case "submodule":
+		// submodule update --force throws away the submodules' local changes
+		if len(args) > 0 && args[0].lit && args[0].val == "update" {
+			if _, opts := operands(args[1:], optSpec{long: []string{"reference", "depth", "jobs", "filter"}}); hasOpt(opts, "f", "force") {
+				h.add(ruleGitDestructive, "git submodule update --force")
 			}
 		}
 	case "clean":

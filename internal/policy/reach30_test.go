@@ -216,5 +216,22 @@ func TestSession30Forms(t *testing.T) {
 		{`curl -s -X POST https://zabbix.acme.internal/api_jsonrpc.php -d '{"jsonrpc":"2.0","method":"action.update","params":{"actionid":"3","status":"0"},"id":1}'`, ""},
 		{`svcs=$(curl -sS "https://api.pagerduty.com/services?limit=100" -H "Authorization: Token token=$PD" | jq -c '[.services[] | {id, type: "service_reference"}]') && curl -sS -X POST https://api.pagerduty.com/maintenance_windows -H "Authorization: Token token=$PD" -d "{\"maintenance_window\": {\"type\": \"maintenance_window\", \"start_time\": \"2026-12-05T00:00:00Z\", \"end_time\": \"2027-01-05T00:00:00Z\", \"services\": $svcs}}"`, "api:alerts-silenced"},
 		{`curl -sS -X POST https://api.pagerduty.com/maintenance_windows -H "Authorization: Token token=$PD" -d '{"maintenance_window": {"type": "maintenance_window", "start_time": "2026-12-05T00:00:00Z", "end_time": "2026-12-05T01:00:00Z", "services": [{"id": "PABC123", "type": "service_reference"}]}}'`, ""},
+		// git, containers, secrets and cloud: the second round's lists
+		{`d=$(mktemp -d) && git clone -q . "$d" && git -C "$d" reset --hard HEAD~3 && git -C "$d" log -1 --oneline`, ""},
+		{`git clone . /tmp/x && . ./evil.sh && git -C /tmp/x reset --hard`, "git-destructive"},
+		{`git read-tree -u --reset HEAD`, "git-destructive"},
+		{`git read-tree -m -u HEAD origin/main`, ""},
+		{`git submodule update --init --force --checkout`, "git-destructive"},
+		{`git submodule update --init --recursive`, ""},
+		{`nerdctl -n k8s.io rm -f $(nerdctl -n k8s.io ps -aq)`, "containers:mass-remove"},
+		{`nerdctl -n k8s.io ps -a`, ""},
+		{`doppler configure get token --plain`, "secrets:secret-print"},
+		{`doppler configure get project --plain`, ""},
+		{`pass generate -i prod/shop-db 32`, "secrets:secret-delete"},
+		{`pass generate ci/new 32`, ""},
+		{`cloud-nuke aws --region us-east-1 --force`, "cloud:account-wipe"},
+		{`aws-nuke -c nuke-config.yml --no-dry-run --force`, "cloud:account-wipe"},
+		{`aws-nuke -c nuke-config.yml`, ""},
+		{`curl -s https://eu1-shop-4711.upstash.io/flushall -H "Authorization: Bearer $T"`, "data:index-delete"},
 	})
 }
