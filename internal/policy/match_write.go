@@ -227,7 +227,8 @@ var edWrites = regexp.MustCompile(`(?m)^\s*[0-9,.$]*\s*(w|wq|x|W|up|update)\b`)
 
 func matchInPlace(c *command, h *hits) {
 	var files []arg
-	if c.name == "sed" {
+	switch c.name {
+	case "sed":
 		ops, opts := operands(c.args, optSpec{short: "efl", long: []string{"expression", "file", "line-length"}})
 		inPlace := hasOpt(opts, "i", "in-place")
 		for _, a := range c.args {
@@ -240,7 +241,7 @@ func matchInPlace(c *command, h *hits) {
 			ops = ops[1:] // the script
 		}
 		files = ops
-	} else if c.name == "yq" {
+	case "yq":
 		// yq -i EXPR FILE: the file rewritten with the expression applied
 		ops, opts := operands(c.args, optSpec{short: "pofIe", long: []string{"input-format", "output-format", "front-matter", "indent", "expression", "from-file"}})
 		if !hasOpt(opts, "i", "inplace") {
@@ -250,7 +251,7 @@ func matchInPlace(c *command, h *hits) {
 			ops = ops[1:]
 		}
 		files = ops
-	} else {
+	default:
 		files = perlInPlaceFiles(c.args)
 	}
 	for _, f := range files {
