@@ -173,6 +173,13 @@ var readOnly = map[string]func(c *command) bool{
 		return len(ops) == 1 && ops[0] == "version" || len(ops) >= 2 && slices.Contains([]string{"ls", "list", "info"}, ops[len(ops)-1]) && len(ops) <= 3
 	},
 	"shutdown": optsOnly("c"),
+	// GitLab Omnibus: its services' status, its checks and environment report
+	"gitlab-ctl": firstWordIn("status", "tail", "show-config", "service-list"),
+	"gitlab-rake": func(c *command) bool {
+		w := literalWords(c)
+		return len(w) >= 1 && (w[0] == "gitlab:check" || w[0] == "gitlab:env:info" || w[0] == "gitlab:gitlab_shell:check" || w[0] == "gitlab:sidekiq:check" ||
+			w[0] == "gitlab:doctor:secrets" || w[0] == "gitlab:artifacts:check" || w[0] == "gitlab:lfs:check" || w[0] == "gitlab:uploads:check")
+	},
 }
 
 // packageDryRun: dnf or yum answering no to every question (--assumeno),
@@ -429,8 +436,11 @@ var boundedAdmin = map[string]func(c *command) bool{
 		return len(ops) == 2 && ops[1].lit && slices.Contains([]string{"start", "restart", "reload", "status"}, ops[1].val)
 	},
 	"fstrim": func(*command) bool { return true }, // discards only blocks no file uses
-	"zfs":    firstWordIn("snapshot", "snap"),
-	"zpool":  firstWordIn("scrub"),
+	// GitLab Omnibus: services restarted or reconfigured, a backup made, caches cleared
+	"gitlab-ctl":    firstWordIn("restart", "start", "reconfigure", "hup"),
+	"gitlab-backup": firstWordIn("create"),
+	"zfs":           firstWordIn("snapshot", "snap"),
+	"zpool":         firstWordIn("scrub"),
 	"btrfs": func(c *command) bool {
 		ops := literalWords(c)
 		return len(ops) >= 2 && (ops[0] == "subvolume" || ops[0] == "subvol" || ops[0] == "sub") && ops[1] == "snapshot" ||

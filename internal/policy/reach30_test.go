@@ -233,5 +233,12 @@ func TestSession30Forms(t *testing.T) {
 		{`aws-nuke -c nuke-config.yml --no-dry-run --force`, "cloud:account-wipe"},
 		{`aws-nuke -c nuke-config.yml`, ""},
 		{`curl -s https://eu1-shop-4711.upstash.io/flushall -H "Authorization: Bearer $T"`, "data:index-delete"},
+		// GitLab Omnibus under sudo: status, checks, restarts, backups
+		{`sudo gitlab-ctl status`, ""},
+		{`sudo gitlab-ctl restart puma`, ""},
+		{`sudo gitlab-backup create STRATEGY=copy`, ""},
+		{`sudo gitlab-rake gitlab:check SANITIZE=true`, ""},
+		{`sudo gitlab-rake gitlab:cleanup:orphan_job_artifact_files`, "privilege"},
+		{`sudo gitlab-backup restore BACKUP=x`, "apps:site-wipe"},
 	})
 }
