@@ -271,8 +271,13 @@ func runsAsAccount(name string, args []arg) bool {
 	_, opts := skipOptions(args, spec)
 	user := ""
 	for _, o := range opts {
+		if o.long && !strings.HasPrefix("user", o.name) {
+			// sudo takes any unambiguous prefix of a long option (--sh
+			// is --shell, --preserve-e is --preserve-env): only --user is read
+			return false
+		}
 		switch o.name {
-		case "u", "user":
+		case "u", "user", "us", "use":
 			if !o.value.lit {
 				return false
 			}
@@ -283,8 +288,16 @@ func runsAsAccount(name string, args []arg) bool {
 			return false
 		}
 	}
-	return accountName.MatchString(user) && !rootAccounts[user]
+	return accountName.MatchString(user) && !rootAccounts[user] && !dataStoreAccounts[user]
 }
+
+// dataStoreAccounts own a data store's files and are its superuser (psql
+// as postgres reaches every database and the server's own files): running
+// as them stays privilege.
+var dataStoreAccounts = map[string]bool{"postgres": true, "postgresql": true, "pgsql": true, "mysql": true, "mariadb": true, "mongodb": true, "mongod": true,
+	"redis": true, "cassandra": true, "clickhouse": true, "elasticsearch": true, "opensearch": true, "oracle": true, "mssql": true, "influxdb": true,
+	"neo4j": true, "couchdb": true, "rabbitmq": true, "etcd": true, "zookeeper": true, "kafka": true, "minio": true, "vault": true, "consul": true,
+	"gitlab-psql": true, "gitlab-redis": true}
 
 // accountName is a user name given by name, not by number (#0, 0).
 var accountName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]*$`)

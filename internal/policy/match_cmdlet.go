@@ -218,8 +218,19 @@ func psDropScratch(script string) string {
 // (New-VHD ... | Mount-VHD), or by mounting one the script made
 // (Mount-VHD -Path $v.Path), and names no other disk on the way.
 func newVHDPipeline(text string, made map[string]bool) bool {
-	if !strings.Contains(text, "|") || psOtherDisk.MatchString(text) {
+	if !strings.Contains(text, "|") || psOtherDisk.MatchString(text) || strings.ContainsAny(text, "{}()&`") || strings.Contains(text, "||") {
 		return false
+	}
+	for i, stage := range strings.Split(text, "|") {
+		f := strings.Fields(stage)
+		if len(f) == 0 || !vhdStages[strings.ToLower(f[0])] || i == 0 && !strings.EqualFold(f[0], "New-VHD") && !strings.EqualFold(f[0], "Mount-VHD") {
+			return false // a stage that is not the making, mounting or formatting of the new disk
+		}
+		for j, w := range f[1:] {
+			if !strings.HasPrefix(w, "-") && (j == 0 || !strings.HasPrefix(f[j], "-") || strings.Contains(f[j], ":")) && !(i == 0 && strings.HasPrefix(w, "$")) {
+				return false // a positional argument (Format-Volume C) names another disk
+			}
+		}
 	}
 	if psNewVHDPipe.MatchString(text) {
 		return true
@@ -227,6 +238,11 @@ func newVHDPipeline(text string, made map[string]bool) bool {
 	m := psMountMade.FindStringSubmatch(text)
 	return m != nil && made["$"+strings.ToLower(m[1])]
 }
+
+// vhdStages are the cmdlets of a pipeline that makes, mounts and formats
+// a virtual disk.
+var vhdStages = map[string]bool{"new-vhd": true, "mount-vhd": true, "get-disk": true, "initialize-disk": true, "new-partition": true,
+	"format-volume": true, "get-partition": true, "out-null": true, "add-partitionaccesspath": true}
 
 var (
 	psNewVHDPipe = regexp.MustCompile(`(?i)^\s*New-VHD\b[^|;]*\|\s*Mount-VHD\b`)

@@ -1066,6 +1066,11 @@ func plainStartupVar(name, v string) bool {
 		}
 		return true
 	}
+	for _, tmp := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		if v == tmp || strings.HasPrefix(v, tmp+"/") || strings.Contains(v, ":"+tmp) {
+			return false // PYENV_ROOT=/tmp/p, STARSHIP_CONFIG=/tmp/s.toml: a directory anyone may write
+		}
+	}
 	if name == "PROMPT_COMMAND" && (v == "history -a" || v == "history -a; history -n" || v == "history -a; history -c; history -r") {
 		return true // the history written at each prompt: the documented idiom
 	}

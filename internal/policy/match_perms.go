@@ -173,11 +173,16 @@ func suToAccount(args []arg) bool {
 			return false
 		}
 		switch v := a.val; {
-		case v == "-c" || v == "--command" || v == "-s" || v == "--shell":
-			script = script || v == "-c" || v == "--command"
+		case v == "-c" || v == "--command":
+			script = true
 			i++
-		case strings.HasPrefix(v, "--command=") || strings.HasPrefix(v, "--shell="):
-			script = script || strings.HasPrefix(v, "--command=")
+		case v == "-s" || v == "--shell":
+			if i+1 >= len(args) || !args[i+1].lit || !shells[path.Base(args[i+1].val)] || args[i+1].val == "fish" || path.Base(args[i+1].val) == "fish" {
+				return false // an interpreter that reads -c as its own code
+			}
+			i++
+		case strings.HasPrefix(v, "--command="):
+			script = true
 		case v == "-P" || v == "--pty":
 		case strings.HasPrefix(v, "-"):
 			return false // -, -l: a login shell; -m, -p: the caller's environment; -g, -G, -w
@@ -187,7 +192,7 @@ func suToAccount(args []arg) bool {
 			return false // arguments to the account's shell
 		}
 	}
-	return script && accountName.MatchString(user) && !rootAccounts[user]
+	return script && accountName.MatchString(user) && !rootAccounts[user] && !dataStoreAccounts[user]
 }
 
 // sudoOnlyReports reports sudo run to list what the user may do (-l, -ll,

@@ -150,9 +150,11 @@ var readOnly = map[string]func(c *command) bool{
 	// account and boot-configuration checks in their reporting modes,
 	// package removals that answer no, volume, repair and debug tools in
 	// their test or read-only modes, a shutdown cancelled
-	"faillock":          func(c *command) bool { return noneOf(c, "reset") },
-	"pwck":              optsOnly("r", "read-only", "q", "quiet"),
-	"grpck":             optsOnly("r", "read-only"),
+	"faillock": func(c *command) bool { return noneOf(c, "reset") },
+	"pwck": func(c *command) bool {
+		return !noneOf(c, "r", "read-only") && optsOnly("r", "read-only", "q", "quiet")(c)
+	},
+	"grpck":             func(c *command) bool { return !noneOf(c, "r", "read-only") && optsOnly("r", "read-only")(c) },
 	"useradd":           optsOnly("D", "defaults"),
 	"grub-script-check": nil,
 	"dnf":               packageDryRun,
@@ -161,17 +163,13 @@ var readOnly = map[string]func(c *command) bool{
 	"lvremove":          lvmTest, "vgremove": lvmTest, "pvremove": lvmTest, "lvreduce": lvmTest, "lvresize": lvmTest,
 	"xfs_repair": func(c *command) bool { return !noneOf(c, "n") && noneOf(c, "L") },
 	"e2fsck":     fsckNoChange, "fsck.ext4": fsckNoChange, "fsck.ext3": fsckNoChange, "fsck.ext2": fsckNoChange,
-	"debugfs": func(c *command) bool { return noneOf(c, "w", "c") }, // opened read-only: a write request fails
 	"ethtool": func(c *command) bool {
 		ops, opts := operands(c.args, optSpec{})
 		return len(ops) == 1 && (len(opts) == 0 || onlyOpts(opts, "i", "driver", "S", "statistics", "k", "show-features", "g", "show-ring", "a", "show-pause",
 			"c", "show-coalesce", "l", "show-channels", "m", "dump-module-eeprom", "P", "show-permaddr", "T", "show-time-stamping", "show-eee", "show-fec"))
 	},
-	"hwclock": optsOnly("show", "r", "get", "v", "verbose", "debug", "V", "version"),
-	"ctr": func(c *command) bool {
-		ops := literalWords(c)
-		return len(ops) == 1 && ops[0] == "version" || len(ops) >= 2 && slices.Contains([]string{"ls", "list", "info"}, ops[len(ops)-1]) && len(ops) <= 3
-	},
+	"hwclock":  optsOnly("show", "r", "get", "v", "verbose", "debug", "V", "version"),
+	"ctr":      ctrListing,
 	"shutdown": optsOnly("c"),
 	// GitLab Omnibus: its services' status, its checks and environment report
 	"gitlab-ctl": firstWordIn("status", "tail", "show-config", "service-list"),
@@ -183,10 +181,41 @@ var readOnly = map[string]func(c *command) bool{
 }
 
 // packageDryRun: dnf or yum answering no to every question (--assumeno),
-// or a listing subcommand.
+// or a listing subcommand, with no option but these (--setopt, -c and
+// --installroot choose plugins or a configuration: code run as root).
 func packageDryRun(c *command) bool {
+	for _, a := range c.args {
+		if !a.lit {
+			return false
+		}
+		if strings.HasPrefix(a.val, "-") && !slices.Contains([]string{"--assumeno", "-q", "--quiet", "-C", "--cacheonly", "--installed", "--available", "--upgrades", "--showduplicates"}, a.val) {
+			return false
+		}
+	}
 	return !noneOf(c, "assumeno") ||
-		firstWordIn("list", "info", "search", "repolist", "check-update", "provides", "repoquery", "history", "deplist")(c) && len(literalWords(c)) <= 3
+		firstWordIn("list", "info", "search", "repolist", "check-update", "provides", "repoquery", "deplist")(c) && len(literalWords(c)) <= 3
+}
+
+// ctrListing: ctr [-n NAMESPACE] OBJECT ls (namespaces, images,
+// containers, tasks, snapshots, content, leases, plugins), or ctr version.
+func ctrListing(c *command) bool {
+	var words []string
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case !a.lit:
+			return false
+		case (a.val == "-n" || a.val == "--namespace") && i+1 < len(c.args):
+			i++
+		case strings.HasPrefix(a.val, "--namespace=") || a.val == "-q" || a.val == "--quiet":
+		case strings.HasPrefix(a.val, "-"):
+			return false
+		default:
+			words = append(words, a.val)
+		}
+	}
+	objects := []string{"namespaces", "namespace", "ns", "images", "image", "i", "containers", "container", "c", "tasks", "task", "t", "snapshots", "snapshot", "content", "leases", "plugins", "plugin"}
+	return len(words) == 1 && words[0] == "version" || len(words) == 2 && slices.Contains(objects, words[0]) && (words[1] == "ls" || words[1] == "list")
 }
 
 // lvmTest: an LVM command in test mode (--test, -t): metadata not written.
@@ -262,7 +291,7 @@ func readOnlyCommand(c *command) bool {
 
 // namesOnly are the readOnly programs that show a file's name, size or
 // mode, never what it holds.
-var namesOnly = map[string]bool{"ls": true, "stat": true, "du": true}
+var namesOnly = map[string]bool{"ls": true, "stat": true} // not du: --files0-from prints a file's lines as names
 
 // credentialFiles hold password hashes, sudo rules or private keys: reading
 // them as root exposes them.

@@ -196,7 +196,7 @@ func serviceDataDir(p string) bool {
 		// /var/lib/postgresql/16) but what it rebuilds
 		if slices.Contains(knownServiceData, path.Base(path.Dir(c))) {
 			switch strings.ToLower(path.Base(c)) {
-			case "tmp", "temp", "cache", ".cache", "log", "logs", "run", "lock", "locks":
+			case "tmp", "temp", "cache", ".cache", "log", "logs", "run", "lock", "locks", "workspace", "workspaces":
 			default:
 				return true
 			}
@@ -610,6 +610,20 @@ func localDatabase(p string) bool {
 	if c, ok := cleanAbs(p); ok && (strings.HasPrefix(c, "/tmp/") || strings.HasPrefix(c, "/var/tmp/") || strings.HasPrefix(c, "/dev/shm/")) {
 		return false
 	}
+	if strings.ContainsAny(base, "*?[") || strings.HasSuffix(base, "-journal") || strings.HasSuffix(base, "-shm") {
+		return false // a glob the project's test runs leave, a journal or a shared-memory index
+	}
+	for _, dir := range strings.Split(strings.ToLower(path.Dir(p)), "/") {
+		switch dir {
+		case "test", "tests", "spec", "fixtures", "testdata", "build", "target", "dist", "out", "node_modules", ".cache", "cache", "tmp":
+			return false
+		}
+	}
 	name := strings.ToLower(strings.SplitN(base, ".", 2)[0])
-	return !strings.Contains(name, "test") && !throwawayName(name) && !strings.Contains(name, "cache") && !strings.Contains(name, "tmp")
+	for _, w := range []string{"test", "cache", "tmp", "example", "demo", "sample", "fixture"} {
+		if strings.Contains(name, w) {
+			return false
+		}
+	}
+	return !throwawayName(name)
 }

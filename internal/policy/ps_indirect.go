@@ -167,14 +167,15 @@ func psUnquoted(s string) string {
 	return string(b)
 }
 
-// psTextArg is a quoted string PowerShell only searches for or writes as
-// text: Select-String's pattern, what Write-Host prints, what Add-Content
-// appends to a note (.md, .txt, .log). Naming a command there runs nothing.
-var psTextArg = regexp.MustCompile(`(?i)(\b(?:Select-String|sls)\b[^|;]*?-Pattern\s+|\b(?:Write-Host|Write-Output|Write-Verbose|Write-Warning|Write-Information)\s+|\b(?:Add-Content|ac|Set-Content|sc)\s+(?:-Path\s+)?["']?[\w./\\-]+\.(?:md|txt|log)["']?\s+-Value\s+)("[^"$` + "`" + `]*"|'[^']*')`)
+// psTextArg is a quoted string PowerShell only searches for or shows:
+// Select-String's pattern, what Write-Host prints (to the host, not the
+// pipeline: iex gets nothing). Naming a command there runs nothing. Not
+// Write-Output (the pipeline) nor a file's content (read back and run).
+var psTextArg = regexp.MustCompile(`(?i)(\b(?:Select-String|sls)\b[^|;]*?-Pattern\s+|\b(?:Write-Host|Write-Verbose|Write-Warning)\s+)("[^"$` + "`" + `]*"|'[^']*')`)
 
 // psDropText blanks the strings of psTextArg.
 func psDropText(s string) string {
-	if !strings.Contains(s, "-Pattern") && !strings.Contains(s, "Write-") && !strings.Contains(s, "-Value") {
+	if !strings.Contains(s, "-Pattern") && !strings.Contains(s, "Write-") {
 		return s
 	}
 	return psTextArg.ReplaceAllString(s, `$1""`)

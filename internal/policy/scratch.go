@@ -204,7 +204,8 @@ func createVerb(w string) bool {
 // (docker volume create, aws s3 mb in its home region, Azure's
 // create-or-update), or whose names are not unique (a DigitalOcean
 // droplet's, a Scaleway or Vultr instance's).
-var idempotentCreators = map[string]bool{"docker": true, "nerdctl": true, "aws": true, "az": true, "doctl": true, "scw": true, "vultr-cli": true}
+var idempotentCreators = map[string]bool{"docker": true, "nerdctl": true, "aws": true, "az": true, "doctl": true, "scw": true, "vultr-cli": true,
+	"rabbitmqadmin": true} // declare succeeds on an existing queue
 
 // resourceTypes are words that name a kind of resource, not one: a
 // verb-first tool's delete names the kind before the name (kubectl delete
@@ -339,6 +340,9 @@ func mentioned(c *command) []created {
 	}
 	var out []created
 	for _, w := range words {
+		if strings.ContainsAny(w, "|*?+()[]{}^$\\") || canonical(c.name) == "kafka-topics" && strings.Contains(lastComponent(w), ".") {
+			continue // a pattern, not a name (kafka-topics --delete --topic takes a regular expression)
+		}
 		if n := lastComponent(w); n != "" && throwawayName(n) {
 			out = append(out, created{prog: mentionPrefix + canonical(c.name), name: n, operands: words, prefix: prefix, pairs: cw.pairs,
 				idempotent: idempotentCreators[canonical(c.name)]})
