@@ -227,7 +227,7 @@ func newVHDPipeline(text string, made map[string]bool) bool {
 			return false // a stage that is not the making, mounting or formatting of the new disk
 		}
 		for j, w := range f[1:] {
-			if !strings.HasPrefix(w, "-") && (j == 0 || !strings.HasPrefix(f[j], "-") || strings.Contains(f[j], ":")) && !(i == 0 && strings.HasPrefix(w, "$")) {
+			if !strings.HasPrefix(w, "-") && (j == 0 || !strings.HasPrefix(f[j], "-") || strings.Contains(f[j], ":")) && (i != 0 || !strings.HasPrefix(w, "$")) {
 				return false // a positional argument (Format-Volume C) names another disk
 			}
 		}

@@ -1079,7 +1079,7 @@ func plainStartupVar(name, v string) bool {
 }
 
 // tmuxShellLine is a tmux configuration line that runs a shell command.
-var tmuxShellLine = regexp.MustCompile(`(?m)^\s*(?:run-shell|run|if-shell|if)\s+(?:-\w+\s+)*(?:'([^'\n]*)'|"([^"\n]*)")`)
+var tmuxShellLine = regexp.MustCompile(`(?:\brun-shell|\brun|\bif-shell|\bif|default-command|default-shell)\s+(?:-\w+\s+(?:\d+\s+)?)*(?:'([^'\n]*)'|"([^"\n]*)")|#\(([^)\n]*)\)`)
 
 // jsonCommand is a "command" string of a JSON file (VS Code's tasks).
 var jsonCommand = regexp.MustCompile(`"command"\s*:\s*"((?:[^"\\]|\\.)*)"`)
@@ -1126,7 +1126,7 @@ func (w *walker) scriptSink(a arg, s stream) {
 		scripts = []string{s.text} // direnv runs it on entering the directory
 	case base == ".tmux.conf" || strings.HasSuffix(p, "/tmux/tmux.conf"):
 		for _, m := range tmuxShellLine.FindAllStringSubmatch(s.text, -1) {
-			scripts = append(scripts, m[1]+m[2])
+			scripts = append(scripts, m[1]+m[2]+m[3])
 		}
 	case strings.HasSuffix(p, ".vscode/tasks.json"):
 		// a task's command; runOn folderOpen runs it when the folder opens

@@ -59,6 +59,9 @@ type packTool struct {
 	// tool applies. An option given as "--dry-run=none" or "=false" is not
 	// safe.
 	Safe []string `yaml:"safe"`
+	// ScriptLenient: a script_re match that does not parse as shell is
+	// skipped, for recipes read out of another language (Go, CMake, HCL).
+	ScriptLenient bool `yaml:"script_lenient"`
 	// CheckMode says a Safe option also keeps the tool from running its
 	// scripts (ansible --check skips the shell and command modules).
 	CheckMode bool `yaml:"check_mode"`
@@ -1856,6 +1859,11 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		}
 		if strings.TrimSpace(script) == "" {
 			continue
+		}
+		if t.ScriptLenient {
+			if _, err := parse(script); err != nil {
+				continue
+			}
 		}
 		s := a
 		s.val, s.exact = script, -1

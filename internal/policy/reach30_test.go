@@ -267,5 +267,15 @@ func TestSession30Forms(t *testing.T) {
 		{`sudo gitlab-rake gitlab:check SANITIZE=true`, ""},
 		{`sudo gitlab-rake gitlab:cleanup:orphan_job_artifact_files`, "privilege"},
 		{`sudo gitlab-backup restore BACKUP=x`, "apps:site-wipe"},
+		// recipe readers: only command keys of tox; Go, CMake and HCL text
+		// that is not shell is not run by one; tmux's other ways to run
+		{"printf '[tox]\\nenvlist = py\\n[coverage:run]\\nomit = */migrations/*\\n[pytest]\\npython_files = test_*.py\\n[testenv]\\ncommands = pytest\\n' > tox.ini && tox", ""},
+		{"cat > main.go <<'EOF'\npackage main\nimport \"os\"\nfunc main() { tmp := os.TempDir(); if err := os.RemoveAll(tmp + \"/x\"); err != nil { panic(err) } }\nEOF\ngo run main.go", ""},
+		{"cat > CMakeLists.txt <<'EOF'\nexecute_process(COMMAND ${CMAKE_COMMAND} -E remove_directory ${CMAKE_BINARY_DIR}/gen)\nEOF\ncmake -S . -B build", ""},
+		{"printf 'resource \"null_resource\" \"x\" {\\n  provisioner \"local-exec\" {\\n    command = \"echo ${self.id} >> hosts.txt\"\\n  }\\n}\\n' > main.tf && terraform apply -auto-approve", ""},
+		{`echo "if-shell 'true' \"run-shell 'rm -rf ~'\"" >> ~/.tmux.conf`, "rm-root"},
+		{`echo "set -g status-right '#(rm -rf ~)'" >> ~/.tmux.conf`, "rm-root"},
+		{`echo "run-shell -t 1 'rm -rf ~'" >> ~/.tmux.conf`, "rm-root"},
+		{`echo "set -g status-right '#(date +%H:%M)'" >> ~/.tmux.conf`, ""},
 	})
 }
