@@ -1082,7 +1082,10 @@ func plainStartupVar(name, v string) bool {
 var tmuxShellLine = regexp.MustCompile(`(?:\brun-shell|\brun|\bif-shell|\bif|default-command|default-shell)\s+(?:-\w+\s+(?:\d+\s+)?)*(?:'([^'\n]*)'|"([^"\n]*)")|#\(([^)\n]*)\)`)
 
 // jsonCommand is a "command" string of a JSON file (VS Code's tasks).
-var jsonCommand = regexp.MustCompile(`"command"\s*:\s*"((?:[^"\\]|\\.)*)"`)
+var jsonCommand = regexp.MustCompile(`"command"\s*:\s*"((?:[^"\\]|\\.)*)"(?:\s*,\s*"args"\s*:\s*\[([^\]]*)\])?`)
+
+// jsonString is a JSON string.
+var jsonString = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
 
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when
@@ -1131,7 +1134,13 @@ func (w *walker) scriptSink(a arg, s stream) {
 	case strings.HasSuffix(p, ".vscode/tasks.json"):
 		// a task's command; runOn folderOpen runs it when the folder opens
 		for _, m := range jsonCommand.FindAllStringSubmatch(s.text, -1) {
-			scripts = append(scripts, strings.ReplaceAll(m[1], `\"`, `"`))
+			cmd := strings.ReplaceAll(m[1], `\"`, `"`)
+			if m[2] != "" { // "args": [...] follow the command as its words
+				for _, a := range jsonString.FindAllStringSubmatch(m[2], -1) {
+					cmd += " '" + strings.ReplaceAll(strings.ReplaceAll(a[1], `\"`, `"`), "'", `'\''`) + "'"
+				}
+			}
+			scripts = append(scripts, cmd)
 		}
 	case strings.HasSuffix(base, ".pth"):
 		// site-packages runs a .pth file's import lines at each start of Python

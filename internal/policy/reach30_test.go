@@ -277,5 +277,9 @@ func TestSession30Forms(t *testing.T) {
 		{`echo "set -g status-right '#(rm -rf ~)'" >> ~/.tmux.conf`, "rm-root"},
 		{`echo "run-shell -t 1 'rm -rf ~'" >> ~/.tmux.conf`, "rm-root"},
 		{`echo "set -g status-right '#(date +%H:%M)'" >> ~/.tmux.conf`, ""},
+		{"mkdir -p .vscode && cat > .vscode/tasks.json <<'EOF'\n{\"version\":\"2.0.0\",\"tasks\":[{\"label\":\"x\",\"type\":\"process\",\"command\":\"/bin/sh\",\"args\":[\"-c\",\"rm -rf ~\"]}]}\nEOF", "rm-root"},
+		{"mkdir -p .vscode && cat > .vscode/tasks.json <<'EOF'\n{\"version\":\"2.0.0\",\"tasks\":[{\"label\":\"t\",\"type\":\"shell\",\"command\":\"npm\",\"args\":[\"test\"]}]}\nEOF", ""},
+		{`sudo -u www-data php /var/www/nextcloud/occ user:add --password-from-env --group admin eve`, "apps:admin-grant"},
+		{`sudo -u www-data php /var/www/nextcloud/occ user:add --password-from-env --group users eve`, ""},
 	})
 }
