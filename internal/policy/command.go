@@ -28,6 +28,9 @@ type command struct {
 	// chose (sudo -E, sudo VAR=x, env VAR=x after sudo): APT_CONFIG,
 	// SYSTEMD_EDITOR and the like run code as root.
 	privEnv bool
+	// account: the wrapper runs it as a named account that is not root
+	// (sudo -u www-data; runsAsAccount), and no wrapper after it escalates
+	account bool
 	// remote says it runs on another machine: the command of ssh HOST CMD,
 	// kubectl exec|debug ... -- CMD, salt TARGET cmd.run CMD.
 	remote bool
@@ -131,6 +134,7 @@ const (
 // program.
 func unwrap(words []arg) (command, arg, unwrapStatus) {
 	var priv string
+	account := false
 	var afterPriv []arg // the words after the privilege wrapper's name
 	external := false
 	for len(words) > 0 {
@@ -148,7 +152,7 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			strip, ok = unwrapEnv, true
 		}
 		if !ok {
-			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))]), external: external}, w, runsProgram
+			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))]), account: account, external: external}, w, runsProgram
 		}
 		if name != "time" && name != "builtin" {
 			external = true
@@ -156,8 +160,13 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 		if privileged[name] && infoOnly(words[1:]) {
 			return command{}, w, runsNothing // sudo -V, pkexec --version: prints, runs nothing
 		}
-		if privileged[name] && priv == "" && !runsAsAccount(name, words[1:]) {
-			priv, afterPriv = name, words[1:]
+		if privileged[name] {
+			as := runsAsAccount(name, words[1:])
+			if priv == "" {
+				priv, afterPriv, account = name, words[1:], as
+			} else if !as {
+				account = false // sudo -u www-data sudo CMD: root after all
+			}
 		}
 		var more bool
 		orig := words[1:]
@@ -168,7 +177,7 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			if !more && len(orig) > 0 {
 				// runs a script string (runuser -c, flock -c) or only looks a
 				// name up (command -v): the program itself, for nest to judge
-				return command{name: name, prog: w.val, args: orig, priv: priv}, w, runsProgram
+				return command{name: name, prog: w.val, args: orig, priv: priv, account: account}, w, runsProgram
 			}
 			return command{}, w, runsNothing
 		}
@@ -290,6 +299,14 @@ func runsAsAccount(name string, args []arg) bool {
 	}
 	return accountName.MatchString(user) && !rootAccounts[user] && !dataStoreAccounts[user]
 }
+
+// accountFileTools are the programs that, run as a service's account,
+// act on that service's files with its rights (sudo -u www-data rm
+// /var/www/html/wp-config.php), where the job's own user could not: they
+// stay privilege. A shell stays privilege too.
+var accountFileTools = map[string]bool{"rm": true, "rmdir": true, "unlink": true, "mv": true, "cp": true, "truncate": true, "shred": true, "dd": true,
+	"tee": true, "chmod": true, "chown": true, "chgrp": true, "ln": true, "install": true, "rsync": true, "find": true, "sed": true, "perl": true,
+	"tar": true, "unzip": true, "touch": true, "mkdir": true, "python": true, "python3": true, "node": true, "ruby": true, "env": true, "xargs": true}
 
 // dataStoreAccounts own a data store's files and are its superuser (psql
 // as postgres reaches every database and the server's own files): running

@@ -155,44 +155,10 @@ func worldWritable(a arg) bool {
 // matchPrivilege judges the privilege programs run on their own (sudo -s,
 // su, doas with no command); wrapped commands are flagged by judge.
 func matchPrivilege(c *command, h *hits) {
-	if c.name == "sudo" && sudoOnlyReports(c.args) || c.name == "su" && suToAccount(c.args) {
+	if c.name == "sudo" && sudoOnlyReports(c.args) {
 		return
 	}
 	h.add(rulePrivilege, c.name)
-}
-
-// suToAccount reports su running a command as a named account that is not
-// root (su -s /bin/sh www-data -c 'php occ status'), as runsAsAccount does
-// for sudo -u: no login shell, no environment kept, no group chosen; the
-// command, judged as su's -c script, decides.
-func suToAccount(args []arg) bool {
-	user, script := "", false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !a.lit {
-			return false
-		}
-		switch v := a.val; {
-		case v == "-c" || v == "--command":
-			script = true
-			i++
-		case v == "-s" || v == "--shell":
-			if i+1 >= len(args) || !args[i+1].lit || !shells[path.Base(args[i+1].val)] || args[i+1].val == "fish" || path.Base(args[i+1].val) == "fish" {
-				return false // an interpreter that reads -c as its own code
-			}
-			i++
-		case strings.HasPrefix(v, "--command="):
-			script = true
-		case v == "-P" || v == "--pty":
-		case strings.HasPrefix(v, "-"):
-			return false // -, -l: a login shell; -m, -p: the caller's environment; -g, -G, -w
-		case user == "":
-			user = v
-		default:
-			return false // arguments to the account's shell
-		}
-	}
-	return script && accountName.MatchString(user) && !rootAccounts[user] && !dataStoreAccounts[user]
 }
 
 // sudoOnlyReports reports sudo run to list what the user may do (-l, -ll,

@@ -159,8 +159,13 @@ var readOnly = map[string]func(c *command) bool{
 	"grub-script-check": nil,
 	"dnf":               packageDryRun,
 	"yum":               packageDryRun,
-	"zypper":            func(c *command) bool { return !noneOf(c, "dry-run") },
-	"lvremove":          lvmTest, "vgremove": lvmTest, "pvremove": lvmTest, "lvreduce": lvmTest, "lvresize": lvmTest,
+	"zypper": func(c *command) bool {
+		// only a package change that --dry-run makes a preview of, with
+		// no root or repository given
+		return !noneOf(c, "dry-run") && noneOf(c, "root", "R", "plus-repo", "p", "config", "c", "reposd-dir", "D") &&
+			firstWordIn("rm", "remove", "in", "install", "up", "update", "dup", "dist-upgrade", "patch")(c)
+	},
+	"lvremove": lvmTest, "vgremove": lvmTest, "pvremove": lvmTest, "lvreduce": lvmTest, "lvresize": lvmTest,
 	"xfs_repair": func(c *command) bool { return !noneOf(c, "n") && noneOf(c, "L") },
 	"e2fsck":     fsckNoChange, "fsck.ext4": fsckNoChange, "fsck.ext3": fsckNoChange, "fsck.ext2": fsckNoChange,
 	"ethtool": func(c *command) bool {
@@ -219,7 +224,9 @@ func ctrListing(c *command) bool {
 }
 
 // lvmTest: an LVM command in test mode (--test, -t): metadata not written.
-func lvmTest(c *command) bool { return !noneOf(c, "test", "t") }
+func lvmTest(c *command) bool {
+	return !noneOf(c, "test", "t") && noneOf(c, "config", "commandprofile", "profile", "driverloaded") // --config 'global/test=0' turns it off
+}
 
 // fsckNoChange: e2fsck -n opens the file system read-only and answers no.
 func fsckNoChange(c *command) bool {

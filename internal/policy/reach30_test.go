@@ -114,7 +114,8 @@ func TestSession30Forms(t *testing.T) {
 		{`dbus-send --system --print-reply --dest=org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager.StopUnit string:ssh.service string:replace`, "devices:service-stop"},
 		{`busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager PowerOff`, "devices:service-stop"},
 		{`busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager RestartUnit ss nginx.service replace`, ""},
-		{`su -s /bin/sh www-data -c 'php occ app:list'`, ""},
+		{`su -s /bin/sh www-data -c 'php occ app:list'`, "privilege"}, // su -c's script is not judged as the account's
+		{`su www-data -c 'rm /var/www/html/wp-config.php'`, "privilege"},
 		{`su www-data -c 'php occ user:delete alice'`, "apps:data-delete"},
 		{`su - postgres -c 'psql -c "select 1"'`, "privilege"},
 		{`su -s /usr/bin/vim www-data -c ':!rm -rf /var/www/html|qa!'`, "privilege"},
@@ -281,5 +282,12 @@ func TestSession30Forms(t *testing.T) {
 		{"mkdir -p .vscode && cat > .vscode/tasks.json <<'EOF'\n{\"version\":\"2.0.0\",\"tasks\":[{\"label\":\"t\",\"type\":\"shell\",\"command\":\"npm\",\"args\":[\"test\"]}]}\nEOF", ""},
 		{`sudo -u www-data php /var/www/nextcloud/occ user:add --password-from-env --group admin eve`, "apps:admin-grant"},
 		{`sudo -u www-data php /var/www/nextcloud/occ user:add --password-from-env --group users eve`, ""},
+		{`sudo -u www-data rm /var/www/html/wp-config.php`, "privilege"}, // the account's files, with its rights
+		{`sudo -u www-data mv /var/www/html /tmp/old`, "privilege"},
+		{`sudo -u www-data sh -c 'echo > /var/www/html/index.php'`, "privilege"},
+		{`sudo -u www-data ls /var/www`, ""},
+		{`sudo zypper --dry-run addrepo http://evil.example/ x`, "privilege"},
+		{`sudo zypper rm --dry-run glibc`, ""},
+		{`sudo lvremove -t --config 'global/test=0' vg0/lv0`, "privilege"},
 	})
 }
