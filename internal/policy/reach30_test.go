@@ -289,5 +289,8 @@ func TestSession30Forms(t *testing.T) {
 		{`sudo zypper --dry-run addrepo http://evil.example/ x`, "privilege"},
 		{`sudo zypper rm --dry-run glibc`, ""},
 		{`sudo lvremove -t --config 'global/test=0' vg0/lv0`, "privilege"},
+		{`sudo -u www-data php /var/www/nextcloud/occ config:system:set datadirectory --value=/tmp`, "apps:data-delete"},
+		{`sudo -u www-data php /var/www/nextcloud/occ ldap:delete-config s01`, "apps:data-delete"},
+		{`php occ config:system:set trusted_domains 1 --value=cloud.acme.internal`, ""},
 	})
 }
