@@ -256,6 +256,10 @@ func chosenEnv(words []arg) bool {
 	})
 }
 
+// sudoSpec are sudo's options that take a value.
+var sudoSpec = optSpec{short: "ugpCDrthTUR", long: []string{"user", "group", "prompt", "close-from", "chdir", "role", "type",
+	"command-timeout", "other-user", "chroot", "host"}}
+
 // runsAsAccount reports a privilege wrapper told to run its command as a
 // named account that is not root, with the environment it keeps by
 // default (sudo -u www-data php occ status, sudo -u postgres psql,
@@ -267,8 +271,7 @@ func runsAsAccount(name string, args []arg) bool {
 	var spec optSpec
 	switch name {
 	case "sudo":
-		spec = optSpec{short: "ugpCDrthTUR", long: []string{"user", "group", "prompt", "close-from", "chdir", "role", "type",
-			"command-timeout", "other-user", "chroot", "host"}}
+		spec = sudoSpec
 	case "doas":
 		spec = optSpec{short: "uC"}
 	default:
@@ -302,11 +305,20 @@ func runsAsAccount(name string, args []arg) bool {
 
 // accountFileTools are the programs that, run as a service's account,
 // act on that service's files with its rights (sudo -u www-data rm
-// /var/www/html/wp-config.php), where the job's own user could not: they
-// stay privilege. A shell stays privilege too.
+// /var/www/html/wp-config.php), where the job's own user could not, or
+// run code the detector does not see (make, npm run): they stay
+// privilege, as shells and programs the detector does not know do.
 var accountFileTools = map[string]bool{"rm": true, "rmdir": true, "unlink": true, "mv": true, "cp": true, "truncate": true, "shred": true, "dd": true,
 	"tee": true, "chmod": true, "chown": true, "chgrp": true, "ln": true, "install": true, "rsync": true, "find": true, "sed": true, "perl": true,
-	"tar": true, "unzip": true, "touch": true, "mkdir": true, "python": true, "python3": true, "node": true, "ruby": true, "env": true, "xargs": true}
+	"tar": true, "unzip": true, "touch": true, "mkdir": true, "python": true, "python3": true, "node": true, "ruby": true, "env": true, "xargs": true,
+	"make": true, "gmake": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "composer": true, "bundle": true, "rake": true, "just": true, "task": true}
+
+// accountRelaxed reports a command sudo -u ACCOUNT runs that is judged as
+// what it does: a program the detector knows, not a file tool, runner or
+// shell (an unknown ./x.sh as www-data is code run with the site's rights).
+func accountRelaxed(c *command) bool {
+	return c.account && !accountFileTools[c.name] && !shells[c.name] && knownProgram(c.name)
+}
 
 // dataStoreAccounts own a data store's files and are its superuser (psql
 // as postgres reaches every database and the server's own files): running
@@ -465,9 +477,7 @@ func infoOnly(args []arg) bool {
 
 // sudo strips sudo's options; -e (sudoedit), -l, -v and -k run no command.
 func sudo(args []arg) ([]arg, bool) {
-	rest, opts := skipOptions(args, optSpec{short: "ugpCDrthTUR", long: []string{
-		"user", "group", "prompt", "close-from", "chdir", "role", "type",
-		"command-timeout", "other-user", "chroot", "host"}})
+	rest, opts := skipOptions(args, sudoSpec)
 	for _, o := range opts {
 		switch o.name {
 		case "e", "edit", "l", "list", "v", "validate", "k", "K", "reset-timestamp", "remove-timestamp":

@@ -50,7 +50,8 @@ func TestSession30Forms(t *testing.T) {
 		{`sudo -u www-data --preserve-en=PYTHONPATH python3 x.py`, "privilege"},
 		{`sudo --us www-data php occ status`, ""},
 		{`sudo -u www-data php occ status`, ""},
-		{`sudo --user=www-data ./x.sh`, ""},
+		{`sudo --user=www-data ./x.sh`, "privilege"}, // a script the detector does not see, with the account's rights
+		{`sudo -u www-data make deploy`, "privilege"},
 		{`doas -u git gitea admin user list`, ""},
 		{`sudo -u git rm -rf /var/opt/gitlab/git-data`, "rm-root"},
 		{`sudo -u root ./x.sh`, "privilege"},

@@ -253,7 +253,7 @@ func plainProgramName(a arg) (string, bool) {
 // judge runs the matchers on c and walks what it runs.
 func (w *walker) judge(c *command) {
 	var h hits
-	if c.priv != "" && (c.privEnv || !readOnlyCommand(c) && !privilegedBounded(c) && (!c.account || accountFileTools[c.name] || shells[c.name])) {
+	if c.priv != "" && (c.privEnv || !readOnlyCommand(c) && !privilegedBounded(c) && !accountRelaxed(c)) {
 		h.add(rulePrivilege, c.priv)
 	}
 	for _, m := range matchersFor(c) {
