@@ -76,8 +76,11 @@ func Run(ctx context.Context, cfg Config, roles Roles, log *slog.Logger, ready f
 			return err
 		}
 	}
-	if _, err := m.Serve(ctx, cfg.MetricsAddr, cfg.Profiles, log); err != nil {
+	if addr, err := m.Serve(ctx, cfg.MetricsAddr, cfg.Profiles, log); err != nil {
 		return fmt.Errorf("metrics_addr: %w", err)
+	} else if addr != nil {
+		// The bound address, so that ":0" can be found (tests, ad hoc runs).
+		log.Info("metrics served", "metrics_addr", addr.String())
 	}
 	conn, err := cfg.NATS.Conn("sandrun-"+wcfg.Name, true)
 	if err != nil {

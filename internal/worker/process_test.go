@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,23 +48,32 @@ func (p *proc) logs() string {
 	return p.log.String()
 }
 
-func freeAddr(t *testing.T) string {
+// metricsAddrRE finds the address the worker logged it serves metrics on.
+var metricsAddrRE = regexp.MustCompile(`msg="metrics served" metrics_addr=(\S+)`)
+
+// waitMetricsAddr waits until the process has logged the address its
+// metrics listener bound: it is started on port 0, so that no other test
+// can take the port between a probe and the bind.
+func (p *proc) waitMetricsAddr(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	sandruntest.Eventually(t, 20*time.Second, func() (bool, string) {
+		if m := metricsAddrRE.FindStringSubmatch(p.logs()); m != nil {
+			p.mu.Lock()
+			p.metricsAddr = m[1]
+			p.mu.Unlock()
+			return true, ""
+		}
+		return false, "the worker has not logged its metrics address"
+	})
 }
 
 // startProc runs `sandrun worker` against url with test timings.
 func startProc(t *testing.T, url, name string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, metricsAddr: freeAddr(t), done: make(chan struct{})}
+	p := &proc{name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(sandrunBin, "worker", "--nats-url", url, "--name", name, "--slots", "2",
 		"--lease-ttl", "3s", "--election-ttl", "2s", "--reaper-scan", "2s", "--pull-wait", "1s",
-		"--kill-grace", "1s", "--metrics-addr", p.metricsAddr, "--log-format", "text")
+		"--kill-grace", "1s", "--metrics-addr", "127.0.0.1:0", "--log-format", "text")
 	p.cmd.Args = append(p.cmd.Args, extra...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
@@ -79,6 +88,7 @@ func startProc(t *testing.T, url, name string, extra ...string) *proc {
 			t.Logf("worker %s log:\n%s", name, p.logs())
 		}
 	})
+	p.waitMetricsAddr(t)
 	return p
 }
 
