@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,14 +112,15 @@ func need(t *testing.T, name string) string {
 	return p
 }
 
+// freePort picks a loopback address below the ephemeral range, where no
+// outgoing connection of a parallel test takes the port before the bind.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := natsutil.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // rule is one alerting rule of the rules file.
