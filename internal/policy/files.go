@@ -383,6 +383,26 @@ func (w *walker) writtenScript(a arg) (written, bool) {
 	return written{}, false
 }
 
+// writtenMatching returns the files the script wrote, earlier, in the
+// working directory whose names match the glob pattern (a tool's default
+// recipe files: terraform reads every *.tf), in name order.
+func (w *walker) writtenMatching(pattern string, sp span) []arg {
+	dir := w.inCwd(".")
+	var names []string
+	for k := range w.env.files {
+		if ok, _ := path.Match(pattern, path.Base(k)); ok && path.Dir(k) == dir {
+			names = append(names, path.Base(k))
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make([]arg, len(names))
+	for i, n := range names {
+		out[i] = arg{val: n, lit: true, pos: sp.start, end: sp.end, exact: -1}
+	}
+	return out
+}
+
 // checksOffConfig pairs a client's configuration file (its path, as the
 // script names it) with the settings that, written into it, switch a
 // check off for every later run of the client: SSH host keys, TLS

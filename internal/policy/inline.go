@@ -421,9 +421,54 @@ func homeJoined(src string) (string, bool) {
 	if !homeInJoin.MatchString(out) {
 		// fs.rmSync(os.homedir(), ...): the home itself; not where a join
 		// with parts that are not literals follows (path.join(os.homedir(), name))
-		out = homeAlone.ReplaceAllString(out, "'~'")
+		var b strings.Builder
+		last := 0
+		for _, m := range homeAlone.FindAllStringIndex(out, -1) {
+			b.WriteString(out[last:m[0]])
+			if inInterpolatingQuote(out, m[0]) && shellWordStart(out[:m[0]]) {
+				b.WriteString("~") // "cat $ENV{HOME}/.netrc": the shell the string goes to reads ~ as the home
+			} else {
+				b.WriteString("'~'")
+			}
+			last = m[1]
+		}
+		b.WriteString(out[last:])
+		// ruby's "#{ENV['HOME']}" and node's `${os.homedir()}`: the
+		// interpolation is the home
+		out = strings.NewReplacer("#{~}", "~", "${~}", "~", "{~}", "~").Replace(b.String())
 	}
 	return out, out != src
+}
+
+// shellWordStart reports whether text that follows pre inside a string
+// starts a word of a command line ("cat ", "rm -rf #{", "`ls "): not
+// code (rmSync(...)) that the string holds.
+func shellWordStart(pre string) bool {
+	for _, open := range []string{"#{", "${", "{"} {
+		if p, ok := strings.CutSuffix(pre, open); ok {
+			pre = p
+			break
+		}
+	}
+	return pre != "" && strings.IndexByte(" \t=\"`", pre[len(pre)-1]) >= 0
+}
+
+// inInterpolatingQuote reports whether offset at of code src falls inside
+// a double-quoted or backquoted string (a scan of quotes and backslashes,
+// enough for one-liners).
+func inInterpolatingQuote(src string, at int) bool {
+	var q byte
+	for i := 0; i < at && i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '\\' && q != '\'':
+			i++
+		case q == 0 && (c == '"' || c == '`' || c == '\''):
+			q = c
+		case c == q:
+			q = 0
+		}
+	}
+	return q == '"' || q == '`'
 }
 
 // moduleNameLit reports a literal that names a module to load:

@@ -1087,6 +1087,16 @@ var jsonCommand = regexp.MustCompile(`"command"\s*:\s*"((?:[^"\\]|\\.)*)"(?:\s*,
 // jsonString is a JSON string.
 var jsonString = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
 
+// gitHookNames are the hooks git runs (githooks(5)).
+var gitHookNames = map[string]bool{
+	"applypatch-msg": true, "pre-applypatch": true, "post-applypatch": true, "pre-commit": true, "pre-merge-commit": true,
+	"prepare-commit-msg": true, "commit-msg": true, "post-commit": true, "pre-rebase": true, "post-checkout": true, "post-merge": true,
+	"pre-push": true, "pre-receive": true, "update": true, "proc-receive": true, "post-receive": true, "post-update": true,
+	"reference-transaction": true, "push-to-checkout": true, "pre-auto-gc": true, "post-rewrite": true, "sendemail-validate": true,
+	"fsmonitor-watchman": true, "p4-changelist": true, "p4-prepare-changelist": true, "p4-post-changelist": true, "p4-pre-submit": true,
+	"post-index-change": true,
+}
+
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when
 // it is written, not when git runs it.
@@ -1108,7 +1118,10 @@ func (w *walker) scriptSink(a arg, s stream) {
 			}
 		}
 		scripts = []string{strings.Join(lines, "\n")}
-	case strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/"):
+	case strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/") ||
+		gitHookNames[base] && path.Base(path.Dir(p)) == "hooks":
+		// a hook by its name in any hooks directory: init.templateDir's
+		// template and core.hooksPath copy or run it
 		scripts = []string{s.text}
 	case strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config"):
 		for _, m := range sshCommandLine.FindAllStringSubmatch(s.text, -1) {
@@ -1142,6 +1155,10 @@ func (w *walker) scriptSink(a arg, s stream) {
 			}
 			scripts = append(scripts, cmd)
 		}
+	case isCIFile(p):
+		// a pipeline's steps run on the CI service, with the repository's
+		// secrets, once the file is pushed
+		scripts, _ = ciDefinitionCommands(s.text)
 	case strings.HasSuffix(base, ".pth"):
 		// site-packages runs a .pth file's import lines at each start of Python
 		c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}

@@ -212,6 +212,10 @@ func (w *walker) nest(c *command) {
 				break
 			}
 		}
+	case "sftp":
+		w.sftpBatch(c)
+	case "terraform", "tofu", "terragrunt":
+		w.destroyPlan(c)
 	case "shopt":
 		if slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "expand_aliases" || !a.lit }) && !slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "-u" }) {
 			w.env.bashAlias = true
@@ -734,4 +738,73 @@ func (w *walker) inherited(c *command, src code) stream {
 		in.f = w.f
 	}
 	return in
+}
+
+// sftpBatch judges the uploads of an sftp batch (-b FILE, or its standard
+// input when -b - or no -b is given) as the scp commands they are: echo
+// "put ~/.kube/config" | sftp -b - HOST sends the file away.
+func (w *walker) sftpBatch(c *command) {
+	ops, opts := skipOptions(c.args, optSpec{short: "BbcDFiJlNoPRSsX"})
+	if len(ops) == 0 || !ops[0].lit {
+		return
+	}
+	text, batch := "", ""
+	for _, o := range opts {
+		if o.name == "b" && o.value.lit {
+			batch = o.value.val
+		}
+	}
+	switch batch {
+	case "", "-":
+		if !c.stdin.known {
+			return
+		}
+		text = c.stdin.text
+	default:
+		f, ok := w.writtenScript(arg{val: batch, lit: true})
+		if !ok || !f.s.known {
+			return
+		}
+		text = f.s.text
+	}
+	host, _, _ := strings.Cut(ops[0].val, ":")
+	for line := range strings.SplitSeq(strings.ReplaceAll(text, homeMarker, "$HOME"), "\n") {
+		f := strings.Fields(strings.TrimLeft(line, "-@"))
+		if len(f) < 2 || f[0] != "put" && f[0] != "mput" && f[0] != "reput" {
+			continue
+		}
+		for _, local := range f[1:] {
+			if !strings.HasPrefix(local, "-") {
+				w.runCode(c, langShell, code{text: "scp -r " + local + " '" + host + ":'", known: true, base: -1, anchor: c.sp.start}, "sftp "+f[0], c.sp, nil, false)
+				break
+			}
+		}
+	}
+}
+
+// destroyPlanText stands for a plan file terraform plan -destroy -out=FILE
+// saved: applying the file destroys what the configuration manages.
+const destroyPlanText = "terraform plan -destroy\n"
+
+// destroyPlan records the plan file a destroy plan saves, so that
+// terraform apply FILE is judged as the destroy it is.
+func (w *walker) destroyPlan(c *command) {
+	plan, destroy, out := false, false, arg{}
+	for i, a := range c.args {
+		switch {
+		case !a.lit:
+		case a.val == "plan":
+			plan = true
+		case a.val == "-destroy" || a.val == "--destroy":
+			destroy = true
+		case strings.HasPrefix(a.val, "-out=") || strings.HasPrefix(a.val, "--out="):
+			_, v, _ := strings.Cut(a.val, "=")
+			out = arg{val: v, lit: true, pos: a.pos, end: a.end, exact: -1}
+		case (a.val == "-out" || a.val == "--out") && i+1 < len(c.args):
+			out = c.args[i+1]
+		}
+	}
+	if plan && destroy && out.lit && out.val != "" {
+		w.recordWrite(out, stream{present: true, known: true, text: destroyPlanText, start: -1, base: -1, anchor: c.sp.start}, false)
+	}
 }

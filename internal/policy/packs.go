@@ -1532,6 +1532,9 @@ func (w *walker) cmdWords(c *command) {
 func (w *walker) packNest(c *command) {
 	w.cmdWords(c)
 	tools := packTools[canonical(c.name)]
+	if tools == nil && (psCmdlet(c.name) || psBlockAliases[c.name]) && plainName(c.prog) {
+		w.cmdletBlocks(c)
+	}
 	if tools == nil && genericProgram(c.name) && !projectProgram(c.prog) {
 		tools = packAny
 	}
@@ -1600,6 +1603,13 @@ func (w *walker) packNest(c *command) {
 				}
 				break
 			}
+			if when && !a.lit && t.ScriptAll && t.Joined && winShells[c.name] {
+				// powershell -Command "... { docker rm -f $_ }": sh would
+				// expand $_, PowerShell is given it as written
+				if src, ok := psQuotedSource(a.src); ok {
+					t.runScript(w, c, arg{val: src, lit: true, pos: a.pos, end: a.end, exact: -1}, c.name)
+				}
+			}
 			if !when || !a.lit {
 				continue
 			}
@@ -1631,6 +1641,46 @@ func (w *walker) packNest(c *command) {
 				continue
 			}
 			t.runScript(w, c, v, c.name+" "+name)
+		}
+	}
+}
+
+// psQuotedSource is a double-quoted word's text as written, when it holds
+// only PowerShell's variables ($_, $env:X) and no command substitution:
+// the script a Windows shell is given.
+func psQuotedSource(src string) (string, bool) {
+	if len(src) < 2 || src[0] != '"' || src[len(src)-1] != '"' || strings.Contains(src, "$(") || strings.Contains(src, "`") {
+		return "", false
+	}
+	return unescapeDouble(src[1 : len(src)-1]), true
+}
+
+// psBlockAliases are ForEach-Object and Where-Object (no approved verb
+// names them) and their short names: sh reads % { kubectl delete ns $_ }
+// as a program named %.
+var psBlockAliases = map[string]bool{"ForEach-Object": true, "Where-Object": true, "%": true, "?": true, "foreach": true, "where": true}
+
+// cmdletBlocks judges the native programs a PowerShell statement that sh
+// read as a program runs in its script blocks (ForEach-Object { helm
+// uninstall $_ }), as pwsh -Command would have them judged: $_ is a value
+// known only at run time.
+func (w *walker) cmdletBlocks(c *command) {
+	words := []string{c.name}
+	for _, a := range c.args {
+		if a.src == "" {
+			return
+		}
+		words = append(words, a.src)
+	}
+	if !slices.Contains(words, "{") && !slices.ContainsFunc(words, func(s string) bool { return strings.HasPrefix(s, "{") }) {
+		return
+	}
+	line := strings.Join(words, " ")
+	cc := *c
+	cc.name, cc.prog = "pwsh", "pwsh"
+	for _, t := range packTools["pwsh"] {
+		if t.ScriptAll && t.Joined {
+			t.runScript(w, &cc, arg{val: line, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, c.name)
 		}
 	}
 }
@@ -2314,6 +2364,10 @@ func (t *packTool) scriptFiles(w *walker, c *command) {
 	}
 	if len(files) == 0 {
 		for _, name := range t.ScriptDefault {
+			if strings.ContainsAny(name, "*?[") {
+				files = append(files, w.writtenMatching(name, c.sp)...) // *.tf: every file of the directory the tool reads
+				continue
+			}
 			files = append(files, arg{val: name, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1})
 		}
 	}

@@ -55,8 +55,12 @@ func produce(c *command) stream {
 		roots, expr := findParts(c.args)
 		out := generated()
 		out.paths = roots
-		if names, _ := findNames(expr); slices.ContainsFunc(names, func(n string) bool { return slices.Contains(credentialNames, n) }) {
+		names, _ := findNames(expr)
+		if slices.ContainsFunc(names, func(n string) bool { return slices.Contains(credentialNames, n) }) {
 			out.taint |= taintCredential
+		}
+		if findExecReads(expr) && slices.ContainsFunc(names, envFilePattern) {
+			out.taint |= taintEnvFile // find -name '.env*' -exec cat {} +: the secrets files' content
 		}
 		return out
 	case "ls":
@@ -83,6 +87,13 @@ func produce(c *command) stream {
 			c.cwd.unknown && c.cwd.env && len(c.cwd.vals) == 0 {
 			out := generated()
 			out.cwd = true
+			return out
+		}
+		// git for-each-ref --format='delete %(refname)': each line is the
+		// format filled in; its template is the stream's shape
+		if f, ok := gitRefFormat(c.args); ok {
+			out := generated()
+			out.shape = f
 			return out
 		}
 	case "mktemp":
@@ -704,4 +715,46 @@ func jqFilter(args []arg) string {
 		}
 	}
 	return ""
+}
+
+// gitRefFormat returns the --format of git for-each-ref, branch or tag
+// (the commands that print refs by a template).
+func gitRefFormat(args []arg) (string, bool) {
+	sub := false
+	for i, a := range args {
+		switch {
+		case !a.lit:
+			return "", false
+		case !sub && (a.val == "for-each-ref" || a.val == "branch" || a.val == "tag"):
+			sub = true
+		case sub && strings.HasPrefix(a.val, "--format="):
+			return strings.TrimPrefix(a.val, "--format="), true
+		case sub && a.val == "--format" && i+1 < len(args) && args[i+1].lit:
+			return args[i+1].val, true
+		}
+	}
+	return "", false
+}
+
+// findExecReads reports a find expression that prints the content of what
+// it finds: -exec cat {} + (or another reader).
+func findExecReads(expr []arg) bool {
+	for i, e := range expr {
+		if e.lit && (e.val == "-exec" || e.val == "-execdir" || e.val == "-ok" || e.val == "-okdir") && i+1 < len(expr) && expr[i+1].lit &&
+			slices.Contains(credentialReaders, path.Base(expr[i+1].val)) {
+			return true
+		}
+	}
+	return false
+}
+
+// envFilePattern reports a name pattern that matches a project's secrets
+// file (.env, .env*, .env.production), not only its templates.
+func envFilePattern(p string) bool {
+	for _, n := range []string{".env", ".env.production", ".env.local"} {
+		if ok, _ := path.Match(p, n); ok {
+			return true
+		}
+	}
+	return false
 }
