@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"unicode"
@@ -154,6 +155,15 @@ func substitute(words []arg, replace string, in arg) []arg {
 // acting on whole trees).
 func (w *walker) findExec(c *command) {
 	roots, expr := findParts(c.args)
+	if names, narrowed := findNames(expr); narrowed && !slices.ContainsFunc(names, func(n string) bool { return !strings.HasSuffix(n, ".pub") }) {
+		// find ~/.ssh -name '*.pub' -exec cat {} \;: {} is a public key
+		pub := make([]arg, len(roots))
+		for i, r := range roots {
+			pub[i] = r
+			pub[i].val, pub[i].exact = path.Join(r.val, "key.pub"), -1
+		}
+		roots = pub
+	}
 	for i := 0; i < len(expr); i++ {
 		action := expr[i].val
 		if action != "-exec" && action != "-execdir" && action != "-ok" && action != "-okdir" {

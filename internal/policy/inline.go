@@ -54,6 +54,7 @@ var inlineCalls = map[lang][]inlineCall{
 	},
 	langRuby: {
 		{"system", callShell, true}, {"exec", callShell, true}, {"spawn", callShell, true}, {"IO.popen", callShell, true},
+		{"sh", callShell, true}, // Rake's (a Rakefile, rake -e)
 		{"Open3.capture2", callShell, true}, {"Open3.capture2e", callShell, true}, {"Open3.capture3", callShell, true},
 		{"Open3.popen2", callShell, true}, {"Open3.popen3", callShell, true},
 		{"rm_rf", callDelete, false}, {"rm_r", callDelete, false}, {"rm_f", callDelete, false}, {"rm", callDelete, false},

@@ -472,7 +472,10 @@ func (x *indirect) rbEval(t codeTok, l string) {
 func (x *indirect) rbAlias(i int) {
 	t := x.toks[i]
 	stop := x.stmtEnd(t.end, t.enc)
-	for k := i + 1; k < len(x.toks) && k <= i+2 && x.toks[k].start < stop; k++ {
+	for k := i + 2; k > i; k-- { // the old name first: alias NEW OLD
+		if k >= len(x.toks) || x.toks[k].start >= stop {
+			continue
+		}
 		if n := x.name(x.toks[k]); x.runs("", n) {
 			x.fail("alias of "+n, span{t.start, stop})
 			return

@@ -868,7 +868,8 @@ func (w *walker) sensitiveRedirect(s *syntax.Stmt, r *syntax.Redirect, sp span) 
 		}
 		for _, t := range c.targets(a) {
 			switch {
-			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path) && (r.Op != syntax.RdrIn || !mountedSecret(t.path) || !readsCredential(s)):
+			case (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && isCredentialPath(t.path) && (r.Op != syntax.RdrIn || !mountedSecret(t.path) || !readsCredential(s)) &&
+				(r.Op != syntax.RdrIn || !countsOnly(s)):
 				// docker login --password-stdin < /run/secrets/x: a login
 				// reading the secret mounted for it, not printing it
 				w.d.add(w.f, ruleCredentialRead, "input redirection from credentials "+t.show, "", sp)
@@ -1463,4 +1464,14 @@ func matchKeyListPrint(c *command, h *hits) {
 	if jqSecretField.MatchString(filter) {
 		h.add(ruleSecretPrint, c.name+" prints the keys or secrets a service's API listed, with "+quoteDetail(filter))
 	}
+}
+
+// countsOnly reports a statement whose program prints only counts of what
+// it reads (wc -l < FILE).
+func countsOnly(s *syntax.Stmt) bool {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 {
+		return false
+	}
+	return call.Args[0].Lit() == "wc"
 }

@@ -206,6 +206,32 @@ func matchFindOutput(c *command, h *hits) {
 	}
 }
 
+// awkOutput is an awk print or printf statement redirected to a file
+// named by a string literal: > truncates it at the first write, >> appends.
+var awkOutput = regexp.MustCompile(`\bprintf?\b[^;{}\n]*?(>>?)\s*"([^"]+)"`)
+
+// matchAwkOutput judges the files an awk program's output redirections
+// write (awk 'BEGIN { printf "" > "/etc/hosts" }' empties the file).
+func matchAwkOutput(c *command, h *hits) {
+	ops, opts := operands(c.args, optSpec{short: "fvF", long: []string{"file", "assign", "field-separator"}})
+	if hasOpt(opts, "f", "file") || len(ops) == 0 || !ops[0].lit || !strings.Contains(ops[0].val, ">") {
+		return
+	}
+	for _, m := range awkOutput.FindAllStringSubmatch(ops[0].val, -1) {
+		kind := writeTruncate
+		if m[1] == ">>" {
+			kind = writeModify
+		}
+		name := m[2]
+		if strings.HasPrefix(name, "~") {
+			name = "./" + name // awk does not expand ~
+		}
+		for _, t := range c.targets(arg{val: name, lit: true, pos: ops[0].pos, end: ops[0].end, exact: -1}) {
+			writeHits(t, kind, c.name+" output to ", h)
+		}
+	}
+}
+
 // matchEditorWrite judges ed and ex editing a file with a script that
 // writes it (w, wq, x): a change to that file, as sed -i is.
 func matchEditorWrite(c *command, h *hits) {

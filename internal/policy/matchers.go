@@ -16,6 +16,7 @@ var matcherTable = map[string][]matcher{
 	"rsync": {matchRsync, matchCopy}, "mv": {matchMv},
 	// write-system, dd-device, history-wipe through writing tools
 	"cp": {matchCopy}, "install": {matchCopy}, "ln": {matchLn}, "tee": {matchTee}, "dd": {matchDD},
+	"awk": {matchAwkOutput}, "gawk": {matchAwkOutput}, "mawk": {matchAwkOutput}, "nawk": {matchAwkOutput},
 	"sed": {matchInPlace}, "perl": {matchInPlace}, "yq": {matchInPlace}, "touch": {matchTouch}, "truncate": {matchTouch},
 	"tar": {matchTar}, "curl": {matchDownloadOutput}, "wget": {matchDownloadOutput},
 	"crontab": {matchCrontab}, "sysctl": {matchSysctl}, "sudoedit": {matchSudoedit},

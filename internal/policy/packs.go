@@ -1015,6 +1015,9 @@ func (t *packTool) judge(c *command, h *hits) {
 	if t.Joined || len(t.Encoded) > 0 || len(t.Files) > 0 {
 		c = t.withText(c)
 	}
+	if t.pack == "paths" {
+		c = withHomePaths(c)
+	}
 	pc := t.parse(c)
 	if t.safe(pc, canonical(c.name)) {
 		return
@@ -1917,7 +1920,7 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		}
 		s := a
 		s.val, s.exact = script, -1
-		w.runCode(c, langShell, argCode(s), via, c.sp, nil, false)
+		w.runCode(c, t.lang, argCode(s), via, c.sp, nil, false) // a recipe's language: shell unless the tool says (rake's Rakefile is Ruby)
 	}
 }
 
@@ -1936,6 +1939,26 @@ func (t *packTool) unfoldedScripts(w *walker, c *command) {
 	if n := psUnfold(line); n != line {
 		t.runScript(w, c, arg{val: n, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, c.name)
 	}
+}
+
+// withHomePaths returns c with each code argument that joins the home
+// directory with literal parts (File.join(Dir.home, ".ssh", "id_rsa"))
+// added as the path it makes (~/.ssh/id_rsa), for the paths pack's rules.
+func withHomePaths(c *command) *command {
+	var extra []arg
+	for _, a := range c.args {
+		if a.lit {
+			if joined, ok := homeJoined(a.val); ok {
+				extra = append(extra, arg{val: joined, lit: true, exact: -1})
+			}
+		}
+	}
+	if extra == nil {
+		return c
+	}
+	cc := *c
+	cc.args = append(slices.Clone(c.args), extra...)
+	return &cc
 }
 
 // withText returns c with its whole line (Joined) and its decoded
