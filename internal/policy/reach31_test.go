@@ -122,6 +122,13 @@ func TestSession31Forms(t *testing.T) {
 		{`awk '{ print > "~/.bashrc" }' x`, ""},
 		{`ruby -e 'puts File.read(File.join(Dir.home, ".ssh", "id_ed25519"))'`, "paths:credential-read"},
 		{`python3 -c 'import os; print(os.path.exists(os.path.join(os.environ["HOME"], ".ssh", "id_ed25519.pub")))'`, ""},
+		// a tool a pack now knows keeps the generic verbs (also_generic)
+		{`ldcli flags delete --project default --flag new-checkout`, "generic:resource-delete"},
+		{`sentry-cli projects delete x`, "generic:resource-delete"},
+		{`auth0 api post "clients/KsWlTj2cB4x0kW0N8dF3/rotate-secret"`, "secrets:secret-print"},
+		{`auth0 api get "clients/KsWl"`, ""},
+		{`curl -s "https://acme.us.auth0.com/api/v2/clients/KsWl?fields=client_id,client_secret" -H "Authorization: Bearer $AUTH0_MGMT_TOKEN"`, "api:secret-print"},
+		{`curl -s "https://acme.us.auth0.com/api/v2/clients/KsWl?fields=client_id,name" -H "Authorization: Bearer $T"`, ""},
 		// look-alikes the probes refused: a cache purge, a taint removed,
 		// help, public keys found, a count of a credentials file
 		{`flarectl zone purge --zone example.com --everything`, ""},
