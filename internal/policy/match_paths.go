@@ -1098,6 +1098,106 @@ var gitHookNames = map[string]bool{
 	"post-index-change": true,
 }
 
+// scriptSinkKind is a kind of file that something runs later: which files
+// it is, and the scripts (in lang) that running it runs.
+type scriptSinkKind struct {
+	is      func(p, base string) bool
+	lang    lang
+	scripts func(p, text string) []string
+}
+
+// regexpScripts returns a scripts func that reads each match of re (its
+// first non-empty group) as a script.
+func regexpScripts(re *regexp.Regexp) func(p, text string) []string {
+	return func(_, text string) []string {
+		var out []string
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			for _, g := range m[1:] {
+				if g != "" {
+					out = append(out, g)
+					break
+				}
+			}
+		}
+		return out
+	}
+}
+
+// wholeScript is a file run as one shell script.
+func wholeScript(_, text string) []string { return []string{text} }
+
+// scriptSinks are the files judged when written, first match wins.
+var scriptSinks = []scriptSinkKind{
+	{is: func(_, base string) bool { return slices.Contains(shellStartup, base) }, scripts: func(_, text string) []string {
+		// the documented set-up lines of known tools (eval "$(direnv hook
+		// bash)", source <(kubectl completion bash)) are left out
+		var lines []string
+		for line := range strings.SplitSeq(text, "\n") {
+			if !brewShellenvLine.MatchString(strings.TrimSpace(line)) {
+				lines = append(lines, line)
+			}
+		}
+		return []string{strings.Join(lines, "\n")}
+	}},
+	// a hook by its name in any hooks directory: init.templateDir's
+	// template and core.hooksPath copy or run it
+	{is: func(p, base string) bool {
+		return strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/") ||
+			gitHookNames[base] && path.Base(path.Dir(p)) == "hooks"
+	}, scripts: wholeScript},
+	{is: func(p, _ string) bool {
+		return strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config")
+	}, scripts: regexpScripts(sshCommandLine)},
+	// the AWS CLI and SDKs run a profile's credential_process
+	{is: func(p, _ string) bool {
+		return strings.HasSuffix(p, ".aws/config") || strings.HasSuffix(p, ".aws/credentials")
+	}, scripts: regexpScripts(awsProcessLine)},
+	{is: func(p, _ string) bool { return isAgentFile(p) }, scripts: func(p, text string) []string {
+		scripts, _ := agentDefinitionCommands(p, text)
+		return scripts
+	}},
+	{is: func(_, base string) bool {
+		return base == ".vimrc" || base == ".exrc" || base == "init.vim" || base == ".gvimrc"
+	}, scripts: regexpScripts(vimShellLine)},
+	// direnv runs it on entering the directory
+	{is: func(_, base string) bool { return base == ".envrc" || base == ".envrc.local" }, scripts: wholeScript},
+	{is: func(p, base string) bool { return base == ".tmux.conf" || strings.HasSuffix(p, "/tmux/tmux.conf") }, scripts: regexpScripts(tmuxShellLine)},
+	// a task's command; runOn folderOpen runs it when the folder opens
+	{is: func(p, _ string) bool { return strings.HasSuffix(p, ".vscode/tasks.json") }, scripts: vscodeTasks},
+	// a pipeline's steps run on the CI service, with the repository's
+	// secrets, once the file is pushed
+	{is: func(p, _ string) bool { return isCIFile(p) }, scripts: func(_, text string) []string {
+		scripts, _ := ciDefinitionCommands(text)
+		return scripts
+	}},
+	// site-packages runs a .pth file's import lines at each start of Python
+	{is: func(_, base string) bool { return strings.HasSuffix(base, ".pth") }, lang: langPython, scripts: func(_, text string) []string {
+		var out []string
+		for line := range strings.SplitSeq(text, "\n") {
+			if strings.HasPrefix(line, "import ") || strings.HasPrefix(line, "import\t") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}},
+}
+
+// vscodeTasks returns the commands of a VS Code tasks.json, each with its
+// "args" as its words.
+func vscodeTasks(_, text string) []string {
+	var out []string
+	for _, m := range jsonCommand.FindAllStringSubmatch(text, -1) {
+		cmd := strings.ReplaceAll(m[1], `\"`, `"`)
+		if m[2] != "" {
+			for _, a := range jsonString.FindAllStringSubmatch(m[2], -1) {
+				cmd += " '" + strings.ReplaceAll(strings.ReplaceAll(a[1], `\"`, `"`), "'", `'\''`) + "'"
+			}
+		}
+		out = append(out, cmd)
+	}
+	return out
+}
+
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when
 // it is written, not when git runs it.
@@ -1107,71 +1207,15 @@ func (w *walker) scriptSink(a arg, s stream) {
 	}
 	p := strings.ReplaceAll(a.val, homeMarker, "~")
 	base := path.Base(p)
-	var scripts []string
-	switch {
-	case slices.Contains(shellStartup, base):
-		// the documented set-up lines of known tools (eval "$(direnv hook
-		// bash)", source <(kubectl completion bash)) are left out
-		var lines []string
-		for line := range strings.SplitSeq(s.text, "\n") {
-			if !brewShellenvLine.MatchString(strings.TrimSpace(line)) {
-				lines = append(lines, line)
-			}
+	for _, k := range scriptSinks {
+		if !k.is(p, base) {
+			continue
 		}
-		scripts = []string{strings.Join(lines, "\n")}
-	case strings.Contains("/"+p, "/.git/hooks/") || strings.HasPrefix(p, ".githooks/") || strings.Contains(p, "/.husky/") || strings.HasPrefix(p, ".husky/") ||
-		gitHookNames[base] && path.Base(path.Dir(p)) == "hooks":
-		// a hook by its name in any hooks directory: init.templateDir's
-		// template and core.hooksPath copy or run it
-		scripts = []string{s.text}
-	case strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config"):
-		for _, m := range sshCommandLine.FindAllStringSubmatch(s.text, -1) {
-			scripts = append(scripts, m[1])
-		}
-	case strings.HasSuffix(p, ".aws/config") || strings.HasSuffix(p, ".aws/credentials"):
-		// the AWS CLI and SDKs run a profile's credential_process
-		for _, m := range awsProcessLine.FindAllStringSubmatch(s.text, -1) {
-			scripts = append(scripts, m[1])
-		}
-	case isAgentFile(p):
-		scripts, _ = agentDefinitionCommands(p, s.text)
-	case base == ".vimrc" || base == ".exrc" || base == "init.vim" || base == ".gvimrc":
-		for _, m := range vimShellLine.FindAllStringSubmatch(s.text, -1) {
-			scripts = append(scripts, m[1])
-		}
-	case base == ".envrc" || base == ".envrc.local":
-		scripts = []string{s.text} // direnv runs it on entering the directory
-	case base == ".tmux.conf" || strings.HasSuffix(p, "/tmux/tmux.conf"):
-		for _, m := range tmuxShellLine.FindAllStringSubmatch(s.text, -1) {
-			scripts = append(scripts, m[1]+m[2]+m[3])
-		}
-	case strings.HasSuffix(p, ".vscode/tasks.json"):
-		// a task's command; runOn folderOpen runs it when the folder opens
-		for _, m := range jsonCommand.FindAllStringSubmatch(s.text, -1) {
-			cmd := strings.ReplaceAll(m[1], `\"`, `"`)
-			if m[2] != "" { // "args": [...] follow the command as its words
-				for _, a := range jsonString.FindAllStringSubmatch(m[2], -1) {
-					cmd += " '" + strings.ReplaceAll(strings.ReplaceAll(a[1], `\"`, `"`), "'", `'\''`) + "'"
-				}
-			}
-			scripts = append(scripts, cmd)
-		}
-	case isCIFile(p):
-		// a pipeline's steps run on the CI service, with the repository's
-		// secrets, once the file is pushed
-		scripts, _ = ciDefinitionCommands(s.text)
-	case strings.HasSuffix(base, ".pth"):
-		// site-packages runs a .pth file's import lines at each start of Python
 		c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
-		for line := range strings.SplitSeq(s.text, "\n") {
-			if strings.HasPrefix(line, "import ") || strings.HasPrefix(line, "import\t") {
-				w.runCode(&c, langPython, code{text: line, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
-			}
+		for _, text := range k.scripts(p, s.text) {
+			w.runCode(&c, k.lang, code{text: text, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
 		}
-	}
-	c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
-	for _, text := range scripts {
-		w.runCode(&c, langShell, code{text: text, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
+		return
 	}
 }
 
