@@ -1104,6 +1104,7 @@ type scriptSinkKind struct {
 	is      func(p, base string) bool
 	lang    lang
 	scripts func(p, text string) []string
+	runner  bool // run on another machine (a CI runner): harm to that machine's own files is not judged
 }
 
 // regexpScripts returns a scripts func that reads each match of re (its
@@ -1166,7 +1167,7 @@ var scriptSinks = []scriptSinkKind{
 	{is: func(p, _ string) bool { return strings.HasSuffix(p, ".vscode/tasks.json") }, scripts: vscodeTasks},
 	// a pipeline's steps run on the CI service, with the repository's
 	// secrets, once the file is pushed
-	{is: func(p, _ string) bool { return isCIFile(p) }, scripts: func(_, text string) []string {
+	{is: func(p, _ string) bool { return isCIFile(p) }, runner: true, scripts: func(_, text string) []string {
 		scripts, _ := ciDefinitionCommands(text)
 		return scripts
 	}},
@@ -1198,6 +1199,22 @@ func vscodeTasks(_, text string) []string {
 	return out
 }
 
+// runnerLocal reports a finding about harm to the machine a script runs
+// on that a CI runner's steps do to the runner alone: its system files and
+// privileges (host-only rules), the credentials its steps write from the
+// repository's secrets, the secrets they print to its masked log.
+func runnerLocal(f finding) bool {
+	switch f.rule {
+	case "paths:credential-destroy", "paths:home-destroy", "paths:interp-destroy", "secrets:secret-print":
+		return true
+	}
+	return f.hostOnly
+}
+
+// sinkWriter names the command a written file's scripts are judged under:
+// they run later, if ever, so what they write is not taken as written now.
+const sinkWriter = "write"
+
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when
 // it is written, not when git runs it.
@@ -1211,9 +1228,13 @@ func (w *walker) scriptSink(a arg, s stream) {
 		if !k.is(p, base) {
 			continue
 		}
-		c := command{name: "write", cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
+		c := command{name: sinkWriter, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
+		before := len(w.d.findings)
 		for _, text := range k.scripts(p, s.text) {
 			w.runCode(&c, k.lang, code{text: text, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)
+		}
+		if k.runner {
+			w.d.findings = append(w.d.findings[:before], slices.DeleteFunc(w.d.findings[before:], runnerLocal)...)
 		}
 		return
 	}

@@ -415,7 +415,7 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 				}
 			}
 			w.d.script(f, e, cond, w.inherited(c, src))
-			if !shared {
+			if !shared && c.name != sinkWriter {
 				w.filesFrom(e) // sh -c "printf 'rm -rf ~' > s.sh"; sh s.sh: the disk is shared
 			}
 		case langSQL:
@@ -804,7 +804,16 @@ func (w *walker) destroyPlan(c *command) {
 			out = c.args[i+1]
 		}
 	}
+	if plan && !destroy && out.lit {
+		// a plan that is not a destroy saved over the destroy plan
+		if f, ok := w.writtenScript(out); ok && f.s.known && f.s.text == destroyPlanText {
+			delete(w.env.files, w.inCwd(out.val))
+			delete(w.env.files, fileKey(out.val))
+		}
+	}
 	if plan && destroy && out.lit && out.val != "" {
-		w.recordWrite(out, stream{present: true, known: true, text: destroyPlanText, start: -1, base: -1, anchor: c.sp.start}, false)
+		// added to what the job knew of the file, not in its place: a plan
+		// that fails leaves the file as it was
+		w.recordWrite(out, stream{present: true, known: true, text: destroyPlanText, start: -1, base: -1, anchor: c.sp.start}, true)
 	}
 }

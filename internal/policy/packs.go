@@ -1332,7 +1332,7 @@ func matchUnless(re *textRe, c *command) bool {
 		}
 	}
 	if !c.stdin.known {
-		return c.stdin.shape != "" && re.MatchString(c.stdin.shape)
+		return false // a shape (jq's filter, git's --format) is any text its writer chose: it lets nothing off
 	}
 	return re.MatchString(c.stdin.text) || c.stdin.alt != "" && re.MatchString(c.stdin.alt)
 }
@@ -1535,7 +1535,7 @@ func (w *walker) cmdWords(c *command) {
 func (w *walker) packNest(c *command) {
 	w.cmdWords(c)
 	tools := packTools[canonical(c.name)]
-	if tools == nil && (psCmdlet(c.name) || psBlockAliases[c.name]) && plainName(c.prog) {
+	if tools == nil && (psCmdlet(c.name) || psBlockAliases[strings.ToLower(c.name)]) && plainName(c.prog) {
 		w.cmdletBlocks(c)
 	}
 	if tools == nil && genericProgram(c.name) && !projectProgram(c.prog) {
@@ -1661,7 +1661,7 @@ func psQuotedSource(src string) (string, bool) {
 // psBlockAliases are ForEach-Object and Where-Object (no approved verb
 // names them) and their short names: sh reads % { kubectl delete ns $_ }
 // as a program named %.
-var psBlockAliases = map[string]bool{"ForEach-Object": true, "Where-Object": true, "%": true, "?": true, "foreach": true, "where": true}
+var psBlockAliases = map[string]bool{"foreach-object": true, "where-object": true, "%": true, "?": true, "foreach": true, "where": true}
 
 // cmdletBlocks judges the native programs a PowerShell statement that sh
 // read as a program runs in its script blocks (ForEach-Object { helm
@@ -1684,6 +1684,13 @@ func (w *walker) cmdletBlocks(c *command) {
 	for _, t := range packTools["pwsh"] {
 		if t.ScriptAll && t.Joined {
 			t.runScript(w, &cc, arg{val: line, lit: true, pos: c.sp.start, end: c.sp.end, exact: -1}, c.name)
+		}
+	}
+	if !psCmdlet(c.name) { // a cmdlet's own statement is judged as PowerShell already (matchCmdletLine)
+		var h hits
+		judgeAsPwsh(cc, line, &h) // the cmdlets in the block: { Remove-Item -Recurse $HOME }
+		for _, x := range h {
+			w.d.addHit(w.f, x, joinVia(c.via, c.name), c.sp)
 		}
 	}
 }

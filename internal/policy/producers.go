@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -458,6 +459,23 @@ func archivesToStdout(c *command) bool {
 	return false
 }
 
+// secretVarRef is a use of a variable named like a secret ($AWS_SECRET_ACCESS_KEY).
+var secretVarRef = regexp.MustCompile(`\$\{?` + envSecretName)
+
+// echoesSecret reports echo or printf of a variable named like a secret:
+// its output holds the secret (echo "$API_TOKEN" | curl -d @- URL).
+func echoesSecret(words []arg) bool {
+	if len(words) < 2 || !words[0].lit || words[0].val != "echo" && words[0].val != "printf" {
+		return false
+	}
+	for _, a := range words[1:] {
+		if !a.lit && secretVarRef.MatchString(a.src) {
+			return true
+		}
+	}
+	return false
+}
+
 func dumpsEnvironment(words []arg) bool {
 	if len(words) == 0 || !words[0].lit {
 		return false
@@ -728,9 +746,9 @@ func gitRefFormat(args []arg) (string, bool) {
 		case !sub && (a.val == "for-each-ref" || a.val == "branch" || a.val == "tag"):
 			sub = true
 		case sub && strings.HasPrefix(a.val, "--format="):
-			return strings.TrimPrefix(a.val, "--format="), true
+			return refFormatText(strings.TrimPrefix(a.val, "--format=")), true
 		case sub && a.val == "--format" && i+1 < len(args) && args[i+1].lit:
-			return args[i+1].val, true
+			return refFormatText(args[i+1].val), true
 		}
 	}
 	return "", false
@@ -757,4 +775,25 @@ func envFilePattern(p string) bool {
 		}
 	}
 	return false
+}
+
+// refFormatHex is a %xx escape of a for-each-ref format; refFormatIf a
+// conditional's markers.
+var (
+	refFormatHex = regexp.MustCompile(`%([0-9a-fA-F]{2})`)
+	refFormatIf  = regexp.MustCompile(`%\((?:if|then|else|end)(?::[^)]*)?\)`)
+)
+
+// refFormatText is a format as the lines it prints read: its %xx escapes
+// decoded (%64elete is delete, %0a a newline) and its %(if)...%(then)
+// markers dropped, so that what follows them starts the text.
+func refFormatText(f string) string {
+	f = refFormatIf.ReplaceAllString(f, "\n")
+	return refFormatHex.ReplaceAllStringFunc(f, func(m string) string {
+		b, err := strconv.ParseUint(m[1:], 16, 8)
+		if err != nil {
+			return m
+		}
+		return string(rune(b))
+	})
 }

@@ -35,7 +35,7 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	if w.d.seen != nil {
 		w.d.seen(words)
 	}
-	if dumpsEnvironment(words) {
+	if dumpsEnvironment(words) || echoesSecret(words) {
 		defer func() { out.taint |= taintSecret }()
 	}
 	if printsToken(words) {
