@@ -1105,6 +1105,9 @@ type scriptSinkKind struct {
 	lang    lang
 	scripts func(p, text string) []string
 	runner  bool // run on another machine (a CI runner): harm to that machine's own files is not judged
+	// told reports prose that tells an agent to stop asking or to send
+	// secrets away (an instruction file): a finding's rule and detail
+	told func(text string) (rule, detail string)
 }
 
 // regexpScripts returns a scripts func that reads each match of re (its
@@ -1171,6 +1174,9 @@ var scriptSinks = []scriptSinkKind{
 		scripts, _ := ciDefinitionCommands(text)
 		return scripts
 	}},
+	// an agent's instructions: the commands in its code spans are run by
+	// the agent, and prose may tell it to stop asking
+	{is: isAgentInstructions, scripts: instructionCommands, told: toldNotToAsk},
 	// site-packages runs a .pth file's import lines at each start of Python
 	{is: func(_, base string) bool { return strings.HasSuffix(base, ".pth") }, lang: langPython, scripts: func(_, text string) []string {
 		var out []string
@@ -1235,6 +1241,11 @@ func (w *walker) scriptSink(a arg, s stream) {
 		}
 		if k.runner {
 			w.d.findings = append(w.d.findings[:before], slices.DeleteFunc(w.d.findings[before:], runnerLocal)...)
+		}
+		if k.told != nil {
+			if rule, d := k.told(s.text); rule != "" {
+				w.d.add(w.f, rule, d, "written to "+quoteDetail(a.val), c.sp)
+			}
 		}
 		return
 	}
@@ -1539,4 +1550,66 @@ func countsOnly(s *syntax.Stmt) bool {
 		return false
 	}
 	return call.Args[0].Lit() == "wc"
+}
+
+// ruleApprovalConfig is the agents pack's rule for an agent's approvals
+// configured away.
+const ruleApprovalConfig = "agents:approval-config"
+
+// agentInstructionFiles are the files coding agents read as standing
+// instructions.
+var agentInstructionFiles = map[string]bool{
+	"CLAUDE.md": true, "CLAUDE.local.md": true, "AGENTS.md": true, "GEMINI.md": true, ".cursorrules": true,
+	".windsurfrules": true, ".clinerules": true, "copilot-instructions.md": true,
+}
+
+// isAgentInstructions reports a file a coding agent reads as instructions.
+func isAgentInstructions(p, base string) bool {
+	return agentInstructionFiles[base] || strings.Contains("/"+p, "/.cursor/rules/") || strings.Contains("/"+p, "/.claude/commands/") ||
+		strings.Contains("/"+p, "/.github/instructions/")
+}
+
+var (
+	// mdCode is a fenced shell block or an inline code span of markdown.
+	mdCode = regexp.MustCompile("(?s)```(?:sh|bash|shell|console|zsh)?[ \t]*\n(.*?)```|`([^`\n]+)`")
+	// mdNegated is prose that tells the reader not to run what follows.
+	mdNegated = regexp.MustCompile(`(?i)\b(never|don'?t|do not|avoid|must not|mustn'?t|should not|shouldn'?t|not|no|forbid\w*|prohibit\w*|instead of)\b[^.\n]*$`)
+	// toldNoAsk is prose telling an agent to act without approval.
+	toldNoAsk = regexp.MustCompile(`(?i)\b(without asking|never ask|do not ask|don'?t ask|no need to ask|without (the user'?s? )?(confirmation|approval|permission)|never (ask|wait) for (confirmation|approval|permission)|skip (all )?(confirmations?|approvals?|permission prompts?))\b|--yolo\b|--dangerously-\w+|bypassPermissions`)
+)
+
+// instructionCommands returns the commands in an instruction file's code,
+// leaving out those the prose says not to run.
+func instructionCommands(_, text string) []string {
+	var out []string
+	for _, m := range mdCode.FindAllStringSubmatchIndex(text, -1) {
+		line := text[strings.LastIndexByte(text[:m[0]], '\n')+1 : m[0]]
+		if mdNegated.MatchString(line) {
+			continue // "never run `git push --force`"
+		}
+		for g := 2; g+1 < len(m); g += 2 {
+			if m[g] >= 0 {
+				out = append(out, text[m[g]:m[g+1]])
+			}
+		}
+	}
+	return out
+}
+
+// toldSend is prose telling an agent to send a secret to a URL.
+var toldSend = regexp.MustCompile(`(?i)\b(send|upload|post|copy|share|transmit|exfiltrate|forward|curl)\b[^\n]{0,120}(credentials|\.env\b|id_rsa|id_ed25519|\.aws\b|\.ssh\b|\.netrc|\.git-credentials|\btokens?\b|\bsecrets?\b|passwords?|api keys?)[^\n]{0,120}https?://|(credentials|\.env\b|id_rsa|id_ed25519|\.aws/|\.ssh/|\.netrc|\.git-credentials)[^\n]{0,120}\b(send|upload|post|curl|nc|wget)\b[^\n]{0,120}https?://`)
+
+// ruleSecretSend is the egress pack's rule for a secret sent away.
+const ruleSecretSend = "egress:secret-send" //nolint:gosec // a rule ID, not a credential
+
+// toldNotToAsk returns the finding for instruction text that tells an
+// agent to act without asking, or to send secrets away.
+func toldNotToAsk(text string) (string, string) {
+	if m := toldNoAsk.FindString(text); m != "" {
+		return ruleApprovalConfig, "instructions tell the agent to act " + quoteDetail(m)
+	}
+	if toldSend.MatchString(text) {
+		return ruleSecretSend, "instructions tell the agent to send secrets to a URL"
+	}
+	return "", ""
 }

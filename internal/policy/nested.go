@@ -159,6 +159,9 @@ func (w *walker) nest(c *command) {
 	w.packNest(c)
 	w.npmScripts(c)
 	w.unknownLauncher(c)
+	if u, ok := remotePackage(c); ok {
+		w.d.add(w.f, rulePipeToShell, c.name+" runs a program fetched from "+quoteDetail(u), c.via, c.sp)
+	}
 	switch c.name {
 	case "eval":
 		w.eval(c)
@@ -816,4 +819,59 @@ func (w *walker) destroyPlan(c *command) {
 		// that fails leaves the file as it was
 		w.recordWrite(out, stream{present: true, known: true, text: destroyPlanText, start: -1, base: -1, anchor: c.sp.start}, true)
 	}
+}
+
+// packageURL is a package named by where it is fetched from, not by a
+// registry's name: a URL, a git remote or an archive on a host.
+var packageURL = regexp.MustCompile(`^(https?://|git\+[a-z]+://|git://|git@[\w.-]+:)`)
+
+// remotePackage returns the URL of a program a runner fetches and runs at
+// once (npx URL, pnpm dlx URL, npm exec --package=URL, uvx --from URL,
+// pipx run URL, uv run URL): code downloaded and run, as curl URL | sh.
+// Only the package is read: npx wait-on http://localhost:3000 runs a
+// registry package with a URL as its argument.
+func remotePackage(c *command) (string, bool) {
+	var words []string
+	for _, a := range c.args {
+		if !a.lit {
+			return "", false
+		}
+		words = append(words, a.val)
+	}
+	switch c.name {
+	case "npx", "pnpx", "bunx", "uvx", "pipx", "uv", "pnpm", "yarn", "npm", "bun":
+	default:
+		return "", false
+	}
+	runs := c.name == "npx" || c.name == "pnpx" || c.name == "bunx" || c.name == "uvx"
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if name, val, ok := strings.Cut(w, "="); ok && (name == "--package" || name == "--from") {
+			if packageURL.MatchString(val) {
+				return val, true
+			}
+			continue
+		}
+		switch {
+		case w == "--":
+			return "", false
+		case w == "--package" || w == "--from" || w == "-p":
+			if i+1 < len(words) && packageURL.MatchString(words[i+1]) {
+				return words[i+1], true
+			}
+			i++
+		case strings.HasPrefix(w, "-"):
+		case !runs:
+			if w != "run" && w != "dlx" && w != "exec" && w != "x" {
+				return "", false // pnpm install, uv pip, npm test: not a runner's call
+			}
+			runs = true
+		default:
+			if packageURL.MatchString(w) {
+				return w, true
+			}
+			return "", false // the package: a registry's name
+		}
+	}
+	return "", false
 }

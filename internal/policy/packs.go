@@ -240,6 +240,11 @@ type packRule struct {
 	// variables set, by the script, to a value the expression (anchored,
 	// case-insensitive) matches: RAILS_ENV: test resets a test database.
 	UnlessEnv map[string]string `yaml:"unless_env"`
+	// WhenEnv applies the rule only when the command runs with one of
+	// these variables set to a value the expression (anchored,
+	// case-insensitive) matches, or to a value not known:
+	// GOOSE_MODE=auto goose run.
+	WhenEnv map[string]string `yaml:"when_env"`
 	// Deny are commands the rule must refuse (run by TestPackExamples).
 	Deny []string `yaml:"deny"`
 	// Via requires the command to be run by this (xargs, find -exec):
@@ -261,6 +266,7 @@ type packRule struct {
 	unlessM  *textRe
 	exceptM  *textRe
 	unlessE  map[string]*textRe
+	whenE    map[string]*textRe
 	matchAll []*textRe
 }
 
@@ -608,6 +614,16 @@ func (p *pack) compile() error {
 					r.unlessE = map[string]*textRe{}
 				}
 				r.unlessE[name] = re
+			}
+			for name, v := range r.WhenEnv {
+				re, err := compileText("(?i)^(?:" + v + ")$")
+				if err != nil {
+					return fmt.Errorf("%s.when_env[%s]: %w", rf, name, err)
+				}
+				if r.whenE == nil {
+					r.whenE = map[string]*textRe{}
+				}
+				r.whenE[name] = re
 			}
 		}
 	}
@@ -1191,6 +1207,9 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 	if r.unlessM != nil && (r.UnlessEvery && t.everyOperand(r.unlessM, pc, after) || !r.UnlessEvery && matchUnless(r.unlessM, c)) {
 		return "", false
 	}
+	if len(r.whenE) > 0 && !whenEnv(r.whenE, c.vars) {
+		return "", false
+	}
 	for name, re := range r.unlessE {
 		if !readsEnv(c.name, name) {
 			continue // RACK_ENV=test means nothing to flask
@@ -1233,6 +1252,18 @@ var envReaders = map[string][]string{
 
 // readsEnv reports whether program (as the command names it) chooses its
 // database by the environment variable name.
+// whenEnv reports whether one of the variables is set to a value its
+// expression matches, or to a value the detector cannot know.
+func whenEnv(want map[string]*textRe, vars map[string]value) bool {
+	for name, re := range want {
+		v, ok := vars[name]
+		if ok && (v.unknown && !v.env || slices.ContainsFunc(v.vals, re.MatchString)) {
+			return true
+		}
+	}
+	return false
+}
+
 func readsEnv(program, name string) bool {
 	readers, ok := envReaders[name]
 	base := program[strings.LastIndexByte(program, '/')+1:]
