@@ -125,6 +125,11 @@ func TestSession31Forms(t *testing.T) {
 		{`awk '{ print > "~/.bashrc" }' x`, ""},
 		{`ruby -e 'puts File.read(File.join(Dir.home, ".ssh", "id_ed25519"))'`, "paths:credential-read"},
 		{`python3 -c 'import os; print(os.path.exists(os.path.join(os.environ["HOME"], ".ssh", "id_ed25519.pub")))'`, ""},
+		// ML platforms' client libraries: runs, models and artifacts deleted
+		{`python -c "from mlflow import MlflowClient; MlflowClient().delete_registered_model('fraud-detector')"`, "inline-code"},
+		{`python -c "import wandb; [r.delete() for r in wandb.Api().runs('acme/churn')]"`, "inline-code"},
+		{`python -c "import mlflow; print(mlflow.search_runs(experiment_ids=['2']))"`, ""},
+		{`python -c "from huggingface_hub import snapshot_download; snapshot_download('acme/model')"`, ""},
 		// agents: an environment that switches approvals off; codex -c;
 		// jq forms of allow-all; commands in agent and editor configuration
 		{`GOOSE_MODE=auto goose run -t "deploy the staging stack"`, "agents:approvals-off"},
