@@ -36,6 +36,31 @@ var credentialDirs = []string{
 }
 
 // homeCredentialFiles are home-relative files that hold credentials.
+// sshTokens are ssh_config's % tokens as a shell command would see them.
+var sshTokens = strings.NewReplacer("%%", "%", "%d", "~", "%h", "x", "%p", "22", "%r", "x", "%u", "x", "%n", "x", "%C", "x", "%L", "x", "%l", "x", "%i", "1000", "%k", "x")
+
+// autoRunDirs are directories whose files an editor, desktop or shell
+// loads and runs at its start.
+var autoRunDirs = []string{"~/.vim/plugin/", "~/.vim/autoload/", "~/.vim/pack/", "~/.config/nvim/", "~/.emacs.d/", "~/.config/autostart/",
+	"~/.config/fish/", "/etc/profile.d/", "/etc/cron.d/", "/etc/cron.daily/", "/etc/cron.hourly/", "~/.ipython/profile_default/startup/"}
+
+// autoRunPath reports a file something loads and runs at its start.
+func autoRunPath(p string) bool {
+	if path.Base(p) == ".emacs" {
+		return true
+	}
+	for _, d := range autoRunDirs {
+		if strings.HasPrefix(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedHomeDirs hold many tools' directories: reading one of them whole
+// is not, by itself, reading a credential.
+var sharedHomeDirs = map[string]bool{".config": true, ".local": true, ".local/share": true, "Library": true, "Library/Application Support": true, "": true}
+
 var homeCredentialFiles = []string{
 	".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".my.cnf", ".vault-token", ".boto", ".s3cfg",
 	".docker/config.json", ".kube/config", ".aws/credentials", ".config/rclone/rclone.conf", ".terraformrc",
@@ -184,6 +209,9 @@ func isCredentialPath(p string) bool {
 	}
 	if slices.Contains(homeCredentialFiles, rel) || browserSecrets(rel) {
 		return true
+	}
+	if !sharedHomeDirs[rel] && slices.ContainsFunc(homeCredentialFiles, func(f string) bool { return strings.HasPrefix(f, rel+"/") }) {
+		return true // a tool's directory that holds its token (~/.claude, ~/.kaggle): read whole, by tar or cp -r
 	}
 	base := path.Base(rel)
 	if credentialBases[base] && strings.HasPrefix(rel, ".") && strings.Contains(rel, "/") && !packageStore(rel) {
@@ -1151,7 +1179,10 @@ var scriptSinks = []scriptSinkKind{
 	}, scripts: wholeScript},
 	{is: func(p, _ string) bool {
 		return strings.HasSuffix(p, ".ssh/config") || strings.HasSuffix(p, "/ssh_config")
-	}, scripts: regexpScripts(sshCommandLine)},
+	}, scripts: func(p, text string) []string {
+		// ssh's tokens: %d the local home, the others names
+		return regexpScripts(sshCommandLine)(p, sshTokens.Replace(text))
+	}},
 	// the AWS CLI and SDKs run a profile's credential_process
 	{is: func(p, _ string) bool {
 		return strings.HasSuffix(p, ".aws/config") || strings.HasSuffix(p, ".aws/credentials")
@@ -1225,11 +1256,16 @@ const sinkWriter = "write"
 // script it will be: a hook that deletes the home directory is refused when
 // it is written, not when git runs it.
 func (w *walker) scriptSink(a arg, s stream) {
+	p := strings.ReplaceAll(a.val, homeMarker, "~")
+	base := path.Base(p)
+	if !s.known && s.taint&taintDownload != 0 && (autoRunPath(p) || slices.ContainsFunc(scriptSinks, func(k scriptSinkKind) bool { return k.is(p, base) })) {
+		// curl -o ~/.vim/plugin/x.vim URL: downloaded code, run later
+		w.d.add(w.f, rulePipeToShell, "writes code downloaded from the network to "+quoteDetail(a.val)+", which runs it later", "", span{a.pos, a.end})
+		return
+	}
 	if !s.known || s.text == "" {
 		return
 	}
-	p := strings.ReplaceAll(a.val, homeMarker, "~")
-	base := path.Base(p)
 	for _, k := range scriptSinks {
 		if !k.is(p, base) {
 			continue

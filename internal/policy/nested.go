@@ -162,6 +162,9 @@ func (w *walker) nest(c *command) {
 	if u, ok := remotePackage(c); ok {
 		w.d.add(w.f, rulePipeToShell, c.name+" runs a program fetched from "+quoteDetail(u), c.via, c.sp)
 	}
+	if f, ok := w.installsDownload(c); ok {
+		w.d.add(w.f, rulePipeToShell, c.name+" installs "+quoteDetail(f)+", downloaded from the network", c.via, c.sp)
+	}
 	switch c.name {
 	case "eval":
 		w.eval(c)
@@ -871,6 +874,36 @@ func remotePackage(c *command) (string, bool) {
 				return w, true
 			}
 			return "", false // the package: a registry's name
+		}
+	}
+	return "", false
+}
+
+// packageInstallers are the programs that install a package file given as
+// an argument, and run what it holds: its install scripts, or the program.
+var packageInstallers = map[string]bool{
+	"dpkg": true, "rpm": true, "apk": true, "apt": true, "apt-get": true, "dnf": true, "yum": true, "zypper": true, "snap": true,
+	"flatpak": true, "gem": true, "pip": true, "pip3": true, "npm": true, "pnpm": true, "yarn": true, "code": true, "codium": true,
+	"cursor": true, "code-insiders": true, "installer": true, "msiexec": true, "msiexec.exe": true, "helm": true,
+}
+
+// installsDownload returns the file a package installer installs that the
+// job downloaded earlier (curl -LO URL/x.deb && dpkg -i x.deb): code from
+// the network run as the package's scripts, as curl URL | sh.
+func (w *walker) installsDownload(c *command) (string, bool) {
+	if !packageInstallers[c.name] {
+		return "", false
+	}
+	for _, a := range c.args {
+		if !a.lit {
+			continue
+		}
+		v := a.val
+		if _, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "--") {
+			v = after // --install-extension=x.vsix
+		}
+		if f, ok := w.writtenScript(arg{val: v, lit: true}); ok && f.s.taint&taintDownload != 0 {
+			return v, true
 		}
 	}
 	return "", false
