@@ -1049,7 +1049,14 @@ var (
 var brewShellenvLine = regexp.MustCompile(`^eval "\$\(((/opt/homebrew|/usr/local|/home/linuxbrew/\.linuxbrew)/bin/)?brew shellenv( (bash|zsh|fish|sh))?\)"$` +
 	// and the other tools whose documented set-up line evaluates what they print
 	`|^eval "\$\((direnv hook|starship init|zoxide init|mise activate|rtx activate|atuin init|mcfly init|fnm env( --use-on-cd)?( --shell)?|pyenv init|pyenv virtualenv-init|rbenv init|nodenv init|goenv init|jenv init|conda shell\.(bash|zsh)|thefuck --alias|register-python-argcomplete [\w-]+)( -| --path| (bash|zsh|fish|posix|sh))*( hook)?\)"$` +
-	`|^(source|\.) <\((kubectl|helm|gh|glab|minikube|kind|k3d|flux|argocd|docker|npm|pip3?|poetry|rustup|deno|tkn|oc|eksctl|doctl|hcloud|terraform|tofu|just|task) completion( -s)? (bash|zsh|fish)\)$`)
+	`|^(source|\.) <\((kubectl|helm|gh|glab|minikube|kind|k3d|flux|argocd|docker|npm|pip3?|poetry|rustup|deno|tkn|oc|eksctl|doctl|hcloud|terraform|tofu|just|task) completion( -s)? (bash|zsh|fish)\)$` +
+	// and the environment files installers write and document sourcing
+	// (their own writes are judged: toolEnvFiles)
+	`|^(source|\.) "?(\$HOME|\$\{HOME\}|~)/\.(cargo/env|local/bin/env|ghcup/env|rye/env|deno/env|sdkman/bin/sdkman-init\.sh|nvm/nvm\.sh)"?$`)
+
+// toolEnvFiles are the environment files installers write for the shell's
+// start-up files to source: what is written to them runs at each start.
+var toolEnvFiles = []string{".cargo/env", ".local/bin/env", ".ghcup/env", ".rye/env", ".deno/env", ".sdkman/bin/sdkman-init.sh", ".nvm/nvm.sh"}
 
 func plainStartupText(text string) bool {
 	for line := range strings.SplitSeq(text, "\n") {
@@ -1196,6 +1203,10 @@ var scriptSinks = []scriptSinkKind{
 	}, scripts: regexpScripts(vimShellLine)},
 	// direnv runs it on entering the directory
 	{is: func(_, base string) bool { return base == ".envrc" || base == ".envrc.local" }, scripts: wholeScript},
+	// an installer's environment file, sourced by the start-up files
+	{is: func(p, _ string) bool {
+		return slices.ContainsFunc(toolEnvFiles, func(f string) bool { return strings.HasSuffix(p, "/"+f) || p == "~/"+f })
+	}, scripts: wholeScript},
 	{is: func(p, base string) bool { return base == ".tmux.conf" || strings.HasSuffix(p, "/tmux/tmux.conf") }, scripts: regexpScripts(tmuxShellLine)},
 	// a task's command; runOn folderOpen runs it when the folder opens
 	{is: func(p, _ string) bool { return strings.HasSuffix(p, ".vscode/tasks.json") }, scripts: vscodeTasks},

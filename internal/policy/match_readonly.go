@@ -83,7 +83,16 @@ var readOnly = map[string]func(c *command) bool{
 		return len(literalWords(c)) == 0 && onlyOpts(opts, "l", "s")
 	},
 	"ausearch": nil, "aureport": nil,
-	"crictl": firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
+	"true": nil, ":": nil, // sudo -n true: whether sudo's credentials are cached
+	"crontab": func(c *command) bool {
+		_, opts := operands(c.args, optSpec{short: "u"})
+		return hasOpt(opts, "l") && !hasOpt(opts, "r", "e", "i") && len(literalWords(c)) <= 1
+	},
+	"semanage": func(c *command) bool {
+		return !noneOf(c, "l", "list") && noneOf(c, "a", "add", "d", "delete", "D", "deleteall", "m", "modify")
+	},
+	"datadog-agent": firstWordIn("status", "health", "version", "configcheck", "diagnose"),
+	"crictl":        firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
 	// security, account and server-configuration reports: what the
 	// mandatory access control enforces, an account's password ageing, a
 	// check of sudoers or sshd's configuration, the firewall's zones
