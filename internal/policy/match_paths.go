@@ -59,7 +59,8 @@ func autoRunPath(p string) bool {
 
 // sharedHomeDirs hold many tools' directories: reading one of them whole
 // is not, by itself, reading a credential.
-var sharedHomeDirs = map[string]bool{".config": true, ".local": true, ".local/share": true, "Library": true, "Library/Application Support": true, "": true}
+var sharedHomeDirs = map[string]bool{".config": true, ".local": true, ".local/share": true, "Library": true, "Library/Application Support": true, "": true,
+	".cargo": true, ".m2": true, ".gem": true, ".gradle": true} // caches, whole: what CI saves and restores
 
 var homeCredentialFiles = []string{
 	".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".my.cnf", ".vault-token", ".boto", ".s3cfg",
@@ -1619,10 +1620,13 @@ func isAgentInstructions(p, base string) bool {
 var (
 	// mdCode is a fenced shell block or an inline code span of markdown.
 	mdCode = regexp.MustCompile("(?s)```(?:sh|bash|shell|console|zsh)?[ \t]*\n(.*?)```|`([^`\n]+)`")
+	// mdCommandSpan is an inline code span that reads as a command line:
+	// a program's name and its arguments.
+	mdCommandSpan = regexp.MustCompile(`^[A-Za-z_~/][\w./~-]*( [^()<>{}]*)?$`)
 	// mdNegated is prose that tells the reader not to run what follows.
 	mdNegated = regexp.MustCompile(`(?i)\b(never|don'?t|do not|avoid|must not|mustn'?t|should not|shouldn'?t|not|no|forbid\w*|prohibit\w*|instead of)\b[^.\n]*$`)
 	// toldNoAsk is prose telling an agent to act without approval.
-	toldNoAsk = regexp.MustCompile(`(?i)\b(without asking|never ask|do not ask|don'?t ask|no need to ask|without (the user'?s? )?(confirmation|approval|permission)|never (ask|wait) for (confirmation|approval|permission)|skip (all )?(confirmations?|approvals?|permission prompts?))\b|--yolo\b|--dangerously-\w+|bypassPermissions`)
+	toldNoAsk = regexp.MustCompile(`(?i)\b(never ask the user|never (ask|wait) for (confirmation|approval|permission)|without (the user'?s? )?(confirmation|approval|permission)|without asking the user|skip (all )?(confirmations?|approvals?|permission prompts?))\b|--yolo\b|--dangerously-\w+|bypassPermissions`)
 )
 
 // instructionCommands returns the commands in an instruction file's code,
@@ -1634,9 +1638,11 @@ func instructionCommands(_, text string) []string {
 		if mdNegated.MatchString(line) {
 			continue // "never run `git push --force`"
 		}
-		for g := 2; g+1 < len(m); g += 2 {
-			if m[g] >= 0 {
-				out = append(out, text[m[g]:m[g+1]])
+		if m[2] >= 0 {
+			out = append(out, text[m[2]:m[3]]) // a fenced shell block
+		} else if span := text[m[4]:m[5]]; mdCommandSpan.MatchString(span) {
+			if _, err := parse(span); err == nil {
+				out = append(out, span) // `make lint`, not `init()` or `*.test.ts`
 			}
 		}
 	}
@@ -1655,8 +1661,11 @@ func toldNotToAsk(text string) (string, string) {
 	if m := toldNoAsk.FindString(text); m != "" {
 		return ruleApprovalConfig, "instructions tell the agent to act " + quoteDetail(m)
 	}
-	if toldSend.MatchString(text) {
-		return ruleSecretSend, "instructions tell the agent to send secrets to a URL"
+	for _, m := range toldSend.FindAllStringIndex(text, -1) {
+		line := text[strings.LastIndexByte(text[:m[0]], '\n')+1 : m[0]]
+		if !mdNegated.MatchString(line + " ") && !strings.Contains(strings.ToLower(text[m[0]:m[1]]), "never") {
+			return ruleSecretSend, "instructions tell the agent to send secrets to a URL"
+		}
 	}
 	return "", ""
 }

@@ -47,28 +47,11 @@ var readOnly = map[string]func(c *command) bool{
 			return a.lit && strings.HasPrefix(a.val, "-") && !strings.HasPrefix(a.val, "--") && strings.Contains(a.val, "n")
 		})
 	},
-	// device reads: a device copied to a file or the output, sizes,
-	// a file system's metadata shown, firmware read, a benchmark that
-	// only reads
-	"dd": ddReadOnly,
-	"ddrescue": func(c *command) bool {
-		ops := literalWords(c)
-		return len(ops) >= 2 && !strings.HasPrefix(ops[1], "/dev/")
-	},
+	// device sizes and metadata shown, a rule checked
 	"blockdev": func(c *command) bool {
 		return noneOf(c, "setro", "setrw", "setra", "setfra", "setbsz", "flushbufs", "rereadpt")
 	},
 	"grub-probe": nil,
-	"debugfs":    debugfsReadOnly,
-	"fio": func(c *command) bool {
-		return slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && a.val == "--readonly" })
-	},
-	"flashrom": func(c *command) bool {
-		return noneOf(c, "w", "write", "E", "erase", "v", "verify") && !noneOf(c, "r", "read")
-	},
-	"sg_format": func(c *command) bool {
-		return noneOf(c, "F", "format", "e", "early", "w", "wait", "s", "size", "f", "fmtpinfo")
-	},
 	// service managers, firewalls, backups and container tools in their
 	// reporting modes
 	"ufw":       firstWordIn("status", "show", "version"),
@@ -603,39 +586,4 @@ func tmutilBounded(c *command) bool {
 	}
 	cp, ok := cleanAbs(ops[1].val)
 	return ok && strings.HasPrefix(cp, "/Volumes/") && strings.Count(cp, "/") == 2
-}
-
-// ddReadOnly reports dd copying into a file or its output, not onto a
-// device (dd if=/dev/sda of=/tmp/mbr.bin reads the disk).
-func ddReadOnly(c *command) bool {
-	for _, a := range c.args {
-		if !a.lit {
-			return false
-		}
-		if of, ok := strings.CutPrefix(a.val, "of="); ok && (strings.HasPrefix(of, "/dev/") || of == "" || !strings.HasPrefix(of, "/tmp/") && !strings.HasPrefix(of, "/var/tmp/") && path.IsAbs(of)) {
-			return false // a device, or a system path: a write
-		}
-	}
-	return true
-}
-
-// debugfsReadOnly reports debugfs opened read-only (no -w, no command file)
-// running requests that show metadata: not dump or cat, which copy a
-// file's content out (/etc/shadow, as root), nor ! (a shell).
-func debugfsReadOnly(c *command) bool {
-	if !noneOf(c, "w", "f", "c") {
-		return false
-	}
-	for i, a := range c.args {
-		if a.val != "-R" || i+1 >= len(c.args) {
-			continue
-		}
-		req := strings.Fields(c.args[i+1].val)
-		if len(req) == 0 || !slices.Contains([]string{"stat", "ls", "stats", "ncheck", "icheck", "blocks", "bmap", "imap", "testi", "testb",
-			"ffb", "ffi", "dirsearch", "features", "show_super_stats", "htree", "logdump", "lsdel", "filefrag"}, req[0]) {
-			return false
-		}
-		return true
-	}
-	return false // no request: an interactive session reading its commands
 }

@@ -863,6 +863,8 @@ func remotePackage(c *command) (string, bool) {
 				return words[i+1], true
 			}
 			i++
+		case strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") && runnerValueOption(w):
+			i++ // --index URL, --python 3.12, --registry URL: an option's value
 		case strings.HasPrefix(w, "-"):
 		case !runs:
 			if w != "run" && w != "dlx" && w != "exec" && w != "x" {
@@ -881,18 +883,26 @@ func remotePackage(c *command) (string, bool) {
 
 // packageInstallers are the programs that install a package file given as
 // an argument, and run what it holds: its install scripts, or the program.
-var packageInstallers = map[string]bool{
-	"dpkg": true, "rpm": true, "apk": true, "apt": true, "apt-get": true, "dnf": true, "yum": true, "zypper": true, "snap": true,
-	"flatpak": true, "gem": true, "pip": true, "pip3": true, "npm": true, "pnpm": true, "yarn": true, "code": true, "codium": true,
-	"cursor": true, "code-insiders": true, "installer": true, "msiexec": true, "msiexec.exe": true, "helm": true,
+// Each has the words or options that make a call an install.
+var packageInstallers = map[string][]string{
+	"dpkg": {"-i", "--install"}, "rpm": {"-i", "-U", "-F", "-ivh", "-Uvh", "--install", "--upgrade", "--freshen"},
+	"apk": {"add"}, "apt": {"install"}, "apt-get": {"install"}, "dnf": {"install"}, "yum": {"install", "localinstall"},
+	"zypper": {"install", "in"}, "snap": {"install"}, "flatpak": {"install"}, "gem": {"install"}, "pip": {"install"}, "pip3": {"install"},
+	"npm": {"install", "i", "add"}, "pnpm": {"add", "install", "i"}, "yarn": {"add"}, "helm": {"install", "upgrade"},
+	"code": {"--install-extension"}, "codium": {"--install-extension"}, "cursor": {"--install-extension"}, "code-insiders": {"--install-extension"},
+	"installer": {"-pkg"}, "msiexec": {"/i", "/package"}, "msiexec.exe": {"/i", "/package"},
 }
 
 // installsDownload returns the file a package installer installs that the
 // job downloaded earlier (curl -LO URL/x.deb && dpkg -i x.deb): code from
 // the network run as the package's scripts, as curl URL | sh.
 func (w *walker) installsDownload(c *command) (string, bool) {
-	if !packageInstallers[c.name] {
-		return "", false
+	modes := packageInstallers[c.name]
+	if modes == nil || !slices.ContainsFunc(c.args, func(a arg) bool {
+		name, _, _ := strings.Cut(a.val, "=")
+		return a.lit && slices.Contains(modes, name)
+	}) {
+		return "", false // dpkg -I, rpm -qpl, code README.md: not an install
 	}
 	for _, a := range c.args {
 		if !a.lit {
@@ -907,4 +917,16 @@ func (w *walker) installsDownload(c *command) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// runnerValueOption reports an option of npx, uv, pipx and the package
+// managers' runners that takes the next word as its value.
+func runnerValueOption(o string) bool {
+	switch o {
+	case "--index", "--index-url", "--extra-index-url", "--default-index", "--find-links", "-f", "--python", "--with", "--with-requirements",
+		"--directory", "--project", "--env-file", "--registry", "--cache", "--userconfig", "--prefix", "-C", "--dir", "--filter", "-F",
+		"--cwd", "--workspace", "-w", "--spec", "--pip-args", "--index-strategy", "--group", "--extra":
+		return true
+	}
+	return false
 }
