@@ -1663,7 +1663,7 @@ func toldNotToAsk(text string) (string, string) {
 	}
 	for _, m := range toldSend.FindAllStringIndex(text, -1) {
 		line := text[strings.LastIndexByte(text[:m[0]], '\n')+1 : m[0]]
-		if !mdNegated.MatchString(line + " ") && !strings.Contains(strings.ToLower(text[m[0]:m[1]]), "never") {
+		if !mdNegated.MatchString(line+" ") && !strings.Contains(strings.ToLower(text[m[0]:m[1]]), "never") {
 			return ruleSecretSend, "instructions tell the agent to send secrets to a URL"
 		}
 	}
