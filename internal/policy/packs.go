@@ -605,25 +605,12 @@ func (p *pack) compile() error {
 				}
 				r.exceptM = re
 			}
-			for name, v := range r.UnlessEnv {
-				re, err := compileText("(?i)^(?:" + v + ")$")
-				if err != nil {
-					return fmt.Errorf("%s.unless_env[%s]: %w", rf, name, err)
-				}
-				if r.unlessE == nil {
-					r.unlessE = map[string]*textRe{}
-				}
-				r.unlessE[name] = re
+			var err error
+			if r.unlessE, err = compileEnv(r.UnlessEnv, rf+".unless_env"); err != nil {
+				return err
 			}
-			for name, v := range r.WhenEnv {
-				re, err := compileText("(?i)^(?:" + v + ")$")
-				if err != nil {
-					return fmt.Errorf("%s.when_env[%s]: %w", rf, name, err)
-				}
-				if r.whenE == nil {
-					r.whenE = map[string]*textRe{}
-				}
-				r.whenE[name] = re
+			if r.whenE, err = compileEnv(r.WhenEnv, rf+".when_env"); err != nil {
+				return err
 			}
 		}
 	}
@@ -1252,6 +1239,23 @@ var envReaders = map[string][]string{
 
 // readsEnv reports whether program (as the command names it) chooses its
 // database by the environment variable name.
+// compileEnv compiles an unless_env or when_env table: each value is an
+// expression a variable's whole value must match, case-insensitively.
+func compileEnv(env map[string]string, field string) (map[string]*textRe, error) {
+	if len(env) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*textRe, len(env))
+	for name, v := range env {
+		re, err := compileText("(?i)^(?:" + v + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("%s[%s]: %w", field, name, err)
+		}
+		out[name] = re
+	}
+	return out, nil
+}
+
 // whenEnv reports whether one of the variables is set to a value its
 // expression matches, or to a value the detector cannot know.
 func whenEnv(want map[string]*textRe, vars map[string]value) bool {
