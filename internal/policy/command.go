@@ -19,6 +19,9 @@ type command struct {
 	home  value  // what ~ expands to: homeMarker, and the values HOME may hold
 	links links  // symbolic links the script created earlier (see links.go)
 	tree  bool   // each operand stands for a whole tree (find -exec, xargs fed by find)
+	// later: the scripts it holds run later, if ever (a file written to
+	// a place that runs it): what they write is not taken as written now
+	later bool
 	via   string // command-level nesting: "xargs", "find -exec"
 	// external: a wrapper ran it (command, env, sudo, nohup, xargs...),
 	// which finds a program, never a function the script defined

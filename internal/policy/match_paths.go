@@ -1260,10 +1260,6 @@ func runnerLocal(f finding) bool {
 	return f.hostOnly
 }
 
-// sinkWriter names the command a written file's scripts are judged under:
-// they run later, if ever, so what they write is not taken as written now.
-const sinkWriter = "write"
-
 // scriptSink judges content written to a place that runs it later, as the
 // script it will be: a hook that deletes the home directory is refused when
 // it is written, not when git runs it.
@@ -1282,7 +1278,7 @@ func (w *walker) scriptSink(a arg, s stream) {
 		if !k.is(p, base) {
 			continue
 		}
-		c := command{name: sinkWriter, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
+		c := command{name: "write", later: true, cwd: w.env.cwd, home: w.env.get("HOME"), links: w.env.links, sp: span{a.pos, a.end}}
 		before := len(w.d.findings)
 		for _, text := range k.scripts(p, s.text) {
 			w.runCode(&c, k.lang, code{text: text, known: true, base: -1, anchor: a.pos}, "written to "+quoteDetail(a.val), c.sp, nil, false)

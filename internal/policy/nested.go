@@ -421,7 +421,7 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 				}
 			}
 			w.d.script(f, e, cond, w.inherited(c, src))
-			if !shared && c.name != sinkWriter {
+			if !shared && !c.later {
 				w.filesFrom(e) // sh -c "printf 'rm -rf ~' > s.sh"; sh s.sh: the disk is shared
 			}
 		case langSQL:

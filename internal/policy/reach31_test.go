@@ -125,6 +125,9 @@ func TestSession31Forms(t *testing.T) {
 		{`awk '{ print > "~/.bashrc" }' x`, ""},
 		{`ruby -e 'puts File.read(File.join(Dir.home, ".ssh", "id_ed25519"))'`, "paths:credential-read"},
 		{`python3 -c 'import os; print(os.path.exists(os.path.join(os.environ["HOME"], ".ssh", "id_ed25519.pub")))'`, ""},
+		// the runner-local exemption holds for the pipeline's steps only:
+		// the same file run here is judged as the script it is
+		{"mkdir -p .github/workflows && cat > .github/workflows/x.yml <<'EOF'\non: [push]\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: |\n          sudo rm -rf /\nEOF\nsh .github/workflows/x.yml", "rm-root"},
 		// the second audit: no word lets an agent's approvals rule off;
 		// instruction spans that are code, not commands; scoped prose;
 		// option values are not the package; installs only in install modes
