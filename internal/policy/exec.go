@@ -160,7 +160,7 @@ func (w *walker) findExec(c *command) {
 		pub := make([]arg, len(roots))
 		for i, r := range roots {
 			pub[i] = r
-			pub[i].val, pub[i].exact = path.Join(r.val, "key.pub"), -1
+			pub[i].val, pub[i].exact = path.Join(r.val, "id_rsa.pub"), -1 // ${1%.pub} is still a private key's name
 		}
 		roots = pub
 	}

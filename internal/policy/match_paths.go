@@ -1593,7 +1593,15 @@ func countsOnly(s *syntax.Stmt) bool {
 	if !ok || len(call.Assigns) > 0 || len(call.Args) == 0 {
 		return false
 	}
-	return call.Args[0].Lit() == "wc"
+	if call.Args[0].Lit() != "wc" {
+		return false
+	}
+	for _, a := range call.Args[1:] {
+		if strings.HasPrefix(a.Lit(), "--files0-from") || a.Lit() == "" {
+			return false // --files0-from=- prints what it reads, as names
+		}
+	}
+	return true
 }
 
 // ruleApprovalConfig is the agents pack's rule for an agent's approvals

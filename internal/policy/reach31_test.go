@@ -125,6 +125,10 @@ func TestSession31Forms(t *testing.T) {
 		{`awk '{ print > "~/.bashrc" }' x`, ""},
 		{`ruby -e 'puts File.read(File.join(Dir.home, ".ssh", "id_ed25519"))'`, "paths:credential-read"},
 		{`python3 -c 'import os; print(os.path.exists(os.path.join(os.environ["HOME"], ".ssh", "id_ed25519.pub")))'`, ""},
+		// the final review's ways in: a public key's name stripped to the
+		// private one's; wc printing what it reads as file names
+		{`find ~/.ssh -name '*.pub' -exec sh -c 'cat "${1%.pub}"' _ {} \;`, "paths:credential-read"},
+		{`wc --files0-from=- < ~/.git-credentials`, "paths:credential-read"},
 		// the runner-local exemption holds for the pipeline's steps only:
 		// the same file run here is judged as the script it is
 		{"mkdir -p .github/workflows && cat > .github/workflows/x.yml <<'EOF'\non: [push]\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: |\n          sudo rm -rf /\nEOF\nsh .github/workflows/x.yml", "rm-root"},
