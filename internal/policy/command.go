@@ -34,6 +34,9 @@ type command struct {
 	// account: the wrapper runs it as a named account that is not root
 	// (sudo -u www-data; runsAsAccount), and no wrapper after it escalates
 	account bool
+	// assigns are the NAME=VALUE words the wrappers before it set for it
+	// (env GOOSE_MODE=auto goose, env -S 'RAILS_ENV=test rake'), in order.
+	assigns []arg
 	// remote says it runs on another machine: the command of ssh HOST CMD,
 	// kubectl exec|debug ... -- CMD, salt TARGET cmd.run CMD.
 	remote bool
@@ -139,6 +142,7 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 	var priv string
 	account := false
 	var afterPriv []arg // the words after the privilege wrapper's name
+	var assigns []arg   // what wrappers set in the program's environment
 	external := false
 	for len(words) > 0 {
 		w := words[0]
@@ -150,12 +154,16 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			return command{}, w, runsNothing
 		}
 		name = exeName(name)
+		if mod, rest, ok := moduleProgram(name, words[1:]); ok {
+			words, external = append([]arg{mod}, rest...), true // python -m pip install ...: pip install ...
+			continue
+		}
 		strip, ok := wrappers[name]
 		if name == "env" { // not in the table: env -S parses, which would make an initialization cycle
-			strip, ok = unwrapEnv, true
+			strip, ok = func(args []arg) ([]arg, bool) { return unwrapEnvInto(args, &assigns) }, true
 		}
 		if !ok {
-			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))]), account: account, external: external}, w, runsProgram
+			return command{name: name, prog: w.val, args: words[1:], priv: priv, privEnv: chosenEnv(afterPriv[:max(0, len(afterPriv)-len(words))]), account: account, external: external, assigns: assigns}, w, runsProgram
 		}
 		if name != "time" && name != "builtin" {
 			external = true
@@ -173,7 +181,15 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 		}
 		var more bool
 		orig := words[1:]
-		if words, more = strip(words[1:]); !more || len(words) == 0 {
+		if words, more = strip(words[1:]); more && name != "env" && len(words) <= len(orig) {
+			// sudo RAILS_ENV=production rake: the words the wrapper consumed
+			for _, a := range orig[:len(orig)-len(words)] {
+				if n, _, ok := strings.Cut(a.src, "="); ok && isName(n) {
+					assigns = append(assigns, a)
+				}
+			}
+		}
+		if !more || len(words) == 0 {
 			if privileged[name] { // sudo -s, sudo -l, doas with no command: judged by matchPrivilege
 				return command{name: name, prog: w.val, args: orig}, w, runsProgram
 			}
@@ -803,10 +819,17 @@ func quotedExpansions(w string) bool {
 // unwrapEnv strips env's options and NAME=VALUE words. With -S (split
 // string) the string is split into words the way a shell would and those
 // words lead the command.
-func unwrapEnv(args []arg) ([]arg, bool) {
+func unwrapEnv(args []arg) ([]arg, bool) { return unwrapEnvInto(args, nil) }
+
+// unwrapEnvInto is unwrapEnv that adds the assignments it strips to
+// assigns, when not nil.
+func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
 	stripAssigns := func() {
 		for len(rest) > 0 && (rest[0].lit && strings.Contains(rest[0].val, "=") || envAssignKeepsPath(rest[0].src)) {
+			if assigns != nil {
+				*assigns = append(*assigns, rest[0])
+			}
 			rest = rest[1:]
 		}
 	}
@@ -896,4 +919,48 @@ func workdirRelative(src string) (string, bool) {
 		return strings.TrimPrefix(m[1], "/"), true
 	}
 	return ".." + m[2], true
+}
+
+// modulePrograms are Python modules run by python -m that are the
+// program of the same command line under another name.
+var modulePrograms = map[string]string{
+	"pip": "pip", "pip3": "pip", "pipx": "pipx", "twine": "twine", "awscli": "aws", "poetry": "poetry",
+	"pdm": "pdm", "hatch": "hatch", "conda": "conda", "uv": "uv", "mlflow": "mlflow", "wandb": "wandb",
+	"airflow": "airflow", "celery": "celery", "django": "django-admin", "sqlite3": "sqlite3", "dbt": "dbt",
+	"pre_commit": "pre-commit", "build": "pyproject-build", "ansible": "ansible", "huggingface_hub": "huggingface-cli",
+}
+
+// moduleProgram returns, for python -m MODULE ARGS where the module is
+// one of modulePrograms, the program's name as a word and ARGS.
+func moduleProgram(name string, args []arg) (arg, []arg, bool) {
+	if interpreterLang(name) != langPython && name != "py" {
+		return arg{}, nil, false
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.val
+		if !a.lit || len(v) < 2 || v[0] != '-' || strings.HasPrefix(v, "--") {
+			return arg{}, nil, false
+		}
+		flags := strings.TrimLeft(v[1:], "bBdEhiIOPqsSuvx") // python -I -u -m: options without a value
+		switch {
+		case flags == "":
+			continue
+		case flags == "W" || flags == "X":
+			i++ // -W ignore, -X utf8: a value
+			continue
+		case flags[0] != 'm':
+			return arg{}, nil, false
+		}
+		mod, rest := flags[1:], args[i+1:]
+		if mod == "" && len(rest) > 0 && rest[0].lit {
+			mod, rest = rest[0].val, rest[1:]
+		}
+		prog, ok := modulePrograms[mod]
+		if !ok {
+			return arg{}, nil, false
+		}
+		return arg{val: prog, src: a.src, lit: true, pos: a.pos, end: a.end, exact: -1}, rest, true
+	}
+	return arg{}, nil, false
 }

@@ -362,6 +362,10 @@ var (
 	// alsoGeneric are the programs the generic tools judge though a pack
 	// names them (also_generic).
 	alsoGeneric = map[string]bool{}
+	// packRuns are, by program, the command paths of every pack after
+	// which the words are a command the program runs (runs): what follows
+	// is that command's, options too (gemini mcp add NAME npx -y PKG).
+	packRuns = map[string][][][]string{}
 )
 
 func init() {
@@ -389,6 +393,11 @@ func init() {
 					continue
 				}
 				packTools[n] = append(packTools[n], t)
+				for _, r := range t.runs {
+					if len(r) > 0 {
+						packRuns[n] = append(packRuns[n], r)
+					}
+				}
 				if t.AlsoGeneric {
 					alsoGeneric[n] = true
 				}
@@ -733,6 +742,9 @@ type packCall struct {
 func (t *packTool) parse(c *command) packCall {
 	pc := packCall{args: c.args}
 	pathOpen := true
+	runs := packRuns[canonical(c.name)]
+	var words []string // the command path beyond the depth, for runs
+	ran := false       // the words are a command the tool runs
 	for i := 0; i < len(c.args); i++ {
 		a := c.args[i]
 		if !a.lit {
@@ -749,6 +761,9 @@ func (t *packTool) parse(c *command) packCall {
 			break
 		}
 		if len(a.val) > 1 && a.val[0] == '-' {
+			if ran {
+				continue
+			}
 			pc.opts = append(pc.opts, i)
 			if t.values[a.val] && i+1 < len(c.args) && (!c.args[i+1].lit || !strings.HasPrefix(c.args[i+1].val, "-")) {
 				i++ // its value; an option after it means it took none here (docker system prune -f --volumes)
@@ -771,6 +786,13 @@ func (t *packTool) parse(c *command) packCall {
 			}
 			pc.path = append(pc.path, w)
 			pc.pathIdx = append(pc.pathIdx, i)
+		}
+		if len(runs) > 0 && !ran {
+			// gemini mcp add NAME npx -y PKG: from the command it runs on,
+			// the options are that command's
+			n, ok := matchPath(runs, words)
+			ran = ok && n > 0 && n == len(words)
+			words = append(words, strings.ToLower(a.val))
 		}
 	}
 	return pc
@@ -1237,8 +1259,6 @@ var envReaders = map[string][]string{
 	"DJANGO_SETTINGS_MODULE": {"manage.py", "django-admin", "python", "python3", "uv", "poetry", "pipenv"},
 }
 
-// readsEnv reports whether program (as the command names it) chooses its
-// database by the environment variable name.
 // compileEnv compiles an unless_env or when_env table: each value is an
 // expression a variable's whole value must match, case-insensitively.
 func compileEnv(env map[string]string, field string) (map[string]*textRe, error) {
@@ -1268,6 +1288,8 @@ func whenEnv(want map[string]*textRe, vars map[string]value) bool {
 	return false
 }
 
+// readsEnv reports whether program (as the command names it) chooses its
+// database by the environment variable name.
 func readsEnv(program, name string) bool {
 	readers, ok := envReaders[name]
 	base := program[strings.LastIndexByte(program, '/')+1:]

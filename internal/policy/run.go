@@ -76,12 +76,13 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	c.xtrace, c.vars = w.env.xtrace, w.env.vars
-	if len(w.prefix) > 0 {
+	if wrapped := wrapperAssigns(c.assigns); len(w.prefix) > 0 || len(wrapped) > 0 {
 		c.vars = maps.Clone(c.vars)
 		if c.vars == nil {
-			c.vars = make(map[string]value, len(w.prefix))
+			c.vars = make(map[string]value, len(w.prefix)+len(wrapped))
 		}
 		maps.Copy(c.vars, w.prefix)
+		maps.Copy(c.vars, wrapped)
 	}
 	c.scratch, c.earlier = w.scratch, w.earlier
 	if via == "" {
@@ -487,3 +488,29 @@ func (w *walker) literal(word *syntax.Word) (string, bool) {
 // positionalProgram is a program word that is a function's arguments:
 // "$@", $1, "${1}", "$*".
 var positionalProgram = regexp.MustCompile(`^"?\$(?:[@*1-9]|\{[@*1-9]\})"?$`)
+
+// wrapperAssigns returns the variables wrappers set for the program they
+// run (env GOOSE_MODE=auto goose, sudo RAILS_ENV=production rake), as a
+// prefix assignment would set them; a later word wins. A word with
+// unknown parts gives an unknown value.
+func wrapperAssigns(assigns []arg) map[string]value {
+	var out map[string]value
+	for _, a := range assigns {
+		word := a.src
+		if a.lit {
+			word = a.val
+		}
+		name, val, ok := strings.Cut(word, "=")
+		if !ok || !isName(name) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]value)
+		}
+		out[name] = value{vals: []string{val}}
+		if !a.lit {
+			out[name] = value{unknown: true}
+		}
+	}
+	return out
+}
