@@ -116,7 +116,7 @@ func ciSubstitute(step string) string {
 	for _, m := range ciExpr.FindAllStringIndex(step, -1) {
 		b.WriteString(step[last:m[0]])
 		t := ciExprText(step[m[0]:m[1]])
-		if strings.HasPrefix(t, "${") && inSingleQuotes(step[:m[0]]) {
+		if open, _ := shellQuotes(step[:m[0]]); strings.HasPrefix(t, "${") && open == '\'' {
 			t = `'"` + t + `"'`
 		}
 		b.WriteString(t)
@@ -124,24 +124,6 @@ func ciSubstitute(step string) string {
 	}
 	b.WriteString(step[last:])
 	return b.String()
-}
-
-// inSingleQuotes reports whether shell text s ends inside single quotes.
-func inSingleQuotes(s string) bool {
-	single, double := false, false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case single:
-			single = c != '\''
-		case c == '\\':
-			i++
-		case c == '"':
-			double = !double
-		case c == '\'' && !double:
-			single = true
-		}
-	}
-	return single
 }
 
 // ciSteps walks node n (the value of key parent) and returns its steps.

@@ -798,22 +798,31 @@ func envAssignKeepsPath(src string) bool {
 // quotedExpansions reports a word, as written, whose $ and ` expansions
 // are all inside double quotes: it is one field whatever they give.
 func quotedExpansions(w string) bool {
-	inDouble, inSingle := false, false
-	for i := 0; i < len(w); i++ {
-		switch c := w[i]; {
-		case inSingle:
-			inSingle = c != '\''
+	open, bare := shellQuotes(w)
+	return open == 0 && !bare
+}
+
+// shellQuotes scans shell text and returns the quote left open at its end
+// (0, ' or "), and whether a $ or ` expansion stands outside double
+// quotes.
+func shellQuotes(s string) (open byte, bareExpansion bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case open == '\'':
+			if c == '\'' {
+				open = 0
+			}
 		case c == '\\':
 			i++
 		case c == '"':
-			inDouble = !inDouble
-		case c == '\'' && !inDouble:
-			inSingle = true
-		case (c == '$' || c == '`') && !inDouble:
-			return false
+			open ^= '"' // opens or closes: nothing else is open here
+		case c == '\'' && open == 0:
+			open = '\''
+		case (c == '$' || c == '`') && open == 0:
+			bareExpansion = true
 		}
 	}
-	return !inDouble && !inSingle
+	return open, bareExpansion
 }
 
 // unwrapEnv strips env's options and NAME=VALUE words. With -S (split
