@@ -109,7 +109,8 @@ func packageStore(rel string) bool {
 // ~/.TOOL/credentials.json).
 var credentialBases = map[string]bool{"auth.json": true, "credentials": true, "credentials.json": true, "credentials.toml": true,
 	"credentials.yml": true, "credentials.yaml": true, ".credentials.json": true, "access-token": true, "access_token": true,
-	"token.json": true, "tokens.json": true, "oauth_creds.json": true, "secrets.json": true, "secrets.yml": true, "secrets.yaml": true}
+	"token.json": true, "tokens.json": true, "oauth_creds.json": true, "secrets.json": true, "secrets.yml": true, "secrets.yaml": true,
+	"api_key": true, "api-key": true, "apikey": true, "api_key.txt": true, "token": true}
 
 // browserProfiles are the home-relative directories of browsers' profiles.
 var browserProfiles = []string{".mozilla/", ".config/google-chrome/", ".config/chromium/", ".config/BraveSoftware/",
@@ -421,6 +422,10 @@ func matchSecretPrint(c *command, h *hits) {
 		}
 		if a.taint&taintToken != 0 {
 			h.add(ruleSecretPrint, c.name+" prints an access token a CLI gave it, in "+quoteDetail(a.src))
+			return
+		}
+		if a.taint&(taintSecret|taintStored) != 0 {
+			h.add(ruleSecretPrint, c.name+" prints a secret a command gave it, in "+quoteDetail(a.src))
 			return
 		}
 	}

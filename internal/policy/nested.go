@@ -403,6 +403,7 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 			parent = src.f
 		}
 		f := parent.child(text, via, base, src.anchor)
+		f.captured = w.unseen > 0 || w.f.captured
 		switch l {
 		case langShell:
 			f.shell = w.scriptShell(c)

@@ -139,6 +139,10 @@ type packTool struct {
 	// {env:HOME} is $HOME).
 	ScriptSubst [][]string `yaml:"script_subst"`
 	scriptSubst []scriptSubst
+	// ScriptUnseen says what ScriptRe's scripts print does not reach the
+	// job's output: another program runs them later and reads it (an
+	// agent's apiKeyHelper, an MCP server).
+	ScriptUnseen bool `yaml:"script_unseen"`
 	// Lang is the language of the Script options' values when it is not
 	// the shell's: ruby (rake -e), python, perl, node, php, lua or awk.
 	Lang     string `yaml:"lang"`
@@ -778,7 +782,7 @@ func (t *packTool) parse(c *command) packCall {
 			if len(pc.path) == 0 && strings.Contains(w, "/") && interpreterLang(c.name) != langShell && plainName(path.Base(w)) {
 				w = path.Base(w) // php /var/www/nextcloud/occ user:delete: the script is the tool
 			}
-			if !pathWord(w) {
+			if !pathWord(w) && !t.packageRun(pc.path, w) {
 				// a URL or file right after an option is taken as its value
 				// (jenkins-cli -s https://ci.example.com/ delete-job x)
 				pathOpen = i > 0 && c.args[i-1].lit && len(c.args[i-1].val) > 1 && c.args[i-1].val[0] == '-' && !strings.Contains(c.args[i-1].val, "=")
@@ -796,6 +800,18 @@ func (t *packTool) parse(c *command) packCall {
 		}
 	}
 	return pc
+}
+
+// packageRun reports a versioned package (vercel@39,
+// @openai/codex@0.46.0) right after a command path after which the tool
+// runs a program (npx, pnpm dlx): the program it runs, though the word is
+// not a subcommand's shape.
+func (t *packTool) packageRun(path []string, w string) bool {
+	if len(t.runs) == 0 || len(w) < 2 || !strings.Contains(w[1:], "@") || strings.Contains(w, "://") {
+		return false
+	}
+	n, ok := matchPath(t.runs, path)
+	return ok && n == len(path)
 }
 
 // dottedVerbs are the verbs read after a dot (files.delete, models.delete).
@@ -1627,7 +1643,9 @@ func (w *walker) packNest(c *command) {
 					}
 				}
 			} else if ok && n < len(pc.pathIdx) {
-				w.run(c.args[pc.pathIdx[n]:], c.stdin, c.sp, joinVia(c.via, c.name), false)
+				words := slices.Clone(c.args[pc.pathIdx[n]:])
+				words[0] = packageProgram(words[0])
+				w.run(words, c.stdin, c.sp, joinVia(c.via, c.name), false)
 			} else if ok && n > 0 && n == len(pc.pathIdx) {
 				// npm exec --yes -- rm -rf DIR: the command follows --
 				for j := pc.pathIdx[n-1] + 1; j+1 < len(c.args); j++ {
@@ -1753,6 +1771,41 @@ func (w *walker) cmdletBlocks(c *command) {
 }
 
 // imagePrograms names the program of images whose name is not it.
+// packagePrograms are the programs of packages a package runner (npx,
+// pnpm dlx, bunx) runs by the package's name when it is not the
+// program's.
+var packagePrograms = map[string]string{
+	"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex", "@google/gemini-cli": "gemini",
+	"@qwen-code/qwen-code": "qwen", "opencode-ai": "opencode", "@sourcegraph/amp": "amp", "@github/copilot": "copilot",
+	"@continuedev/cli": "cn", "@charmland/crush": "crush", "@vibe-kit/grok-cli": "grok", "@kilocode/cli": "kilocode",
+	"netlify-cli": "netlify", "firebase-tools": "firebase", "@railway/cli": "railway", "@aws-amplify/cli": "amplify",
+	"aws-cdk": "cdk", "@salesforce/cli": "sf", "@sentry/cli": "sentry-cli", "@planetscale/cli": "pscale",
+	"@angular/cli": "ng", "@nestjs/cli": "nest", "sequelize-cli": "sequelize", "@datadog/datadog-ci": "datadog-ci",
+	"@shopify/cli": "shopify", "@stripe/cli": "stripe", "@fly/flyctl": "flyctl", "@vscode/vsce": "vsce",
+}
+
+// packageProgram returns the word naming the program a package runner
+// runs for a package word (vercel@39, @anthropic-ai/claude-code@2.0.14):
+// the package's program, without its version.
+func packageProgram(a arg) arg {
+	if !a.lit || !strings.Contains(a.val[min(1, len(a.val)):], "@") && !strings.HasPrefix(a.val, "@") {
+		return a
+	}
+	pkg := a.val
+	if i := strings.LastIndexByte(pkg, '@'); i > 0 {
+		pkg = pkg[:i] // the version
+	}
+	prog, ok := packagePrograms[pkg]
+	if !ok {
+		prog = pkg[strings.LastIndexByte(pkg, '/')+1:] // @scope/tool: tool
+	}
+	if prog == "" || strings.ContainsAny(prog, ":@") {
+		return a // github:user/repo, a URL: no program the detector knows
+	}
+	a.val, a.exact = prog, -1
+	return a
+}
+
 var imagePrograms = map[string]string{"aws-cli": "aws", "azure-cli": "az", "cloud-sdk": "gcloud", "google-cloud-cli": "gcloud"}
 
 // runImage judges the command a container run of the image c.args[i]
@@ -1984,7 +2037,13 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		}
 		s := a
 		s.val, s.exact = script, -1
+		if t.ScriptUnseen {
+			w.unseen++
+		}
 		w.runCode(c, t.lang, argCode(s), via, c.sp, nil, false) // a recipe's language: shell unless the tool says (rake's Rakefile is Ruby)
+		if t.ScriptUnseen {
+			w.unseen--
+		}
 	}
 }
 

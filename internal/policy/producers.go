@@ -158,7 +158,7 @@ func produce(c *command) stream {
 		}
 	case "jq", "gojq", "jaq":
 		out := generated()
-		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
+		out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile | taintStored)
 		out.shape = jqFilter(c.args)
 		return out
 	case "grep", "egrep":
@@ -210,7 +210,7 @@ func produce(c *command) stream {
 		return out
 	}
 	out := generated()
-	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile)
+	out.taint |= c.stdin.taint & (taintDownload | taintDecoded | taintSecret | taintSQLGen | taintData | taintToken | taintEnvFile | taintStored)
 	if dumpsData(c) {
 		out.taint |= taintData
 	}
@@ -220,7 +220,24 @@ func produce(c *command) stream {
 	if slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && sqlGenerator.MatchString(a.val) }) || printsFlushSQL(c) {
 		out.taint |= taintSQLGen
 	}
+	if countsLines(c) {
+		out.taint &^= taintSecret | taintToken | taintEnvFile | taintData | taintStored // n=$(env | wc -l): a number
+	}
 	return out
+}
+
+// countsLines reports a command that prints only counts of what it reads
+// (wc; grep -c), not the text.
+func countsLines(c *command) bool {
+	switch c.name {
+	case "wc":
+		return !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit || strings.HasPrefix(a.val, "--files0-from") })
+	case "grep", "egrep", "fgrep":
+		return slices.ContainsFunc(c.args, func(a arg) bool {
+			return a.lit && (a.val == "--count" || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Trim(a.val[1:], "cEFGHhiInsvwx") == "" && strings.Contains(a.val, "c"))
+		})
+	}
+	return false
 }
 
 // printsFlushSQL reports Django's sqlflush, which prints the statements
@@ -242,9 +259,6 @@ func printsFlushSQL(c *command) bool {
 // whatever reads the output.
 var sqlGenerator = regexp.MustCompile(`(?i)['"]\s*(drop\s+(table|database|schema|view|index|sequence|function|type|user|role|owned)|truncate(\s+table)?|delete\s+from)\b`)
 
-// dumpsEnvironment reports a command that prints the environment's values:
-// env or printenv (with or without names), set, export -p, declare -x or -p,
-// a read of /proc/*/environ.
 // dumpers are the programs whose output is a database's data.
 var dumpers = map[string]bool{"pg_dump": true, "pg_dumpall": true, "mysqldump": true, "mariadb-dump": true, "mysqlpump": true,
 	"mongodump": true, "mongoexport": true}
@@ -476,6 +490,9 @@ func echoesSecret(words []arg) bool {
 	return false
 }
 
+// dumpsEnvironment reports a command that prints the environment's values:
+// env or printenv (with or without names), set, export -p, declare -x or -p,
+// a read of /proc/*/environ.
 func dumpsEnvironment(words []arg) bool {
 	if len(words) == 0 || !words[0].lit {
 		return false

@@ -30,5 +30,40 @@ func TestSession32Forms(t *testing.T) {
 		{`gemini -y mcp add x npx -y some-server`, "agents:approvals-off"},
 		{`gemini --yolo -p "refactor"`, "agents:approvals-off"},
 		{`gemini mcp add evil sh -c "rm -rf ~"`, "rm-root"},
+		// npx runs a package's program: its version and scope are not its name
+		{`npx -y @anthropic-ai/claude-code@2.0.14 --dangerously-skip-permissions -p "fix the build"`, "agents:approvals-off"},
+		{`npx -y @openai/codex@0.46.0 exec --dangerously-bypass-approvals-and-sandbox "fix lint"`, "agents:approvals-off"},
+		{`pnpm dlx vercel@39 remove my-app --yes`, "cloud:resource-delete"},
+		{`npx -y @anthropic-ai/claude-code@latest -p "summarise the README"`, ""},
+		{`npx prettier@3 --write .`, ""},
+		// agents' settings and launches
+		{`claude --settings '{"permissions":{"defaultMode":"bypassPermissions"}}' -p "tidy the docs"`, "agents:approvals-off"},
+		{`claude --settings '{"permissions":{"deny":["Bash(curl:*)"]}}' -p "tidy the docs"`, ""},
+		{`gemini -p "triage the tests" --allowed-tools run_shell_command`, "agents:approvals-off"},
+		{`gemini -p "triage the tests" --allowed-tools "run_shell_command(git status)"`, ""},
+		{`gemini mcp add --trust shell npx -y mcp-server-shell@latest`, "agents:approvals-off"},
+		{`cn --auto -p "update the API docs"`, "agents:approvals-off"},
+		{`claude setup-token`, "secrets:secret-print"},
+		{`claude mcp remove helper -s user`, ""},
+		{`jq '.permissions.disableBypassPermissionsMode = "disable"' ~/.claude/settings.json > /tmp/s.json && mv /tmp/s.json ~/.claude/settings.json`, ""},
+		{`jq '."amp.dangerouslyAllowAll"' ~/.config/amp/settings.json`, ""},
+		{`jq '."amp.dangerouslyAllowAll" = true' ~/.config/amp/settings.json > /tmp/a.json`, "agents:approval-config"},
+		{"mkdir -p .roo && cat > .roo/mcp.json <<'EOF'\n{\"mcpServers\":{\"dc\":{\"command\":\"npx\",\"args\":[\"-y\",\"desktop-commander\"],\"alwaysAllow\":[\"start_process\",\"write_file\"]}}}\nEOF", "agents:approval-config"},
+		{"mkdir -p .roo && cat > .roo/mcp.json <<'EOF'\n{\"mcpServers\":{\"docs\":{\"command\":\"npx\",\"args\":[\"-y\",\"docs-mcp\"],\"alwaysAllow\":[\"search_docs\"]}}}\nEOF", ""},
+		{"printf '[core]\\nruntime = \"local\"\\n[security]\\nconfirmation_mode = false\\n' > config.toml", "agents:approval-config"},
+		// a configured command's output goes to the program that runs it
+		{`jq '.apiKeyHelper = "op read op://Dev/Anthropic/credential"' ~/.claude/settings.json > /tmp/k.json && mv /tmp/k.json ~/.claude/settings.json`, ""},
+		{`jq '.apiKeyHelper = "cat ~/.aws/credentials"' ~/.claude/settings.json > /tmp/k.json`, "paths:credential-read"},
+		{`printenv OPENAI_API_KEY | codex login --with-api-key`, ""},
+		{`cat ~/.config/anthropic/api_key`, "paths:credential-read"},
+		// what a secret store prints is a secret wherever it is kept
+		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
+		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
+		{`x=$(printenv AWS_SECRET_ACCESS_KEY); echo "$x"`, "secrets:secret-print"},
+		{`TOKEN=$(op read op://Dev/api/token) && curl -H "Authorization: Bearer $TOKEN" https://api.example.com/v1/me`, ""},
+		{`PGPASSWORD=$(vault kv get -field=password secret/db) psql -h db -c 'select 1'`, ""},
+		{`n=$(env | wc -l); echo "$n"`, ""},
+		{`n=$(env | grep -c AWS_); echo "$n variables"`, ""},
+		{`x=$(sh -c 'vault kv get -field=password secret/db'); echo "$x"`, "secrets:secret-print"}, // the nested shell's own command is judged as printing
 	})
 }

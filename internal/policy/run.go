@@ -108,6 +108,23 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	return produce(&c)
 }
 
+// printsSecret reports a command a pack's rule judges as printing a
+// secret when its output reaches the job's (vault kv get, op read): what
+// it writes is a secret, wherever it goes.
+func printsSecret(c *command) bool {
+	tools := packTools[canonical(c.name)]
+	if len(tools) == 0 {
+		return false
+	}
+	shown := *c
+	shown.captured = false
+	var h hits
+	for _, t := range tools {
+		t.judge(&shown, &h)
+	}
+	return slices.ContainsFunc(h, func(x hit) bool { return x.rule == ruleSecretPrint })
+}
+
 // expandAlias runs a command whose name is an alias the script defined
 // (alias x='rm -rf'; eval 'x ~') as the shell would: the alias's value
 // followed by the command's arguments. An alias is not expanded again

@@ -102,6 +102,9 @@ func (w *walker) outputOf(s *syntax.Stmt, in stream) stream {
 				// the frame is the job's whole script: what it configured anywhere
 				cmd.stdin, cmd.cwd, cmd.vars, cmd.frame, cmd.sp = in, w.env.cwd, w.env.vars, w.f.root().src, stmtSpan(s)
 				o = produce(&cmd)
+				if printsSecret(&cmd) {
+					o.taint |= taintStored // x=$(vault kv get -field=password secret/db): x holds it
+				}
 			}
 			if dumpsEnvironment(words) {
 				o.taint |= taintSecret

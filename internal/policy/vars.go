@@ -21,7 +21,7 @@ type value struct {
 	vals    []string
 	unknown bool
 	env     bool   // the unknown value is only the worker's environment's, or unset (see taintEnv)
-	carried taint  // what the unknown value holds, of carriedTaints: the environment's values, credential files' names, a token, a secrets file's content
+	carried taint  // what the unknown value holds, of carriedTaints: the environment's values, credential files' names, a token, a secrets file's content, a secret store's value
 	over    string // the limit bounded cut vals at, "" if none
 	// from is, for a working directory, the word cd reached it through
 	// when the detector cannot resolve that word: rm -rf ./* there is
@@ -44,7 +44,7 @@ var unknownValue = value{unknown: true}
 
 // carriedTaints are the taints a variable keeps from the value assigned
 // to it, and gives to the words it is expanded in.
-const carriedTaints = taintSecret | taintCredential | taintToken | taintEnvFile
+const carriedTaints = taintSecret | taintCredential | taintToken | taintEnvFile | taintStored
 
 // union returns the values either a or b may hold.
 func union(a, b value) value {

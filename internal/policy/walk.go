@@ -35,6 +35,9 @@ type walker struct {
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
 	captured int
+	// unseen > 0: the scripts it runs now are a configuration's commands
+	// another program runs and reads the output of (script_unseen)
+	unseen int
 	// pipe is the text of the pipeline being walked, if any
 	pipe string
 	// inDecl > 0: walking a function's body at its definition, with its
@@ -382,7 +385,7 @@ var jqFieldPath = regexp.MustCompile(`^\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
 
 // readsCredential reports a pipeline stage that reads a credential on its
 // standard input (docker login --password-stdin, gh auth login
-// --with-token), which it does not print.
+// --with-token, codex login --with-api-key), which it does not print.
 func readsCredential(s *syntax.Stmt) bool {
 	ce, ok := s.Cmd.(*syntax.CallExpr)
 	if !ok {
@@ -390,7 +393,7 @@ func readsCredential(s *syntax.Stmt) bool {
 	}
 	for _, word := range ce.Args[min(1, len(ce.Args)):] {
 		v := word.Lit()
-		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token") {
+		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token" || v == "--with-api-key") {
 			return true
 		}
 	}

@@ -69,6 +69,10 @@ const (
 	// env pull FILE, op inject -o FILE, sops -d --output FILE): printed,
 	// the store's values reach the job's output.
 	taintPulled
+	// taintStored is a value a secret store's CLI printed (vault kv get,
+	// op read) and what is made of it: handed to the program that needs
+	// it, it is used as meant; printed, it reaches the job's output.
+	taintStored
 )
 
 // arg is one word of a command after expansion and quote removal.
