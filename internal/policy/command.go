@@ -468,6 +468,7 @@ var wrappers = map[string]wrapper{
 	"capsh":                 capsh,
 	"chroot":                operandThen(optSpec{long: []string{"userspec", "groups"}}),
 	"taskset":               operandThen(optSpec{}),
+	"run-as":                operandThen(optSpec{long: []string{"user"}}), // Android: run-as PACKAGE CMD, as the app's account
 	"chrt":                  operandThen(optSpec{}),
 	"timeout":               operandThen(optSpec{short: "sk", long: []string{"signal", "kill-after"}}),
 	"flock":                 flock,

@@ -75,6 +75,8 @@ var readOnly = map[string]func(c *command) bool{
 		return !noneOf(c, "l", "list") && noneOf(c, "a", "add", "d", "delete", "D", "deleteall", "m", "modify")
 	},
 	"datadog-agent": firstWordIn("status", "health", "version", "configcheck", "diagnose"),
+	"scontrol":      firstWordIn("show", "ping", "version"),
+	"nvidia-smi":    nvidiaSMIReadOnly,
 	"crictl":        firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
 	// security, account and server-configuration reports: what the
 	// mandatory access control enforces, an account's password ageing, a
@@ -586,4 +588,36 @@ func tmutilBounded(c *command) bool {
 	}
 	cp, ok := cleanAbs(ops[1].val)
 	return ok && strings.HasPrefix(cp, "/Volumes/") && strings.Count(cp, "/") == 2
+}
+
+// nvidiaSMIQueries are nvidia-smi's options that only choose what a
+// report shows (the setters, -f's output file and the rest are not).
+var nvidiaSMIQueries = map[string]bool{"-q": true, "--query": true, "-L": true, "--list-gpus": true, "-i": true, "--id": true,
+	"-d": true, "--display": true, "-x": true, "--xml-format": true, "--query-gpu": true, "--query-compute-apps": true,
+	"--query-accounted-apps": true, "--query-retired-pages": true, "--query-supported-clocks": true, "--format": true,
+	"-l": true, "--loop": true, "-lms": true, "--loop-ms": true, "-u": true, "--unit": true, "-h": true, "--help": true,
+	"-m": true, "-s": true, "-c": true, "-o": true}
+
+// nvidiaSMIReadOnly: nvidia-smi's reports (nvidia-smi, -q, -L,
+// --query-gpu=..., topo -m, dmon, pmon), no setting changed.
+func nvidiaSMIReadOnly(c *command) bool {
+	sub := ""
+	for i, a := range c.args {
+		switch {
+		case !a.lit:
+			return false
+		case strings.HasPrefix(a.val, "-"):
+			name, _, _ := strings.Cut(a.val, "=")
+			if !nvidiaSMIQueries[name] || (name == "-c" || name == "-o" || name == "-s" || name == "-m") && sub == "" {
+				return false // -c is --compute-mode, -m not a report's option at the top level
+			}
+		case i == 0 && (a.val == "topo" || a.val == "dmon" || a.val == "pmon"):
+			sub = a.val
+		case i > 0 && c.args[i-1].lit && nvidiaSMIQueries[c.args[i-1].val]:
+			// an option's value (-i 0, -d MEMORY, -s pucvmet)
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -521,10 +521,12 @@ func systemLogs(p string, recursive bool) bool {
 }
 
 // databaseRoots are the directories database servers keep their data,
-// write-ahead and binary logs in.
+// write-ahead and binary logs in, and hypervisors their virtual machines'
+// disks and backups (Proxmox's /var/lib/vz, libvirt's images).
 var databaseRoots = []string{"/var/lib/postgresql", "/var/lib/pgsql", "/var/lib/mysql", "/var/lib/mariadb", "/var/lib/mongodb",
 	"/var/lib/redis", "/var/lib/elasticsearch", "/var/lib/opensearch", "/var/lib/clickhouse", "/var/lib/cassandra",
-	"/var/lib/influxdb", "/var/lib/etcd", "/var/lib/rabbitmq", "/var/lib/neo4j", "/var/lib/docker/volumes"}
+	"/var/lib/influxdb", "/var/lib/etcd", "/var/lib/rabbitmq", "/var/lib/neo4j", "/var/lib/docker/volumes",
+	"/var/lib/vz", "/var/lib/libvirt/images"}
 
 // databaseFiles reports a path inside a database server's directory: a
 // deleted file there (a WAL segment, a binary log, a table's file) breaks

@@ -165,6 +165,9 @@ func (w *walker) nest(c *command) {
 	if f, ok := w.installsDownload(c); ok {
 		w.d.add(w.f, rulePipeToShell, c.name+" installs "+quoteDetail(f)+", downloaded from the network", c.via, c.sp)
 	}
+	if words, ok := apiRequest(c); ok {
+		w.run(words, c.stdin, c.sp, joinVia(c.via, c.name+" api"), false)
+	}
 	switch c.name {
 	case "eval":
 		w.eval(c)
@@ -930,4 +933,39 @@ func runnerValueOption(o string) bool {
 		return true
 	}
 	return false
+}
+
+// apiRequests are the CLIs whose "api METHOD PATH" subcommand sends a
+// request to their service's REST API, by the host it is judged at.
+var apiRequests = map[string]string{"databricks": "https://workspace.cloud.databricks.com"}
+
+// apiRequest returns, for a CLI's raw API call (databricks api post
+// /api/2.1/jobs/delete --json '{...}'), the curl command that sends the
+// same request: the HTTP rules judge it.
+func apiRequest(c *command) ([]arg, bool) {
+	host, ok := apiRequests[c.name]
+	if !ok || len(c.args) < 3 || !c.args[0].lit || c.args[0].val != "api" || !c.args[1].lit || !c.args[2].lit {
+		return nil, false
+	}
+	method := strings.ToUpper(c.args[1].val)
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE":
+	default:
+		return nil, false
+	}
+	word := func(v string) arg { return arg{val: v, src: v, lit: true, pos: c.args[0].pos, end: c.args[0].end, exact: -1} }
+	words := []arg{word("curl"), word("-X"), word(method), word(host + "/" + strings.TrimPrefix(c.args[2].val, "/"))}
+	for i := 3; i < len(c.args); i++ {
+		a := c.args[i]
+		v := a.val
+		switch {
+		case a.lit && (v == "--json" || v == "--body") && i+1 < len(c.args):
+			i++
+			words = append(words, word("-d"), c.args[i])
+		case a.lit && (strings.HasPrefix(v, "--json=") || strings.HasPrefix(v, "--body=")):
+			_, body, _ := strings.Cut(v, "=")
+			words = append(words, word("-d"), word(body))
+		}
+	}
+	return words, true
 }

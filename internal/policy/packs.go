@@ -802,12 +802,22 @@ func (t *packTool) parse(c *command) packCall {
 	return pc
 }
 
-// packageRun reports a versioned package (vercel@39,
-// @openai/codex@0.46.0) right after a command path after which the tool
-// runs a program (npx, pnpm dlx): the program it runs, though the word is
-// not a subcommand's shape.
+// packageRun reports a word of a runs path that is not a subcommand's
+// shape: the "*" operand before the command (apptainer exec
+// docker://alpine:3.19 CMD), or a versioned package right after the path
+// (npx vercel@39, pnpm dlx @openai/codex@0.46.0), the program it runs.
 func (t *packTool) packageRun(path []string, w string) bool {
-	if len(t.runs) == 0 || len(w) < 2 || !strings.Contains(w[1:], "@") || strings.Contains(w, "://") {
+	if len(t.runs) == 0 || w == "" {
+		return false
+	}
+	for _, p := range t.runs {
+		if len(p) == len(path)+1 && slices.Equal(p[len(path)], []string{"*"}) {
+			if n, ok := matchPath([][][]string{p[:len(path)]}, path); ok && n == len(path) {
+				return true
+			}
+		}
+	}
+	if len(w) < 2 || !strings.Contains(w[1:], "@") || strings.Contains(w, "://") {
 		return false
 	}
 	n, ok := matchPath(t.runs, path)
