@@ -953,7 +953,9 @@ func apiRequest(c *command) ([]arg, bool) {
 	default:
 		return nil, false
 	}
-	word := func(v string) arg { return arg{val: v, src: v, lit: true, pos: c.args[0].pos, end: c.args[0].end, exact: -1} }
+	word := func(v string) arg {
+		return arg{val: v, src: v, lit: true, pos: c.args[0].pos, end: c.args[0].end, exact: -1}
+	}
 	words := []arg{word("curl"), word("-X"), word(method), word(host + "/" + strings.TrimPrefix(c.args[2].val, "/"))}
 	for i := 3; i < len(c.args); i++ {
 		a := c.args[i]
