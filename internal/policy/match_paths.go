@@ -109,8 +109,7 @@ func packageStore(rel string) bool {
 // ~/.TOOL/credentials.json).
 var credentialBases = map[string]bool{"auth.json": true, "credentials": true, "credentials.json": true, "credentials.toml": true,
 	"credentials.yml": true, "credentials.yaml": true, ".credentials.json": true, "access-token": true, "access_token": true,
-	"token.json": true, "tokens.json": true, "oauth_creds.json": true, "secrets.json": true, "secrets.yml": true, "secrets.yaml": true,
-	"api_key": true, "api-key": true, "apikey": true, "api_key.txt": true, "token": true}
+	"token.json": true, "tokens.json": true, "oauth_creds.json": true, "secrets.json": true, "secrets.yml": true, "secrets.yaml": true}
 
 // browserProfiles are the home-relative directories of browsers' profiles.
 var browserProfiles = []string{".mozilla/", ".config/google-chrome/", ".config/chromium/", ".config/BraveSoftware/",

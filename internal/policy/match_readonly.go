@@ -76,6 +76,7 @@ var readOnly = map[string]func(c *command) bool{
 	},
 	"datadog-agent": firstWordIn("status", "health", "version", "configcheck", "diagnose"),
 	"scontrol":      firstWordIn("show", "ping", "version"),
+	"samba-tool":    sambaToolReadOnly,
 	"nvidia-smi":    nvidiaSMIReadOnly,
 	"crictl":        firstWordIn("ps", "pods", "images", "img", "logs", "inspect", "inspectp", "inspecti", "info", "version", "stats", "statsp"),
 	// security, account and server-configuration reports: what the
@@ -620,4 +621,24 @@ func nvidiaSMIReadOnly(c *command) bool {
 		}
 	}
 	return true
+}
+
+// sambaToolReadOnly: samba-tool's listings and reports (user list, group
+// listmembers, domain passwordsettings show, drs showrepl, dbcheck
+// without --fix).
+func sambaToolReadOnly(c *command) bool {
+	ops := literalWords(c)
+	if len(ops) == 0 {
+		return false
+	}
+	if ops[0] == "dbcheck" {
+		return noneOf(c, "fix", "yes")
+	}
+	for _, w := range ops[1:min(3, len(ops))] {
+		switch w {
+		case "list", "show", "listmembers", "showrepl", "info", "query", "listobjects", "view":
+			return true
+		}
+	}
+	return false
 }

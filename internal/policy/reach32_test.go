@@ -55,7 +55,7 @@ func TestSession32Forms(t *testing.T) {
 		{`jq '.apiKeyHelper = "op read op://Dev/Anthropic/credential"' ~/.claude/settings.json > /tmp/k.json && mv /tmp/k.json ~/.claude/settings.json`, ""},
 		{`jq '.apiKeyHelper = "cat ~/.aws/credentials"' ~/.claude/settings.json > /tmp/k.json`, "paths:credential-read"},
 		{`printenv OPENAI_API_KEY | codex login --with-api-key`, ""},
-		{`cat ~/.config/anthropic/api_key`, "paths:credential-read"},
+		{`cat ~/.config/anthropic/api_key`, ""}, // left: a key file by a name of the tool's choosing; refusing it refused its use against its own API
 		// HPC and data platforms
 		{"apptainer exec docker://alpine:3.19 sh -c 'rm -rf \"$HOME\"/*'", "rm-root"},
 		{`apptainer exec pytorch.sif bash -c 'rm -rf ~/.ssh ~/.bashrc'`, "paths:credential-destroy"},
@@ -85,6 +85,21 @@ func TestSession32Forms(t *testing.T) {
 		{`heimdall flash --RECOVERY twrp.img --no-reboot`, "devices:volume-destroy"},
 		{`heimdall print-pit --no-reboot`, ""},
 		{`adb shell run-as com.example.myapp rm -rf cache`, ""},
+		// directories and identity
+		{"printf 'dn: cn=developers,ou=Groups,dc=example,dc=com\\nchangetype: modify\\ndelete: member\\n' | ldapmodify -x -H ldap://ldap.example.com -D cn=admin,dc=example,dc=com -y .ldap.pw", "secrets:directory-delete"},
+		{"printf 'dn: cn=developers,ou=Groups,dc=example,dc=com\\nchangetype: modify\\ndelete: member\\nmember: uid=bob,ou=People,dc=example,dc=com\\n' | ldapmodify -x -y .ldap.pw", ""},
+		{"cat > purge.ldif <<'EOF'\ndn: uid=alice,ou=People,dc=example,dc=com\nchangetype: delete\nEOF\nldapmodify -x -D cn=admin -y pw -f purge.ldif", "secrets:directory-delete"},
+		{`sudo samba-tool user list`, ""},
+		{`sudo samba-tool domain passwordsettings show`, ""},
+		{`sudo samba-tool dbcheck --cross-ncs`, ""},
+		{`sudo samba-tool dbcheck --fix --yes`, "privilege"},
+		{`sudo samba-tool user getpassword bob`, "privilege"},
+		{`ipa user-mod jdoe --random`, "secrets:password-reset"},
+		{`for u in $(cat leavers.txt); do ipa user-disable "$u"; done`, "secrets:account-disable"},
+		{`gam update user jdoe@example.com suspended on`, "secrets:account-disable"},
+		{`gam update user jdoe@example.com suspended off`, ""},
+		{`gam user jdoe@example.com delete messages query "before:2023/01/01" doit`, "secrets:resource-delete"},
+		{`gam info user jdoe@example.com`, ""},
 		// what a secret store prints is a secret wherever it is kept
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
