@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"maps"
 	"path"
 	"regexp"
@@ -828,6 +829,9 @@ func (w *walker) destroyPlan(c *command) {
 	}
 }
 
+// localURL is a URL of this machine: what it serves is the job's own.
+var localURL = regexp.MustCompile(`(?i)^https?://(localhost|127\.0\.0\.1|\[::1\])([:/]|$)`)
+
 // packageURL is a package named by where it is fetched from, not by a
 // registry's name: a URL, a git remote or an archive on a host.
 var packageURL = regexp.MustCompile(`^(https?://|git\+[a-z]+://|git://|git@[\w.-]+:)`)
@@ -853,7 +857,7 @@ func remotePackage(c *command) (string, bool) {
 	runs := c.name == "npx" || c.name == "pnpx" || c.name == "bunx" || c.name == "uvx"
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		if name, val, ok := strings.Cut(w, "="); ok && (name == "--package" || name == "--from") {
+		if name, val, ok := strings.Cut(w, "="); ok && (name == "--package" || name == "--from" || name == "--spec") {
 			if packageURL.MatchString(val) {
 				return val, true
 			}
@@ -862,7 +866,7 @@ func remotePackage(c *command) (string, bool) {
 		switch {
 		case w == "--":
 			return "", false
-		case w == "--package" || w == "--from" || w == "-p":
+		case w == "--package" || w == "--from" || w == "-p" || w == "--spec":
 			if i+1 < len(words) && packageURL.MatchString(words[i+1]) {
 				return words[i+1], true
 			}
@@ -892,14 +896,21 @@ var packageInstallers = map[string][]string{
 	"dpkg": {"-i", "--install"}, "rpm": {"-i", "-U", "-F", "-ivh", "-Uvh", "--install", "--upgrade", "--freshen"},
 	"apk": {"add"}, "apt": {"install"}, "apt-get": {"install"}, "dnf": {"install"}, "yum": {"install", "localinstall"},
 	"zypper": {"install", "in"}, "snap": {"install"}, "flatpak": {"install"}, "gem": {"install"}, "pip": {"install"}, "pip3": {"install"},
-	"npm": {"install", "i", "add"}, "pnpm": {"add", "install", "i"}, "yarn": {"add"}, "helm": {"install", "upgrade"},
+	"npm": {"install", "i", "add"}, "pnpm": {"add", "install", "i"}, "yarn": {"add"}, "bun": {"add", "install", "i"}, "helm": {"install", "upgrade"},
+	"uv": {"add", "pip"}, "pipx": {"install", "inject"}, "poetry": {"add"}, "pipenv": {"install"}, "pdm": {"add"},
 	"code": {"--install-extension"}, "codium": {"--install-extension"}, "cursor": {"--install-extension"}, "code-insiders": {"--install-extension"},
 	"installer": {"-pkg"}, "msiexec": {"/i", "/package"}, "msiexec.exe": {"/i", "/package"},
 }
 
+// archiveURL is a package archive's URL (https://host/x-1.0.tar.gz, a
+// forge's /archive/ or /tarball/ download), alone or as a requirement's
+// direct reference (name @ URL).
+var archiveURL = regexp.MustCompile(`(?i)^(?:[\w.\[\],-]+\s*@\s*)?(https?://[^\s"']+?(?:\.tar\.gz|\.tgz|\.zip|\.whl|\.tar\.bz2|\.tar\.xz|\.rpm|\.gem)|https?://[^\s"']+/(?:archive|tarball|zipball)/[^\s"']+)(?:#\S*)?$`)
+
 // installsDownload returns the file a package installer installs that the
-// job downloaded earlier (curl -LO URL/x.deb && dpkg -i x.deb): code from
-// the network run as the package's scripts, as curl URL | sh.
+// job downloaded earlier (curl -LO URL/x.deb && dpkg -i x.deb), or the
+// archive URL it downloads itself (pip install https://host/x.tar.gz):
+// code from the network run as the package's scripts, as curl URL | sh.
 func (w *walker) installsDownload(c *command) (string, bool) {
 	modes := packageInstallers[c.name]
 	if modes == nil || !slices.ContainsFunc(c.args, func(a arg) bool {
@@ -911,6 +922,9 @@ func (w *walker) installsDownload(c *command) (string, bool) {
 	for _, a := range c.args {
 		if !a.lit {
 			continue
+		}
+		if m := archiveURL.FindStringSubmatch(a.val); m != nil && !localURL.MatchString(m[1]) {
+			return m[1], true
 		}
 		v := a.val
 		if _, after, ok := strings.Cut(v, "="); ok && strings.HasPrefix(v, "--") {
@@ -935,39 +949,60 @@ func runnerValueOption(o string) bool {
 	return false
 }
 
-// apiRequests are the CLIs whose "api METHOD PATH" subcommand sends a
-// request to their service's REST API, by the host it is judged at.
-var apiRequests = map[string]string{"databricks": "https://workspace.cloud.databricks.com"}
+// apiRequests are the CLIs whose "api" subcommand sends a request to
+// their service's REST API, by the host it is judged at: databricks api
+// METHOD PATH --json BODY, caprover api --path PATH --method METHOD
+// --data BODY.
+var apiRequests = map[string]string{"databricks": "https://workspace.cloud.databricks.com", "caprover": "https://captain.caprover.invalid/api/v2"}
 
 // apiRequest returns, for a CLI's raw API call (databricks api post
 // /api/2.1/jobs/delete --json '{...}'), the curl command that sends the
 // same request: the HTTP rules judge it.
 func apiRequest(c *command) ([]arg, bool) {
 	host, ok := apiRequests[c.name]
-	if !ok || len(c.args) < 3 || !c.args[0].lit || c.args[0].val != "api" || !c.args[1].lit || !c.args[2].lit {
-		return nil, false
-	}
-	method := strings.ToUpper(c.args[1].val)
-	switch method {
-	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE":
-	default:
+	if !ok || len(c.args) < 2 || !c.args[0].lit || c.args[0].val != "api" {
 		return nil, false
 	}
 	word := func(v string) arg {
 		return arg{val: v, src: v, lit: true, pos: c.args[0].pos, end: c.args[0].end, exact: -1}
 	}
-	words := []arg{word("curl"), word("-X"), word(method), word(host + "/" + strings.TrimPrefix(c.args[2].val, "/"))}
-	for i := 3; i < len(c.args); i++ {
-		a := c.args[i]
-		v := a.val
-		switch {
-		case a.lit && (v == "--json" || v == "--body") && i+1 < len(c.args):
+	method, urlPath, body := "", "", []arg(nil)
+	rest := c.args[1:]
+	if rest[0].lit && !strings.HasPrefix(rest[0].val, "-") && len(rest) > 1 && rest[1].lit {
+		method, urlPath, rest = rest[0].val, rest[1].val, rest[2:] // databricks api post PATH
+	}
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		name, val, eq := strings.Cut(a.val, "=")
+		if !a.lit || !strings.HasPrefix(name, "-") {
+			continue
+		}
+		v := word(val)
+		if !eq {
+			if i+1 >= len(rest) {
+				break
+			}
 			i++
-			words = append(words, word("-d"), c.args[i])
-		case a.lit && (strings.HasPrefix(v, "--json=") || strings.HasPrefix(v, "--body=")):
-			_, body, _ := strings.Cut(v, "=")
-			words = append(words, word("-d"), word(body))
+			v = rest[i]
+		}
+		switch name {
+		case "--json", "--body", "--data", "-d":
+			body = append(body, word("-d"), v)
+		case "--path", "-t":
+			urlPath = v.val
+		case "--method", "-m":
+			method = v.val
 		}
 	}
-	return words, true
+	method = strings.ToUpper(cmp.Or(method, "GET"))
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE":
+	default:
+		return nil, false
+	}
+	if urlPath == "" {
+		return nil, false
+	}
+	words := []arg{word("curl"), word("-X"), word(method), word(host + "/" + strings.TrimPrefix(urlPath, "/"))}
+	return append(words, body...), true
 }
