@@ -348,7 +348,7 @@ func (w *walker) inlineHit(f *frame, before int, sp span, detail string) {
 // base64Call is a call that decodes a base64 literal: Python's
 // base64.b64decode (and .decode()), node's Buffer.from(..., 'base64') and
 // atob, PHP's base64_decode, Ruby's Base64.decode64, Perl's decode_base64.
-var base64Call = regexp.MustCompile(`(?:\bbase64\.(?:b64decode|standard_b64decode|decodebytes)|\bb64decode|\bbase64_decode|\bBase64\.(?:decode64|strict_decode64)|\bdecode_base64|\batob)\(\s*b?(?:'([A-Za-z0-9+/=\s]+)'|"([A-Za-z0-9+/=\s]+)")\s*\)(?:\.decode\([^)]*\))?|\bBuffer\.from\(\s*(?:'([A-Za-z0-9+/=]+)'|"([A-Za-z0-9+/=]+)")\s*,\s*['"]base64['"]\s*\)(?:\.toString\([^)]*\))?`)
+var base64Call = regexp.MustCompile(`(?:(?:\bbase64|\b__import__\(\s*['"]base64['"]\s*\))\.(?:b64decode|standard_b64decode|decodebytes)|\bb64decode|\bbase64_decode|\bBase64\.(?:decode64|strict_decode64)|\bdecode_base64|\batob)\(\s*b?(?:'([A-Za-z0-9+/=\s]+)'|"([A-Za-z0-9+/=\s]+)")\s*\)(?:\.decode\([^)]*\))?|\bBuffer\.from\(\s*(?:'([A-Za-z0-9+/=]+)'|"([A-Za-z0-9+/=]+)")\s*,\s*['"]base64['"]\s*\)(?:\.toString\([^)]*\))?`)
 
 // base64Calls writes each call that decodes a base64 literal as the
 // literal it decodes to, when that is plain text a quote can hold.

@@ -69,7 +69,7 @@ func matchWindowsDeletes(c *command, h *hits) {
 		}
 		words = append(words, strings.ReplaceAll(w, homeMarker, "$HOME"))
 	}
-	encoded = append(encoded, pwshScripts(c)...)
+	encoded = append(encoded, winShellScripts(c)...)
 	for _, script := range append([]string{strings.Join(words, " ")}, encoded...) {
 		for _, d := range winScriptDeletes(psDropScratch(psUnfold(script)), 0) {
 			if r, ok := strings.CutPrefix(d, winResourcePrefix); ok {
@@ -81,16 +81,17 @@ func matchWindowsDeletes(c *command, h *hits) {
 	}
 }
 
-// pwshScripts are the scripts a PowerShell command line runs that are not
-// among its arguments: its standard input (echo '...' | pwsh -Command -)
-// or a file the job wrote (pwsh -File ./x.ps1, pwsh ./x.ps1), when their
-// text is known.
-func pwshScripts(c *command) []string {
-	if c.name != "pwsh" && c.name != "pwsh.exe" && c.name != "powershell" && c.name != "powershell.exe" {
+// winShellScripts are the scripts a PowerShell or cmd command line runs
+// that are not among its arguments: PowerShell's standard input (echo
+// '...' | pwsh -Command -) or a file the job wrote (pwsh -File ./x.ps1,
+// pwsh ./x.ps1, cmd /c x.bat), when their text is known.
+func winShellScripts(c *command) []string {
+	pwsh := c.name == "pwsh" || c.name == "pwsh.exe" || c.name == "powershell" || c.name == "powershell.exe"
+	if !pwsh && c.name != "cmd" && c.name != "cmd.exe" {
 		return nil
 	}
 	var out []string
-	if c.stdin.known && pwshReadsStdin(c.args) {
+	if pwsh && c.stdin.known && pwshReadsStdin(c.args) {
 		out = append(out, c.stdin.text)
 	}
 	for _, f := range winScriptFiles(c) {
@@ -493,24 +494,39 @@ var specialFolders = map[string]string{
 // psFolderPaths writes the special folders a script names by .NET's
 // names as their paths.
 func psFolderPaths(s string) string {
-	if strings.Contains(strings.ToLower(s), "getfolderpath") {
-		s = psFolderPath.ReplaceAllStringFunc(s, func(m string) string {
-			g := psFolderPath.FindStringSubmatch(m)
-			if p, ok := specialFolders[strings.ToLower(g[2]+g[3]+g[4])]; ok {
-				p += g[5] // GetFolderPath("Desktop") + "\x": the folder's child
-				if strings.Contains(p, " ") {
-					p = `"` + p + `"`
-				}
-				if g[1] != "" && g[6] != "" {
-					return p // ([Environment]::GetFolderPath(X)): the path itself
-				}
-				return g[1] + p + g[6]
-			}
-			return m
-		})
+	if !strings.Contains(strings.ToLower(s), "getfolderpath") {
+		return s
 	}
-	return s
+	var b strings.Builder
+	last := 0
+	for _, ix := range psFolderPath.FindAllStringSubmatchIndex(s, -1) {
+		g := func(i int) string {
+			if ix[2*i] < 0 {
+				return ""
+			}
+			return s[ix[2*i]:ix[2*i+1]]
+		}
+		p, ok := specialFolders[strings.ToLower(g(2)+g(3)+g(4))]
+		if !ok {
+			continue
+		}
+		p += g(5) // GetFolderPath("Desktop") + "\x": the folder's child
+		if strings.Contains(p, " ") || psAssignedHere.MatchString(s[:ix[0]]) {
+			p = `"` + p + `"` // $p = [Environment]::GetFolderPath(X): a string, as a literal assigned
+		}
+		if g(1) == "" || g(6) == "" {
+			p = g(1) + p + g(6)
+		} // else ([Environment]::GetFolderPath(X)): the path itself
+		b.WriteString(s[last:ix[0]])
+		b.WriteString(p)
+		last = ix[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
+
+// psAssignedHere matches script text that ends with an assignment's "=".
+var psAssignedHere = regexp.MustCompile(`\$\w+\s*=\s*$`)
 
 // psBracedEnv writes ${env:NAME} as $env:NAME, and ${env:ProgramFiles(x86)}
 // (a name that needs the braces) as its value.
