@@ -25,7 +25,7 @@ var readOnly = map[string]func(c *command) bool{
 		return noneOf(c, "c", "C", "D", "E", "n", "clear", "read-clear", "console-off", "console-on", "console-level")
 	},
 	"iptables": iptablesReadOnly, "ip6tables": iptablesReadOnly, "iptables-save": nil, "ip6tables-save": nil,
-	"nft": func(c *command) bool { return len(c.args) > 0 && firstWord(c) == "list" },
+	"nft": func(c *command) bool { return len(c.args) > 0 && (firstWord(c) == "list" || !noneOf(c, "c", "check")) },
 	"ip":  ipReadOnly,
 	// volume, RAID, disk and file-system tools in their reporting modes
 	"vgdisplay": nil, "lvdisplay": nil, "pvdisplay": nil, "vgs": nil, "lvs": nil, "pvs": nil, "pvscan": nil, "vgscan": nil,
@@ -93,15 +93,24 @@ var readOnly = map[string]func(c *command) bool{
 			noneOf(c, "dump-master-key", "dump-volume-key", "dump-json-metadata")
 	},
 	"virsh":     firstWordIn("list", "dominfo", "domstate", "domblklist", "domiflist", "net-list", "pool-list", "vol-list", "dumpxml", "capabilities", "nodeinfo", "version", "snapshot-list"),
-	"apt":       firstWordIn("list", "show", "search", "policy"),
+	"apt":       func(c *command) bool { return firstWordIn("list", "show", "search", "policy")(c) || aptSimulate(c) },
 	"apt-cache": nil,
 	"dpkg":      optsOnly("l", "L", "s", "S", "list", "listfiles", "status", "search", "get-selections"),
 	"rpm": func(c *command) bool {
 		return noneOf(c, "e", "erase", "i", "install", "U", "upgrade", "F", "freshen", "import", "rebuilddb", "setperms", "setugids", "restore") && !noneOf(c, "q", "query", "V", "verify")
 	},
-	"nginx":       optsOnly("t", "T", "v", "V", "q"), // not -c or -p: a test loads the configuration's modules
-	"apachectl":   firstWordIn("configtest", "-t", "-S", "-M", "status", "fullstatus"),
-	"apache2ctl":  firstWordIn("configtest", "-t", "-S", "-M", "status", "fullstatus"),
+	"nginx":      optsOnly("t", "T", "v", "V", "q"), // not -c or -p: a test loads the configuration's modules
+	"apachectl":  apachectlReadOnly,
+	"apache2ctl": apachectlReadOnly,
+	"certbot":    func(c *command) bool { return firstWord(c) == "certificates" && len(literalWords(c)) == 1 },
+	"sv":         firstWordIn("status"),
+	"grubby": func(c *command) bool {
+		return len(c.args) > 0 && !slices.ContainsFunc(c.args, func(a arg) bool {
+			name, _, _ := strings.Cut(a.val, "=")
+			return name != "--info" && name != "--default-kernel" && name != "--default-index" && name != "--default-title"
+		})
+	},
+	"apt-get":     aptSimulate,
 	"hostnamectl": func(c *command) bool { return len(literalWords(c)) == 0 || firstWord(c) == "status" },
 	"timedatectl": func(c *command) bool {
 		return len(literalWords(c)) == 0 || firstWord(c) == "status" || firstWord(c) == "show"
@@ -220,8 +229,39 @@ func packageDryRun(c *command) bool {
 			return false
 		}
 	}
+	ops := literalWords(c)
 	return !noneOf(c, "assumeno") ||
-		firstWordIn("list", "info", "search", "repolist", "check-update", "provides", "repoquery", "deplist")(c) && len(literalWords(c)) <= 3
+		firstWordIn("list", "info", "search", "repolist", "check-update", "provides", "repoquery", "deplist")(c) && len(ops) <= 3 ||
+		len(ops) >= 1 && len(ops) <= 3 && ops[0] == "history" && (len(ops) == 1 || ops[1] == "list" || ops[1] == "info")
+}
+
+// apachectlReadOnly: apachectl's configuration test and dumps (-t, -S,
+// -M, -D DUMP_VHOSTS, configtest, status), with the default configuration
+// (no -f, -d, -C or -c: directives given there load modules).
+func apachectlReadOnly(c *command) bool {
+	if len(c.args) == 0 {
+		return false
+	}
+	for i, a := range c.args {
+		switch v := a.val; {
+		case v == "configtest" || v == "status" || v == "fullstatus" || v == "-t" || v == "-S" || v == "-M" || v == "-v" || v == "-V" || v == "-l" || v == "-L":
+		case strings.HasPrefix(v, "-DDUMP_"):
+		case v == "-D" && i+1 < len(c.args) && strings.HasPrefix(c.args[i+1].val, "DUMP_"):
+		case strings.HasPrefix(v, "DUMP_") && i > 0 && c.args[i-1].val == "-D":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// aptSimulate: apt-get and apt told to simulate (-s, --simulate,
+// --dry-run, --just-print, --recon, --no-act) an install, removal or
+// upgrade, with no option that sets configuration (-o, -c: hooks run).
+func aptSimulate(c *command) bool {
+	_, opts := operands(c.args, optSpec{short: "oc", long: []string{"option", "config-file", "target-release", "default-release"}})
+	return hasOpt(opts, "s", "simulate", "dry-run", "just-print", "recon", "no-act") && !hasOpt(opts, "o", "option", "c", "config-file") &&
+		firstWordIn("install", "remove", "purge", "autoremove", "upgrade", "dist-upgrade", "full-upgrade", "reinstall", "build-dep")(c)
 }
 
 // ctrListing: ctr [-n NAMESPACE] OBJECT ls (namespaces, images,
