@@ -93,7 +93,7 @@ var remoteRunners = []string{"ssh", "| ssh", "ssh <<", "ssh <<<", "autossh", "mo
 
 // remoteRunnerPaths begin the nesting steps of runners whose step names
 // the hosts too: knife ssh QUERY, bolt command run, mco shell run, tsh ssh HOST.
-var remoteRunnerPaths = []string{"knife ssh ", "bolt command run", "mco shell run", "tsh ssh "}
+var remoteRunnerPaths = []string{"knife ssh ", "bolt command run", "mco shell run", "tsh ssh ", "kamal app exec", "kamal accessory exec"}
 
 // remoteVia reports whether a nesting path passes through a command that
 // runs on another machine.

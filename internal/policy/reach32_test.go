@@ -170,6 +170,13 @@ func TestSession32Forms(t *testing.T) {
 		{`sudo nft -c -f /tmp/nft-test.conf`, ""},
 		{`sudo nft -c -f /etc/shadow`, "privilege"},
 		{`sudo nft flush ruleset`, "privilege"},
+		// application operations
+		{`kamal app exec 'bin/rails runner "AuditLog.delete_all"'`, "data:table-empty"},
+		{`kamal app exec --reuse 'bin/rails runner "puts User.count"'`, ""},
+		{"cat > /tmp/purge.rb <<'EOF'\nSidekiq::RetrySet.new.clear\nOrder.delete_all\nEOF\nbin/rails runner /tmp/purge.rb", "data:table-empty"},
+		{"cat > /tmp/count.rb <<'EOF'\nputs User.count\nEOF\nbin/rails runner /tmp/count.rb", ""},
+		{`drush sql-connect`, "apps:secret-print"},
+		{`drush status`, ""},
 		// what a secret store prints is a secret wherever it is kept
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
