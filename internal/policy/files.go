@@ -100,6 +100,8 @@ func (w *walker) recordCommandWrites(c *command) {
 			w.recordWrite(o, c.stdin, hasOpt(opts, "a", "append"))
 			w.checksOffWrite(o, c.stdin, "tee to ", c.sp)
 		}
+	case "zip":
+		w.recordArchive(c)
 	case "curl", "wget":
 		dl := generated()
 		dl.taint |= taintDownload
@@ -148,6 +150,8 @@ func (w *walker) recordCommandWrites(c *command) {
 				(archive == "" || archive == "-") && c.stdin.taint&taintDownload != 0 {
 				w.env.unpacked = append(slices.Clip(w.env.unpacked), w.inCwd(dir))
 			}
+		} else if c.name != "unzip" {
+			w.recordArchive(c)
 		}
 	case "vercel", "op", "sops", "gcloud", "ansible-vault":
 		if f, ok := pulledSecrets(c); ok {
@@ -458,4 +462,52 @@ func (w *walker) checksOffWrite(a arg, s stream, how string, sp span) {
 			}
 		}
 	}
+}
+
+// recordArchive records the archive an archiver creates as holding what it
+// packed when that is a tree of credentials or histories (tar czf h.tgz
+// ~/.claude/projects): sent later, it is that data sent.
+func (w *walker) recordArchive(c *command) {
+	out, ins := archiveOperands(c)
+	if !out.lit || !slices.ContainsFunc(ins, func(a arg) bool {
+		return slices.ContainsFunc(c.paths(a), func(p string) bool { return credentialTree(p) || agentTranscripts(p) || isHistoryFile(p) })
+	}) {
+		return
+	}
+	packed := generated()
+	packed.taint |= taintData
+	w.recordWrite(out, packed, false)
+}
+
+// archiveOperands returns the archive an archiver creates (tar -czf FILE,
+// tar czf FILE, zip [-r] FILE, 7z a FILE) and the paths it packs into it.
+func archiveOperands(c *command) (arg, []arg) {
+	var out arg
+	var ins []arg
+	name := strings.TrimSuffix(c.name, ".exe")
+	if name == "gtar" || name == "bsdtar" {
+		name = "tar"
+	}
+	for i := 0; i < len(c.args); i++ {
+		a := c.args[i]
+		v := a.val
+		switch {
+		case !a.lit:
+			ins = append(ins, a)
+		case name == "tar" && strings.HasPrefix(v, "--file="):
+			out = arg{val: strings.TrimPrefix(v, "--file="), lit: true, pos: a.pos, end: a.end, exact: -1}
+		case name == "tar" && (v == "--file" || (i == 0 || strings.HasPrefix(v, "-")) && !strings.HasPrefix(v, "--") && strings.HasSuffix(v, "f") && strings.Trim(strings.TrimPrefix(v, "-"), "cvzjJaPpf") == ""):
+			if i+1 < len(c.args) {
+				out = c.args[i+1] // -czf FILE, czf FILE: f's value is the next word
+				i++
+			}
+		case strings.HasPrefix(v, "-"):
+		case strings.HasPrefix(name, "7z") && out.val == "" && (v == "a" || v == "u"):
+		case (name == "zip" || strings.HasPrefix(name, "7z")) && out.val == "":
+			out = a
+		default:
+			ins = append(ins, a)
+		}
+	}
+	return out, ins
 }

@@ -500,6 +500,10 @@ func matchEnvSend(c *command, h *hits) {
 				h.add(ruleDataSend, c.name+" sends the shell history "+quoteDetail(p.val))
 				return
 			}
+			if agentTranscripts(p.val) {
+				h.add(ruleDataSend, c.name+" sends a coding agent's saved sessions "+quoteDetail(p.val))
+				return
+			}
 			if isProjectEnvFile(p.val) {
 				h.add(ruleEnvSend, c.name+" sends the project's secrets file "+quoteDetail(p.val))
 				return
@@ -800,8 +804,8 @@ func matchTreeCopy(c *command, h *hits) {
 			continue
 		}
 		for _, p := range c.paths(o) {
-			if credentialTree(p) {
-				h.add(ruleDataSend, c.name+" copies "+quoteDetail(o.src)+", a tree that holds credentials, to another machine")
+			if credentialTree(p) || agentTranscripts(p) {
+				h.add(ruleDataSend, c.name+" copies "+quoteDetail(o.src)+", a tree that holds credentials or histories, to another machine")
 				return
 			}
 		}
@@ -822,6 +826,27 @@ func remoteOperand(a arg) bool {
 
 // keyFileNames are find -name patterns of private key and key store files.
 var keyFileNames = []string{"*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "*.gpg", "*.asc", ".env", "*.env", ".env*"}
+
+// agentTranscripts reports a coding agent's saved sessions or prompt
+// history (~/.claude/projects, ~/.codex/sessions, ~/.codex/history.jsonl,
+// ~/.gemini/tmp), or the directory that holds them: a history of the
+// user's work, as a shell's history is, with what was pasted into it.
+func agentTranscripts(p string) bool {
+	c, ok := cleanAbs(p)
+	if !ok {
+		return false
+	}
+	rel, ok := homeRelative(c)
+	if !ok {
+		return false
+	}
+	for _, d := range []string{".claude/projects", ".claude/history.jsonl", ".codex/sessions", ".codex/history.jsonl", ".gemini/tmp", ".local/share/opencode/storage"} {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // credentialTree reports whether directory p holds the credentials of a
 // user or of the system: the root, a home directory or all of them

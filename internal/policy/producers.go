@@ -263,8 +263,9 @@ var sqlGenerator = regexp.MustCompile(`(?i)['"]\s*(drop\s+(table|database|schema
 var dumpers = map[string]bool{"pg_dump": true, "pg_dumpall": true, "mysqldump": true, "mariadb-dump": true, "mysqlpump": true,
 	"mongodump": true, "mongoexport": true}
 
-// dumpsData reports whether c writes a database's dump or a shell
-// history to its output: what egress:data-send refuses to send.
+// dumpsData reports whether c writes a database's dump, a shell history
+// or a coding agent's saved sessions to its output: what egress:data-send
+// refuses to send.
 func dumpsData(c *command) bool {
 	if dumpers[c.name] {
 		return c.name != "mongodump" || slices.ContainsFunc(c.args, func(a arg) bool { return a.lit && (a.val == "--archive" || a.val == "--out=-") })
@@ -287,7 +288,7 @@ func dumpsData(c *command) bool {
 	if archivesToStdout(c) {
 		for _, a := range c.args {
 			for _, p := range c.paths(a) {
-				if credentialTree(p) {
+				if credentialTree(p) || agentTranscripts(p) {
 					return true // a home directory, packed: its keys and tokens with it
 				}
 			}
@@ -298,7 +299,7 @@ func dumpsData(c *command) bool {
 	}
 	for _, a := range c.args {
 		for _, p := range c.paths(a) {
-			if isHistoryFile(p) {
+			if isHistoryFile(p) || agentTranscripts(p) {
 				return true
 			}
 		}
