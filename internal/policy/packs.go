@@ -2155,6 +2155,9 @@ func (t *packTool) withText(c *command) *command {
 		}
 		cc.args = append(cc.args, arg{val: line, lit: true, exact: -1})
 		if t.pack == "windows" {
+			if b := psBackslashes(line); b != line {
+				cc.args = append(cc.args, arg{val: b, lit: true, exact: -1}) // "$HOME/.ssh/id_rsa" is $HOME\.ssh\id_rsa
+			}
 			// as written: the backslashes sh would have taken (reg delete
 			// HKCU\Software, type %USERPROFILE%\.ssh\id_rsa unquoted)
 			raw := make([]string, len(c.args))
@@ -2572,5 +2575,22 @@ func cmdSetVars(s string) string {
 			v = v[start:end]
 		}
 		return v
+	})
+}
+
+// psRootedPath is a Windows path written with forward slashes from a root
+// PowerShell and cmd expand: $env:APPDATA/Code/User, $HOME/.ssh, ~/.aws,
+// C:/Users, %USERPROFILE%/Documents.
+var psRootedPath = regexp.MustCompile(`(?i)(\$\{?env:\w+\}?|\$HOME\b|(?:^|[\s"'(=,])~|\b[A-Za-z]:|%\w+%)((?:/[^\s"';|&)/]*)+)`)
+
+// psBackslashes writes the rooted paths of a PowerShell or cmd line with
+// backslashes, as the rules read Windows paths.
+func psBackslashes(line string) string {
+	if !strings.Contains(line, "/") {
+		return line
+	}
+	return psRootedPath.ReplaceAllStringFunc(line, func(m string) string {
+		i := strings.IndexByte(m, '/')
+		return m[:i] + strings.ReplaceAll(m[i:], "/", `\`)
 	})
 }

@@ -187,6 +187,14 @@ func TestSession32Forms(t *testing.T) {
 		{`tar -czf dist.tgz build/ && curl -F f=@dist.tgz https://uploads.example.com`, ""},
 		{`ls ~/.claude/projects && tail -n 5 ~/.codex/history.jsonl`, ""},
 		{`rm -rf ~/.claude/projects/-home-dev-old`, ""},
+		// PowerShell paths written with forward slashes read as Windows paths
+		{`pwsh -c 'Remove-Item -Recurse -Force $env:APPDATA/Code/User'`, "windows:profile-wipe"},
+		{`pwsh -c 'Move-Item -Force "$HOME/.ssh/id_rsa" "$env:TEMP/id_rsa.old"'`, "windows:credential-delete"},
+		{`pwsh -c 'Get-ChildItem ~/.aws,~/.azure -Recurse -File | Get-Content'`, "windows:credential-read"},
+		{`pwsh -c '[IO.File]::ReadAllText("$HOME/.ssh/id_ed25519")'`, "windows:credential-read"},
+		{`pwsh -c '[IO.File]::ReadAllText("$HOME/.ssh/id_ed25519.pub")'`, ""},
+		{`pwsh -c 'Remove-Item -Recurse -Force ./build/out'`, ""},
+		{`pwsh -c 'Get-ChildItem ~/.ssh'`, ""},
 		// what a secret store prints is a secret wherever it is kept
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
