@@ -507,6 +507,11 @@ func (w *walker) inlinePath(f *frame, call inlineCall, in []codeLit, sp span) {
 		w.d.addHost(f, ruleInlineCode, call.name+" deletes "+quoteDetail(p), "", sp, true)
 		return
 	}
+	if treeDeletes[call.name] && outsideWorkdir(p) {
+		// shutil.rmtree("../api-service"), as rm -r ../api-service
+		w.d.addHost(f, ruleRmOutside, call.name+" deletes "+quoteDetail(p)+", outside the working directory", "", sp, true)
+		return
+	}
 	if winAbs(p) {
 		// a Windows host's path (shutil.rmtree(r'D:\Backups\SQL')): the
 		// same model as rd /s and Remove-Item -Recurse
@@ -515,6 +520,9 @@ func (w *walker) inlinePath(f *frame, call inlineCall, in []codeLit, sp span) {
 		}
 	}
 }
+
+// treeDeletes are the interpreters' calls that delete a whole tree.
+var treeDeletes = map[string]bool{"rmtree": true, "remove_tree": true, "rm_rf": true, "rm_r": true, "RemoveAll": true}
 
 // writeModePath returns the path an open call opens for writing, or "":
 // open(p, "w"), File.open(p, "a"), fopen(p, "w+"), perl open(F, ">", p)

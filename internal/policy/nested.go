@@ -52,11 +52,14 @@ type code struct {
 	f      *frame // the frame base and anchor refer to; nil for the current one
 	// fromStdin says the code is what the command reads on stdin.
 	fromStdin bool
+	// home says text's $HOME is the home directory the shell expanded
+	// (python3 -c "shutil.rmtree('$HOME')"), not one written in the code
+	home bool
 }
 
 // argCode is a word used as code.
 func argCode(a arg) code {
-	c := code{text: codeText(a), known: a.lit, taint: a.taint, base: a.exact, anchor: a.pos}
+	c := code{text: codeText(a), known: a.lit, taint: a.taint, base: a.exact, anchor: a.pos, home: strings.Contains(a.val, homeMarker)}
 	if c.text != a.val && strings.Contains(a.val, "./~") {
 		c.base = -1 // the text differs from the source there
 	}
@@ -396,6 +399,18 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 	texts := []string{src.text}
 	if src.alt != "" {
 		texts = append(texts, src.alt)
+	}
+	if l != langShell && l != langSQL {
+		// the home directory the shell expanded into an interpreter's code
+		// is a path there, written ~ for the detector's path rules
+		for i, t := range texts {
+			if src.home {
+				t = strings.ReplaceAll(t, "$HOME", "~")
+			}
+			if t = strings.ReplaceAll(t, homeMarker, "~"); t != texts[i] {
+				texts[i], src.base = t, -1
+			}
+		}
 	}
 	for i, text := range texts {
 		base := src.base

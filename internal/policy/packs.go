@@ -2074,6 +2074,9 @@ func (t *packTool) unfoldedScripts(w *walker, c *command) {
 	}
 }
 
+// stdinHome writes the home directory as ~ in code an interpreter reads.
+var stdinHome = strings.NewReplacer(homeMarker, "~", "${HOME}", "~", "$HOME", "~")
+
 // withHomePaths returns c with each code argument that joins the home
 // directory with literal parts (File.join(Dir.home, ".ssh", "id_rsa"))
 // added as the path it makes (~/.ssh/id_rsa), for the paths pack's rules.
@@ -2084,6 +2087,18 @@ func withHomePaths(c *command) *command {
 			if joined, ok := homeJoined(a.val); ok {
 				extra = append(extra, arg{val: joined, lit: true, exact: -1})
 			}
+			if strings.Contains(a.val, homeMarker) && interpreterLang(c.name) != langShell {
+				// python3 -c "shutil.rmtree('$HOME/Documents')": the shell
+				// put the home directory into the code, a path there
+				extra = append(extra, arg{val: strings.ReplaceAll(a.val, homeMarker, "~"), lit: true, exact: -1})
+			}
+		}
+	}
+	if c.stdin.known && interpreterLang(c.name) != langShell {
+		// python3 - <<EOF with $HOME in it: the shell's expansion, or
+		// os.path.expandvars's
+		if t := stdinHome.Replace(c.stdin.text); t != c.stdin.text {
+			extra = append(extra, arg{val: t, lit: true, exact: -1})
 		}
 	}
 	if extra == nil {

@@ -195,6 +195,16 @@ func TestSession32Forms(t *testing.T) {
 		{`pwsh -c '[IO.File]::ReadAllText("$HOME/.ssh/id_ed25519.pub")'`, ""},
 		{`pwsh -c 'Remove-Item -Recurse -Force ./build/out'`, ""},
 		{`pwsh -c 'Get-ChildItem ~/.ssh'`, ""},
+		// the home directory the shell put into an interpreter's code
+		{`python3 -c "import shutil; shutil.rmtree('$HOME')"`, "inline-code"},
+		{`node -e "require('fs').rmSync('$HOME', {recursive:true})"`, "inline-code"},
+		{`perl -e "use File::Path; remove_tree('$HOME/Documents')"`, "paths:interp-destroy"},
+		{"python3 - <<EOF\nimport shutil\nshutil.rmtree(\"$HOME/Pictures\")\nEOF", "paths:interp-destroy"},
+		{"python3 - <<EOF\nimport os\nprint(os.listdir(\"$HOME\"))\nEOF", ""},
+		{`python3 -c "print(open('$HOME/.bashrc').read()[:10])"`, ""},
+		{`python3 -c 'import shutil; shutil.rmtree("../api-service")'`, "rm-outside"},
+		{`ruby -rfileutils -e 'FileUtils.rm_rf("../shared")'`, "rm-outside"},
+		{`python3 -c 'import shutil; shutil.rmtree("./build")'`, ""},
 		// what a secret store prints is a secret wherever it is kept
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
