@@ -138,6 +138,9 @@ func (w *walker) inline(l lang, f *frame) {
 				continue
 			}
 			seen[region.start] = true
+			if l == langRuby && (call.name == "exec" || call.name == "system" || call.name == "spawn") && objectMethod(masked, at) {
+				continue // conn.exec("SELECT ..."): a database connection's, not Kernel's
+			}
 			in := litsIn(lits, region)
 			sp := span{at, region.end}
 			switch call.kind {
@@ -520,6 +523,31 @@ func (w *walker) inlinePath(f *frame, call inlineCall, in []codeLit, sp span) {
 		}
 	}
 }
+
+// objectMethod reports a call at offset at of a method of a variable the
+// code assigned a database connection to, once (conn = PG.connect(...);
+// conn.exec), not of Kernel or Process.
+func objectMethod(masked string, at int) bool {
+	if at == 0 || masked[at-1] != '.' {
+		return false
+	}
+	i := at - 1
+	for i > 0 && isIdentByte(masked[i-1]) && masked[i-1] != '.' {
+		i--
+	}
+	recv := masked[i : at-1]
+	if recv == "" || !isName(recv) {
+		return false // (...).exec may be anything's: Object.const_get("Kernel").system is Kernel's
+	}
+	// conn.exec: the method of a variable the code assigned a database
+	// connection to, and of nothing else
+	assigned := regexp.MustCompile(`(?m)(^|[^\w.@$])` + recv + `\s*=[^=]`).FindAllStringIndex(masked, -1)
+	return len(assigned) == 1 && databaseConnect.MatchString(masked[assigned[0][1]-1:])
+}
+
+// databaseConnect is a Ruby database driver's connection, opened: what a
+// variable assigned it holds.
+var databaseConnect = regexp.MustCompile(`^\s*(PG\.connect|PG::Connection\.(new|open|connect)|Mysql2::Client\.new|SQLite3::Database\.new|Trilogy\.new|TinyTds::Client\.new|Sequel\.connect|ActiveRecord::Base\.connection)\b`)
 
 // treeDeletes are the interpreters' calls that delete a whole tree.
 var treeDeletes = map[string]bool{"rmtree": true, "remove_tree": true, "rm_rf": true, "rm_r": true, "RemoveAll": true}

@@ -105,6 +105,10 @@ func sdkDestroyMethod(name string) bool {
 	}
 }
 
+// scratchDatabase is a connection to an in-memory database: sqlite3 or
+// duckdb's :memory:, or duckdb.connect() with no file.
+var scratchDatabase = regexp.MustCompile(`\bconnect\(\s*(?:["']:memory:["'])?\s*\)`)
+
 // sdkCalls judges code that loads a client library of a cloud, cluster,
 // forge or data store: a call of a method in the destroying-verb class
 // (s3.delete_bucket(...), bucket.objects.all().delete(),
@@ -145,6 +149,9 @@ func (w *walker) sdkCalls(l lang, f *frame, masked string, lits []codeLit) {
 	if loc := lifecycleExpireNow.FindStringIndex(f.src); loc != nil {
 		w.d.add(f, ruleInlineCode, "sets a lifecycle rule that deletes every object within a day", "", span{loc[0], loc[1]})
 		return
+	}
+	if scratchDatabase.MatchString(f.src) && !strings.Contains(scratchDatabase.ReplaceAllString(f.src, ""), "connect(") {
+		return // sqlite3.connect(":memory:"): the code's only database is its own scratch
 	}
 	for _, lit := range lits {
 		if !sqlLike(lit.val) {

@@ -205,6 +205,15 @@ func TestSession32Forms(t *testing.T) {
 		{`python3 -c 'import shutil; shutil.rmtree("../api-service")'`, "rm-outside"},
 		{`ruby -rfileutils -e 'FileUtils.rm_rf("../shared")'`, "rm-outside"},
 		{`python3 -c 'import shutil; shutil.rmtree("./build")'`, ""},
+		// scratch databases and database connections' methods in code
+		{`python3 -c 'import sqlite3; c = sqlite3.connect(":memory:"); c.execute("CREATE TABLE t (x)"); c.execute("DROP TABLE t"); print("ok")'`, ""},
+		{`python3 -c 'import sqlite3; c = sqlite3.connect("shop.db"); c.execute("DROP TABLE orders")'`, "sql-destructive"},
+		{`python3 -c 'import sqlite3; m = sqlite3.connect(":memory:"); c = sqlite3.connect("shop.db"); c.execute("DROP TABLE orders")'`, "sql-destructive"},
+		{`ruby -e 'require "pg"; conn = PG.connect(dbname: "shop"); conn.exec("SELECT count(*) FROM line_items").each { |r| p r }'`, ""},
+		{`ruby -e 'require "pg"; conn = PG.connect(dbname: "shop"); conn.exec("DROP TABLE line_items")'`, "sql-destructive"},
+		{`ruby -e 'x = Kernel; x.system("rm -rf /usr")'`, "inline-code"},
+		{`ruby -e 'conn = PG.connect(dbname: "shop"); conn = Kernel; conn.exec("rm -rf /usr")'`, "inline-code"},
+		{`ruby -e 'conn = PG.connect(dbname: "x"); conn.instance_eval { system("rm -rf /usr") }'`, "inline-code"},
 		// what a secret store prints is a secret wherever it is kept
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
