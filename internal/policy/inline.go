@@ -541,7 +541,7 @@ func objectMethod(masked string, at int) bool {
 	}
 	// conn.exec: the method of a variable the code assigned a database
 	// connection to, and of nothing else
-	assigned := regexp.MustCompile(`(?m)(^|[^\w.@$])` + recv + `\s*=[^=]`).FindAllStringIndex(masked, -1)
+	assigned := regexp.MustCompile(`(?m)(^|[^\w.@$])`+recv+`\s*=[^=]`).FindAllStringIndex(masked, -1)
 	return len(assigned) == 1 && databaseConnect.MatchString(masked[assigned[0][1]-1:])
 }
 
