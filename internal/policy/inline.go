@@ -540,9 +540,29 @@ func objectMethod(masked string, at int) bool {
 		return false // (...).exec may be anything's: Object.const_get("Kernel").system is Kernel's
 	}
 	// conn.exec: the method of a variable the code assigned a database
-	// connection to, and of nothing else
-	assigned := regexp.MustCompile(`(?m)(^|[^\w.@$])`+recv+`\s*=[^=]`).FindAllStringIndex(masked, -1)
-	return len(assigned) == 1 && databaseConnect.MatchString(masked[assigned[0][1]-1:])
+	// connection to once, and used otherwise only for its methods
+	assigned := false
+	for j := 0; j < len(masked); {
+		k := strings.Index(masked[j:], recv)
+		if k < 0 {
+			break
+		}
+		k += j
+		j = k + len(recv)
+		if k > 0 && (isIdentByte(masked[k-1]) || strings.IndexByte(".@$:", masked[k-1]) >= 0) || j < len(masked) && isIdentByte(masked[j]) {
+			continue // another name (xconn, @conn, obj.conn)
+		}
+		rest := strings.TrimLeft(masked[j:], " \t")
+		switch {
+		case strings.HasPrefix(rest, ".") && !strings.HasPrefix(rest, ".."):
+		case strings.HasPrefix(rest, "=") && !strings.HasPrefix(rest, "==") && !strings.HasPrefix(rest, "=~") && !assigned &&
+			databaseConnect.MatchString(rest[1:]):
+			assigned = true
+		default:
+			return false // conn &&= Kernel, |conn|, a, conn = ...: it may hold anything
+		}
+	}
+	return assigned
 }
 
 // databaseConnect is a Ruby database driver's connection, opened: what a

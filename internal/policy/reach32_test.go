@@ -214,6 +214,9 @@ func TestSession32Forms(t *testing.T) {
 		{`ruby -e 'x = Kernel; x.system("rm -rf /usr")'`, "inline-code"},
 		{`ruby -e 'conn = PG.connect(dbname: "shop"); conn = Kernel; conn.exec("rm -rf /usr")'`, "inline-code"},
 		{`ruby -e 'conn = PG.connect(dbname: "x"); conn.instance_eval { system("rm -rf /usr") }'`, "inline-code"},
+		{`ruby -e 'conn = PG.connect(dbname: "x"); conn &&= Kernel; conn.exec("rm -rf /usr")'`, "inline-code"},
+		{`ruby -e 'conn = PG.connect(dbname: "x"); [Kernel].each { |conn| conn.exec("rm -rf /usr") }'`, "inline-code"},
+		{`ruby -e 'conn = PG.connect(dbname: "x"); a, conn = 1, Kernel; conn.exec("rm -rf /usr")'`, "inline-code"},
 		// what a secret store prints is a secret wherever it is kept
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
