@@ -488,7 +488,11 @@ func matchEnvSend(c *command, h *hits) {
 			h.add(ruleEnvSend, c.name+" sends the project's secrets file in "+quoteDetail(a.src))
 			return
 		}
-		for _, p := range readPaths(a)[1:] { // @FILE, file://FILE: a file the script wrote the environment to
+		paths := readPaths(a)[1:] // @FILE, file://FILE: a file the script wrote the environment to
+		if i > 0 && a.lit && slices.Contains([]string{"-T", "--upload-file", "--post-file", "--body-file"}, c.args[i-1].val) {
+			paths = append(paths, a) // curl -T FILE, wget --post-file FILE
+		}
+		for _, p := range paths {
 			if f, ok := c.files[fileKey(p.val)]; ok && f.s.taint&taintSecret != 0 {
 				h.add(ruleEnvSend, c.name+" sends the environment written to "+quoteDetail(p.val))
 				return
