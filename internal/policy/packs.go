@@ -174,6 +174,11 @@ type packTool struct {
 	// read-only and look-alike forms (run by TestPackExamples).
 	Allow []string `yaml:"allow"`
 	runs  [][][]string
+	// progRuns are packRuns for the entry's programs that have any
+	progRuns map[string][][][]string
+	// printing says a rule of the entry judges what the command prints
+	// (printed: a secret printed)
+	printing bool
 
 	pack   string
 	depth  int
@@ -410,6 +415,20 @@ func init() {
 				r := &t.Rules[k]
 				if _, ok := lookupRule(r.id); !ok {
 					rules = append(rules, rule{id: r.id, critical: r.Severity == "critical", pack: p.Name, desc: r.Reason})
+				}
+			}
+		}
+	}
+	for i := range packs {
+		for j := range packs[i].Tools {
+			t := &packs[i].Tools[j]
+			t.printing = slices.ContainsFunc(t.Rules, func(r packRule) bool { return r.Printed })
+			for _, n := range t.Names {
+				if r := packRuns[n]; len(r) > 0 {
+					if t.progRuns == nil {
+						t.progRuns = map[string][][][]string{}
+					}
+					t.progRuns[n] = r
 				}
 			}
 		}
@@ -746,7 +765,10 @@ type packCall struct {
 func (t *packTool) parse(c *command) packCall {
 	pc := packCall{args: c.args}
 	pathOpen := true
-	runs := packRuns[canonical(c.name)]
+	var runs [][][]string
+	if t.progRuns != nil {
+		runs = t.progRuns[canonical(c.name)]
+	}
 	var words []string // the command path beyond the depth, for runs
 	ran := false       // the words are a command the tool runs
 	for i := 0; i < len(c.args); i++ {

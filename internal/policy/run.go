@@ -113,14 +113,16 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 // it writes is a secret, wherever it goes.
 func printsSecret(c *command) bool {
 	tools := packTools[canonical(c.name)]
-	if len(tools) == 0 {
-		return false
+	if !slices.ContainsFunc(tools, func(t *packTool) bool { return t.printing }) {
+		return false // the common case: no rule of the program's is about what it prints
 	}
 	shown := *c
 	shown.captured = false
 	var h hits
 	for _, t := range tools {
-		t.judge(&shown, &h)
+		if t.printing {
+			t.judge(&shown, &h)
+		}
 	}
 	return slices.ContainsFunc(h, func(x hit) bool { return x.rule == ruleSecretPrint })
 }
