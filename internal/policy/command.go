@@ -181,7 +181,7 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 		}
 		var more bool
 		orig := words[1:]
-		if words, more = strip(words[1:]); more && name != "env" && len(words) <= len(orig) {
+		if words, more = strip(words[1:]); more && name == "sudo" && len(words) <= len(orig) {
 			// sudo RAILS_ENV=production rake: the words the wrapper consumed
 			for _, a := range orig[:len(orig)-len(words)] {
 				if n, _, ok := strings.Cut(a.src, "="); ok && isName(n) {
@@ -936,7 +936,7 @@ func workdirRelative(src string) (string, bool) {
 var modulePrograms = map[string]string{
 	"pip": "pip", "pip3": "pip", "pipx": "pipx", "twine": "twine", "awscli": "aws", "poetry": "poetry",
 	"pdm": "pdm", "hatch": "hatch", "conda": "conda", "uv": "uv", "mlflow": "mlflow", "wandb": "wandb",
-	"airflow": "airflow", "celery": "celery", "django": "django-admin", "sqlite3": "sqlite3", "dbt": "dbt",
+	"airflow": "airflow", "celery": "celery", "sqlite3": "sqlite3", "dbt": "dbt",
 	"pre_commit": "pre-commit", "build": "pyproject-build", "ansible": "ansible", "huggingface_hub": "huggingface-cli",
 }
 

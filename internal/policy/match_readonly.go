@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -25,7 +26,7 @@ var readOnly = map[string]func(c *command) bool{
 		return noneOf(c, "c", "C", "D", "E", "n", "clear", "read-clear", "console-off", "console-on", "console-level")
 	},
 	"iptables": iptablesReadOnly, "ip6tables": iptablesReadOnly, "iptables-save": nil, "ip6tables-save": nil,
-	"nft": func(c *command) bool { return len(c.args) > 0 && (firstWord(c) == "list" || !noneOf(c, "c", "check")) },
+	"nft": func(c *command) bool { return len(c.args) > 0 && firstWord(c) == "list" }, // not -c: a check prints the lines it cannot parse of what it includes
 	"ip":  ipReadOnly,
 	// volume, RAID, disk and file-system tools in their reporting modes
 	"vgdisplay": nil, "lvdisplay": nil, "pvdisplay": nil, "vgs": nil, "lvs": nil, "pvs": nil, "pvscan": nil, "vgscan": nil,
@@ -102,7 +103,7 @@ var readOnly = map[string]func(c *command) bool{
 	"nginx":      optsOnly("t", "T", "v", "V", "q"), // not -c or -p: a test loads the configuration's modules
 	"apachectl":  apachectlReadOnly,
 	"apache2ctl": apachectlReadOnly,
-	"certbot":    func(c *command) bool { return firstWord(c) == "certificates" && len(literalWords(c)) == 1 },
+	"certbot":    func(c *command) bool { return len(c.args) == 1 && c.args[0].val == "certificates" },
 	"sv":         firstWordIn("status"),
 	"grubby": func(c *command) bool {
 		return len(c.args) > 0 && !slices.ContainsFunc(c.args, func(a arg) bool {
@@ -252,7 +253,10 @@ func apachectlReadOnly(c *command) bool {
 			return false
 		}
 	}
-	return true
+	// -D DUMP_VHOSTS alone starts the server after the dump: only with a
+	// test or a report
+	return !slices.ContainsFunc(c.args, func(a arg) bool { return strings.HasPrefix(a.val, "-D") }) ||
+		slices.ContainsFunc(c.args, func(a arg) bool { return a.val == "-t" || a.val == "-S" || a.val == "-M" || a.val == "configtest" })
 }
 
 // aptSimulate: apt-get and apt told to simulate (-s, --simulate,
@@ -671,14 +675,27 @@ func sambaToolReadOnly(c *command) bool {
 	if len(ops) == 0 {
 		return false
 	}
+	if slices.ContainsFunc(c.args, func(a arg) bool {
+		return strings.HasPrefix(a.val, "--attributes") && sambaSecretAttr.MatchString(a.val) || a.val == "-s" || strings.HasPrefix(a.val, "--configfile")
+	}) {
+		return false // user show --attributes=unicodePwd: the hashes, read from the database as root
+	}
 	if ops[0] == "dbcheck" {
 		return noneOf(c, "fix", "yes")
 	}
-	for _, w := range ops[1:min(3, len(ops))] {
-		switch w {
-		case "list", "show", "listmembers", "showrepl", "info", "query", "listobjects", "view":
-			return true
-		}
+	verb := 1 // user list, group listmembers, drs showrepl
+	if ops[0] == "domain" {
+		verb = 2 // domain passwordsettings show, domain level show
+	}
+	if len(ops) <= verb {
+		return false
+	}
+	switch ops[verb] {
+	case "list", "show", "listmembers", "showrepl", "info", "query", "listobjects", "view":
+		return ops[0] != "domain" || ops[1] == "passwordsettings" || ops[1] == "level" || ops[1] == "info"
 	}
 	return false
 }
+
+// sambaSecretAttr are the attributes that hold an account's secrets.
+var sambaSecretAttr = regexp.MustCompile(`(?i)pwd|password|supplementalcredentials|keyversion|msds-managedpassword|trustauth|secret`)

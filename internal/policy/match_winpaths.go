@@ -511,7 +511,7 @@ func psFolderPaths(s string) string {
 			continue
 		}
 		p += g(5) // GetFolderPath("Desktop") + "\x": the folder's child
-		if strings.Contains(p, " ") || psAssignedHere.MatchString(s[:ix[0]]) {
+		if strings.Contains(p, " ") || g(5) == "" && psAssignedHere.MatchString(s[:ix[0]]) {
 			p = `"` + p + `"` // $p = [Environment]::GetFolderPath(X): a string, as a literal assigned
 		}
 		if g(1) == "" || g(6) == "" {

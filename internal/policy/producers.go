@@ -231,11 +231,14 @@ func produce(c *command) stream {
 func countsLines(c *command) bool {
 	switch c.name {
 	case "wc":
-		return !slices.ContainsFunc(c.args, func(a arg) bool { return !a.lit || strings.HasPrefix(a.val, "--files0-from") })
-	case "grep", "egrep", "fgrep":
-		return slices.ContainsFunc(c.args, func(a arg) bool {
-			return a.lit && (a.val == "--count" || len(a.val) > 1 && a.val[0] == '-' && a.val[1] != '-' && strings.Trim(a.val[1:], "cEFGHhiInsvwx") == "" && strings.Contains(a.val, "c"))
+		return !slices.ContainsFunc(c.args, func(a arg) bool {
+			name, _, _ := strings.Cut(a.val, "=")
+			return !a.lit || len(name) > 3 && strings.HasPrefix("--files0-from", name) // --files0=- prints what it reads, as names
 		})
+	case "grep", "egrep", "fgrep":
+		_, opts := operands(c.args, optSpec{short: "efmABCd", long: []string{"regexp", "file", "max-count", "after-context",
+			"before-context", "context", "devices", "directories", "exclude", "include", "exclude-dir", "label", "binary-files", "color", "colour"}})
+		return hasOpt(opts, "c", "count") // -e -c: a pattern, not a count
 	}
 	return false
 }

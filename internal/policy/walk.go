@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -383,6 +384,10 @@ func picksField(s *syntax.Stmt) bool {
 // jqFieldPath is a jq filter that is one field's path: .id, .data.id.
 var jqFieldPath = regexp.MustCompile(`^\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
 
+// hashes are the programs that print a digest of what they read.
+var hashes = map[string]bool{"sha256sum": true, "sha1sum": true, "sha512sum": true, "sha224sum": true, "sha384sum": true,
+	"md5sum": true, "b2sum": true, "shasum": true, "cksum": true, "md5": true}
+
 // readsCredential reports a pipeline stage that reads a credential on its
 // standard input (docker login --password-stdin, gh auth login
 // --with-token, codex login --with-api-key), which it does not print.
@@ -391,17 +396,27 @@ func readsCredential(s *syntax.Stmt) bool {
 	if !ok {
 		return false
 	}
-	for _, word := range ce.Args[min(1, len(ce.Args)):] {
-		v := word.Lit()
-		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token" || v == "--with-api-key") {
-			return true
-		}
-	}
 	lits := make([]string, len(ce.Args))
 	for i, word := range ce.Args {
 		lits[i] = word.Lit()
 	}
+	if len(lits) == 0 || shells[path.Base(lits[0])] || interpreterLang(path.Base(lits[0])) != langShell || printsArgs[path.Base(lits[0])] ||
+		slices.Contains([]string{"cat", "tee", "printenv", "env", "xargs", "command", "exec", "eval", "sudo"}, path.Base(lits[0])) {
+		return false // sh -c 'cat' --with-api-key: the word is only $0
+	}
+	for _, v := range lits[1:] {
+		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token" || v == "--with-api-key") {
+			return true
+		}
+	}
 	switch {
+	case hashes[lits[0]] || lits[0] == "wc" && !slices.ContainsFunc(lits, func(v string) bool { return strings.HasPrefix(v, "--f") }):
+		return true // sha256sum, wc -c: what it prints is not what it reads
+	case len(lits) >= 3 && (lits[0] == "kubectl" || lits[0] == "oc") && lits[1] == "create" && lits[2] == "secret" &&
+		slices.ContainsFunc(lits, func(v string) bool {
+			return v == "--from-file=/dev/stdin" || v == "--from-env-file=/dev/stdin" || strings.HasSuffix(v, "=/dev/stdin")
+		}):
+		return true // kubectl create secret generic x --from-file=key=/dev/stdin
 	case slices.Contains(lits, "--data-file=-"), dataFileStdin(lits):
 		return true // gcloud secrets versions add NAME --data-file=-
 	case len(lits) >= 4 && (lits[0] == "docker" || lits[0] == "podman") && lits[1] == "secret" && lits[2] == "create" && lits[len(lits)-1] == "-":
