@@ -159,6 +159,9 @@ func unwrap(words []arg) (command, arg, unwrapStatus) {
 			continue
 		}
 		strip, ok := wrappers[name]
+		if ok && slices.Contains(envInjectors, name) {
+			assigns = append(assigns, arg{val: envInjectedMark, lit: true})
+		}
 		if name == "env" { // not in the table: env -S parses, which would make an initialization cycle
 			strip, ok = func(args []arg) ([]arg, bool) { return unwrapEnvInto(args, &assigns) }, true
 		}
@@ -831,10 +834,28 @@ func shellQuotes(s string) (open byte, bareExpansion bool) {
 // words lead the command.
 func unwrapEnv(args []arg) ([]arg, bool) { return unwrapEnvInto(args, nil) }
 
+// envCleared and envUnset mark, among a command's assigns, env -i (the
+// environment emptied) and env -u NAME (one variable removed).
+const (
+	envCleared      = "\x00clear"
+	envUnset        = "\x00unset="
+	envInjectedMark = "\x00injected" // railway run, sudo: the runner sets variables of its own
+)
+
 // unwrapEnvInto is unwrapEnv that adds the assignments it strips to
-// assigns, when not nil.
+// assigns, when not nil, and the variables it clears or removes.
 func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
+	if assigns != nil {
+		for _, o := range opts {
+			switch {
+			case o.name == "i" || o.name == "ignore-environment" || o.name == "":
+				*assigns = append(*assigns, arg{val: envCleared, lit: true}) // env -i, env -: an empty environment
+			case o.name == "u" || o.name == "unset":
+				*assigns = append(*assigns, arg{val: envUnset + o.value.val, lit: o.value.lit})
+			}
+		}
+	}
 	stripAssigns := func() {
 		for len(rest) > 0 && (rest[0].lit && strings.Contains(rest[0].val, "=") || envAssignKeepsPath(rest[0].src)) {
 			if assigns != nil {

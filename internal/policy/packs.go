@@ -1272,7 +1272,7 @@ func (t *packTool) matches(r *packRule, c *command, pc packCall) (string, bool) 
 			continue // RACK_ENV=test means nothing to flask
 		}
 		if v, ok := c.vars[name]; ok && !v.unknown && len(v.vals) > 0 && !slices.ContainsFunc(v.vals, func(s string) bool { return !re.MatchString(s) }) &&
-			!databaseChosen(c.vars) {
+			!databaseChosen(c.vars) && !envOverridden(c, name, re) && !envInjected(c.via) {
 			return "", false // RAILS_ENV=test: every value the script may give it is one the rule leaves alone
 		}
 	}
@@ -1305,6 +1305,41 @@ var envReaders = map[string][]string{
 	"APP_ENV":                {"php", "artisan", "console", "symfony"},
 	"FLASK_ENV":              {"flask"},
 	"DJANGO_SETTINGS_MODULE": {"manage.py", "django-admin", "python", "python3", "uv", "poetry", "pipenv"},
+}
+
+// envOverridden reports a command whose own arguments set the variable an
+// unless_env trusts to another value: rake's NAME=VALUE arguments
+// (rake db:drop RAILS_ENV=production), artisan's --env, Django's
+// --settings.
+func envOverridden(c *command, name string, re *textRe) bool {
+	for i, a := range c.args {
+		v := a.val
+		if !a.lit {
+			v = a.src
+		}
+		opt, val, eq := strings.Cut(v, "=")
+		if !eq && i+1 < len(c.args) {
+			val = c.args[i+1].val
+		}
+		switch {
+		case opt == name && eq, (opt == "--env" || opt == "-e") && name == "APP_ENV", opt == "--settings" && name == "DJANGO_SETTINGS_MODULE":
+			if !a.lit || !re.MatchString(val) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// envInjectors are the runners that give the program they run an
+// environment of their own (a platform's or a secret store's variables):
+// what the script set may not be what the program sees.
+var envInjectors = []string{"railway", "doppler", "op", "infisical", "heroku", "systemd-run", "dotenv", "dotenvx", "envchain",
+	"aws-vault", "chamber", "teller", "sops", "direnv", "fly", "flyctl", "vercel", "netlify", "render", "sudo", "doas", "su", "runuser"}
+
+// envInjected reports a command run by one of envInjectors.
+func envInjected(via string) bool {
+	return via != "" && slices.ContainsFunc(envInjectors, func(r string) bool { return runBy(via, r) })
 }
 
 // compileEnv compiles an unless_env or when_env table: each value is an

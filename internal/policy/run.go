@@ -76,13 +76,13 @@ func (w *walker) run(words []arg, in stream, sp span, via string, tree bool) (ou
 	c.remote = remoteVia(via) || remoteVia(w.f.via)
 	c.home, c.links, c.files, c.captured = w.env.get("HOME"), w.env.links, w.env.files, w.captured > 0
 	c.xtrace, c.vars = w.env.xtrace, w.env.vars
-	if wrapped := wrapperAssigns(c.assigns); len(w.prefix) > 0 || len(wrapped) > 0 {
+	if len(w.prefix) > 0 || len(c.assigns) > 0 {
 		c.vars = maps.Clone(c.vars)
 		if c.vars == nil {
-			c.vars = make(map[string]value, len(w.prefix)+len(wrapped))
+			c.vars = make(map[string]value, len(w.prefix)+len(c.assigns))
 		}
 		maps.Copy(c.vars, w.prefix)
-		maps.Copy(c.vars, wrapped)
+		wrapperAssigns(c.vars, c.assigns)
 	}
 	c.scratch, c.earlier = w.scratch, w.earlier
 	if via == "" {
@@ -508,28 +508,42 @@ func (w *walker) literal(word *syntax.Word) (string, bool) {
 // "$@", $1, "${1}", "$*".
 var positionalProgram = regexp.MustCompile(`^"?\$(?:[@*1-9]|\{[@*1-9]\})"?$`)
 
-// wrapperAssigns returns the variables wrappers set for the program they
-// run (env GOOSE_MODE=auto goose, sudo RAILS_ENV=production rake), as a
-// prefix assignment would set them; a later word wins. A word with
-// unknown parts gives an unknown value.
-func wrapperAssigns(assigns []arg) map[string]value {
-	var out map[string]value
+// wrapperAssigns applies to vars what wrappers do to the program's
+// environment, in order (env GOOSE_MODE=auto goose, sudo
+// RAILS_ENV=production rake, env -u RAILS_ENV, env -i): NAME=VALUE sets a
+// variable as a prefix assignment would (unknown when the word has
+// unknown parts), -u removes it, -i removes them all, and a runner that
+// sets its own (railway run, sudo) makes every one unknown.
+func wrapperAssigns(vars map[string]value, assigns []arg) {
 	for _, a := range assigns {
 		word := a.src
 		if a.lit {
 			word = a.val
 		}
+		switch {
+		case word == envCleared:
+			clear(vars)
+			continue
+		case word == envInjectedMark:
+			for k := range vars {
+				vars[k] = value{unknown: true}
+			}
+			continue
+		case strings.HasPrefix(word, envUnset):
+			if name := strings.TrimPrefix(word, envUnset); a.lit {
+				delete(vars, name)
+			} else {
+				clear(vars) // env -u "$X": any of them
+			}
+			continue
+		}
 		name, val, ok := strings.Cut(word, "=")
 		if !ok || !isName(name) {
 			continue
 		}
-		if out == nil {
-			out = make(map[string]value)
-		}
-		out[name] = value{vals: []string{val}}
+		vars[name] = value{vals: []string{val}}
 		if !a.lit {
-			out[name] = value{unknown: true}
+			vars[name] = value{unknown: true}
 		}
 	}
-	return out
 }
