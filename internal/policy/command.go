@@ -892,7 +892,11 @@ func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 func splitWords(a arg) ([]arg, bool) {
 	// behind a word of its own, so that NAME=VALUE words stay words (env
 	// -S 'NODE_ENV=test node --test' sets NODE_ENV, as env NAME=VALUE does)
-	src := "_ " + strings.ReplaceAll(a.val, homeMarker, "$HOME") // expanded again to the home directory
+	val := strings.ReplaceAll(a.val, `\_`, " ") // env -S 'rm\_-rf\_~': \_ separates words
+	if strings.Contains(val, `\`) {
+		return nil, false // env's other escapes (\c, \t, \$): not read here
+	}
+	src := "_ " + strings.ReplaceAll(val, homeMarker, "$HOME") // expanded again to the home directory
 	f, err := parse(src)
 	if err != nil || len(f.Stmts) != 1 {
 		return nil, false

@@ -454,6 +454,16 @@ func matchEnvSend(c *command, h *hits) {
 		h.add(ruleDataSend, c.name+" sends a database dump, a Terraform state, a shell history or a packed home directory it reads on stdin")
 		return
 	}
+	if c.stdin.taint&taintToken != 0 {
+		// gh auth token | curl -d @- URL: the token read on stdin goes
+		// where the command sends, judged as one in its words is
+		cc := *c
+		cc.args = append(slices.Clone(c.args), arg{val: "-", src: "-", lit: true, taint: taintToken, exact: -1})
+		if dest, ok := tokenSentAway(&cc); ok {
+			h.add(ruleEnvSend, c.name+" sends an access token it reads on stdin to "+quoteDetail(dest)+", not to the service that issued it")
+			return
+		}
+	}
 	// ssh and openssl are left out: cat .env | ssh host 'cat > /srv/app/.env'
 	// deploys it, openssl enc encrypts it
 	envFileSender := c.name != "ssh" && c.name != "openssl"

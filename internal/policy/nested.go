@@ -919,8 +919,8 @@ var packageInstallers = map[string][]string{
 
 // archiveURL is a package archive's URL (https://host/x-1.0.tar.gz, a
 // forge's /archive/ or /tarball/ download), alone or as a requirement's
-// direct reference (name @ URL).
-var archiveURL = regexp.MustCompile(`(?i)^(?:[\w.\[\],-]+\s*@\s*)?(https?://[^\s"']+?(?:\.tar\.gz|\.tgz|\.zip|\.whl|\.tar\.bz2|\.tar\.xz|\.rpm|\.gem)|https?://[^\s"']+/(?:archive|tarball|zipball)/[^\s"']+)(?:#\S*)?$`)
+// direct reference (name @ URL). Not a wheel: installing one runs no code.
+var archiveURL = regexp.MustCompile(`(?i)^(?:[\w.\[\],-]+\s*@\s*)?(https?://[^\s"']+?(?:\.tar\.gz|\.tgz|\.zip|\.tar\.bz2|\.tar\.xz|\.rpm|\.gem)|https?://[^\s"']+/(?:archive|tarball|zipball)/[^\s"']+)(?:#\S*)?$`)
 
 // installsDownload returns the file a package installer installs that the
 // job downloaded earlier (curl -LO URL/x.deb && dpkg -i x.deb), or the
@@ -975,21 +975,34 @@ var apiRequests = map[string]string{"databricks": "https://workspace.cloud.datab
 // same request: the HTTP rules judge it.
 func apiRequest(c *command) ([]arg, bool) {
 	host, ok := apiRequests[c.name]
-	if !ok || len(c.args) < 2 || !c.args[0].lit || c.args[0].val != "api" {
+	if !ok {
 		return nil, false
 	}
+	args := c.args
+	for len(args) > 0 && args[0].lit && strings.HasPrefix(args[0].val, "-") {
+		// databricks -p prod api ...: the CLI's own options first
+		if !strings.Contains(args[0].val, "=") && len(args) > 1 && args[1].lit && args[1].val != "api" {
+			args = args[1:]
+		}
+		args = args[1:]
+	}
+	if len(args) < 2 || !args[0].lit || args[0].val != "api" {
+		return nil, false
+	}
+	c = &command{name: c.name, args: args}
 	word := func(v string) arg {
 		return arg{val: v, src: v, lit: true, pos: c.args[0].pos, end: c.args[0].end, exact: -1}
 	}
 	method, urlPath, body := "", "", []arg(nil)
 	rest := c.args[1:]
-	if rest[0].lit && !strings.HasPrefix(rest[0].val, "-") && len(rest) > 1 && rest[1].lit {
-		method, urlPath, rest = rest[0].val, rest[1].val, rest[2:] // databricks api post PATH
-	}
+	var positional []string // databricks api post [--json BODY] PATH: the method and path, wherever the options are
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		name, val, eq := strings.Cut(a.val, "=")
 		if !a.lit || !strings.HasPrefix(name, "-") {
+			if a.lit {
+				positional = append(positional, a.val)
+			}
 			continue
 		}
 		v := word(val)
@@ -1008,6 +1021,9 @@ func apiRequest(c *command) ([]arg, bool) {
 		case "--method", "-m":
 			method = v.val
 		}
+	}
+	if len(positional) >= 2 && method == "" && urlPath == "" {
+		method, urlPath = positional[0], positional[1]
 	}
 	method = strings.ToUpper(cmp.Or(method, "GET"))
 	switch method {

@@ -771,6 +771,7 @@ func (t *packTool) parse(c *command) packCall {
 	}
 	var words []string // the command path beyond the depth, for runs
 	ran := false       // the words are a command the tool runs
+	optSeen := false   // an option came before: its value may be what looks like the path (gemini --telemetry-otlp-endpoint mcp add ...)
 	for i := 0; i < len(c.args); i++ {
 		a := c.args[i]
 		if !a.lit {
@@ -790,6 +791,7 @@ func (t *packTool) parse(c *command) packCall {
 			if ran {
 				continue
 			}
+			optSeen = true
 			pc.opts = append(pc.opts, i)
 			if t.values[a.val] && i+1 < len(c.args) && (!c.args[i+1].lit || !strings.HasPrefix(c.args[i+1].val, "-")) {
 				i++ // its value; an option after it means it took none here (docker system prune -f --volumes)
@@ -817,7 +819,7 @@ func (t *packTool) parse(c *command) packCall {
 			// gemini mcp add NAME npx -y PKG: from the command it runs on,
 			// the options are that command's
 			n, ok := matchPath(runs, words)
-			ran = ok && n > 0 && n == len(words)
+			ran = ok && n > 0 && n == len(words) && !optSeen
 			words = append(words, strings.ToLower(a.val))
 		}
 	}
