@@ -1714,6 +1714,11 @@ func (w *walker) packNest(c *command) {
 			} else if ok && n < len(pc.pathIdx) {
 				words := slices.Clone(c.args[pc.pathIdx[n]:])
 				words[0] = packageProgram(words[0])
+				if c.name == "apptainer" || c.name == "singularity" {
+					// apptainer exec -B $HOME:/w IMG rm -rf /w: the bound
+					// paths are the host's
+					words = hostPaths(words, apptainerBinds(c.args[:pc.pathIdx[n]]))
+				}
 				w.run(words, c.stdin, c.sp, joinVia(c.via, c.name), false)
 			} else if ok && n > 0 && n == len(pc.pathIdx) {
 				// npm exec --yes -- rm -rf DIR: the command follows --
@@ -1962,6 +1967,51 @@ type mount struct{ src, dst string }
 // dockerVolumes is where the engine keeps its named volumes: each child is
 // one volume's data.
 const dockerVolumes = "/var/lib/docker/volumes"
+
+// apptainerBinds reads the -B/--bind (SRC[:DST[:OPTS]], comma-separated)
+// and --mount type=bind options of an apptainer or singularity command.
+func apptainerBinds(args []arg) []mount {
+	var out []mount
+	for i, a := range args {
+		name, val, eq := strings.Cut(a.val, "=")
+		if !a.lit || name != "-B" && name != "--bind" && name != "--mount" {
+			continue
+		}
+		if !eq {
+			if i+1 >= len(args) {
+				break
+			}
+			val = args[i+1].val
+		}
+		if name == "--mount" {
+			var src, dst string
+			for kv := range strings.SplitSeq(val, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "src", "source":
+					src = v
+				case "dst", "destination", "target":
+					dst = v
+				}
+			}
+			if src != "" && strings.HasPrefix(dst, "/") {
+				out = append(out, mount{src: src, dst: strings.TrimSuffix(dst, "/")})
+			}
+			continue
+		}
+		for spec := range strings.SplitSeq(val, ",") {
+			parts := strings.Split(spec, ":")
+			src, dst := parts[0], parts[0]
+			if len(parts) > 1 {
+				dst = parts[1]
+			}
+			if src != "" && strings.HasPrefix(dst, "/") && dst != "/" {
+				out = append(out, mount{src: src, dst: strings.TrimSuffix(dst, "/")})
+			}
+		}
+	}
+	return out
+}
 
 // containerMounts reads the -v/--volume and --mount options of a docker
 // run: host paths as written, named volumes as their directory under

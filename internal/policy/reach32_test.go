@@ -263,6 +263,9 @@ func TestSession32Forms(t *testing.T) {
 		{`gh auth token | docker login ghcr.io -u x --password-stdin`, ""},
 		{`env -S 'rm\_-rf\_~'`, "rm-root"},
 		{`env -S 'NODE_ENV=test node --test'`, ""},
+		{`apptainer exec -B $HOME:/w tools.sif rm -rf /w`, "rm-root"},
+		{`apptainer exec --bind /home/u/.ssh:/keys tools.sif rm -rf /keys`, "paths:credential-destroy"},
+		{`apptainer exec -B ./data:/data tools.sif rm -rf /data/tmp`, ""},
 		// and false refusals mended
 		{`OPENAI_BASE_URL=https://acme.openai.azure.com/openai codex exec "list the TODOs"`, ""},
 		{`yarn config set checksumBehavior throw`, ""},
