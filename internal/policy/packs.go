@@ -1984,16 +1984,7 @@ func apptainerBinds(args []arg) []mount {
 			val = args[i+1].val
 		}
 		if name == "--mount" {
-			var src, dst string
-			for kv := range strings.SplitSeq(val, ",") {
-				k, v, _ := strings.Cut(kv, "=")
-				switch k {
-				case "src", "source":
-					src = v
-				case "dst", "destination", "target":
-					dst = v
-				}
-			}
+			src, dst := mountSpec(val)
 			if src != "" && strings.HasPrefix(dst, "/") {
 				out = append(out, mount{src: src, dst: strings.TrimSuffix(dst, "/")})
 			}
@@ -2011,6 +2002,21 @@ func apptainerBinds(args []arg) []mount {
 		}
 	}
 	return out
+}
+
+// mountSpec reads a --mount value (type=bind,src=/x,dst=/y): its source and
+// target.
+func mountSpec(v string) (src, dst string) {
+	for kv := range strings.SplitSeq(v, ",") {
+		k, val, _ := strings.Cut(kv, "=")
+		switch k {
+		case "source", "src":
+			src = val
+		case "target", "dst", "destination":
+			dst = val
+		}
+	}
+	return src, dst
 }
 
 // containerMounts reads the -v/--volume and --mount options of a docker
@@ -2053,17 +2059,7 @@ func containerMounts(opts []arg) []mount {
 			continue
 		}
 		if strings.Contains(v, "target=") || strings.Contains(v, "dst=") || strings.Contains(v, "destination=") || strings.Contains(v, "source=") || strings.Contains(v, "src=") {
-			var src, dst string
-			for _, kv := range strings.Split(v, ",") {
-				k, val, _ := strings.Cut(kv, "=")
-				switch k {
-				case "source", "src":
-					src = val
-				case "target", "dst", "destination":
-					dst = val
-				}
-			}
-			add(src, dst)
+			add(mountSpec(v))
 			continue
 		}
 		if len(v) > 2 && v[1] == ':' && (v[2] == '\\' || v[2] == '/') {
