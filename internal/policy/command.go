@@ -34,8 +34,10 @@ type command struct {
 	// account: the wrapper runs it as a named account that is not root
 	// (sudo -u www-data; runsAsAccount), and no wrapper after it escalates
 	account bool
-	// assigns are the NAME=VALUE words the wrappers before it set for it
-	// (env GOOSE_MODE=auto goose, env -S 'RAILS_ENV=test rake'), in order.
+	// assigns are what the wrappers before it do to its environment, in
+	// order: the NAME=VALUE words they set (env GOOSE_MODE=auto goose, env
+	// -S 'RAILS_ENV=test rake', sudo NAME=VALUE), and marks for what they
+	// clear, unset or leave unknown (see wrapperAssigns).
 	assigns []arg
 	// remote says it runs on another machine: the command of ssh HOST CMD,
 	// kubectl exec|debug ... -- CMD, salt TARGET cmd.run CMD.
@@ -834,8 +836,9 @@ func shellQuotes(s string) (open byte, bareExpansion bool) {
 // words lead the command.
 func unwrapEnv(args []arg) ([]arg, bool) { return unwrapEnvInto(args, nil) }
 
-// envCleared and envUnset mark, among a command's assigns, env -i (the
-// environment emptied) and env -u NAME (one variable removed).
+// envCleared, envUnset and envInjectedMark mark, among a command's
+// assigns, env -i (the environment emptied), env -u NAME (one variable
+// removed) and a runner that sets variables of its own.
 const (
 	envCleared      = "\x00clear"
 	envUnset        = "\x00unset="
