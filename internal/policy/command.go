@@ -831,11 +831,6 @@ func shellQuotes(s string) (open byte, bareExpansion bool) {
 	return open, bareExpansion
 }
 
-// unwrapEnv strips env's options and NAME=VALUE words. With -S (split
-// string) the string is split into words the way a shell would and those
-// words lead the command.
-func unwrapEnv(args []arg) ([]arg, bool) { return unwrapEnvInto(args, nil) }
-
 // envCleared, envUnset and envInjectedMark mark, among a command's
 // assigns, env -i (the environment emptied), env -u NAME (one variable
 // removed) and a runner that sets variables of its own.
@@ -845,16 +840,18 @@ const (
 	envInjectedMark = "\x00injected" // railway run, sudo: the runner sets variables of its own
 )
 
-// unwrapEnvInto is unwrapEnv that adds the assignments it strips to
-// assigns, when not nil, and the variables it clears or removes.
+// unwrapEnvInto strips env's options and NAME=VALUE words, adding to
+// assigns, when not nil, the assignments it strips and the variables it
+// clears or removes. With -S (split string) the string is split into
+// words the way a shell would and those words lead the command.
 func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
 	if assigns != nil {
 		for _, o := range opts {
-			switch {
-			case o.name == "i" || o.name == "ignore-environment" || o.name == "":
+			switch o.name {
+			case "i", "ignore-environment", "":
 				*assigns = append(*assigns, arg{val: envCleared, lit: true}) // env -i, env -: an empty environment
-			case o.name == "u" || o.name == "unset":
+			case "u", "unset":
 				*assigns = append(*assigns, arg{val: envUnset + o.value.val, lit: o.value.lit})
 			}
 		}
