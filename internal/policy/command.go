@@ -848,10 +848,10 @@ func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 	rest, opts := skipOptions(args, optSpec{short: "uCSP", long: []string{"unset", "chdir", "split-string"}})
 	if assigns != nil {
 		for _, o := range opts {
-			switch o.name {
-			case "i", "ignore-environment", "":
-				*assigns = append(*assigns, arg{val: envCleared, lit: true}) // env -i, env -: an empty environment
-			case "u", "unset":
+			switch {
+			case o.name == "i" || o.name == "" || len(o.name) >= 2 && strings.HasPrefix("ignore-environment", o.name):
+				*assigns = append(*assigns, arg{val: envCleared, lit: true}) // env -i, env -, --ignore-e: an empty environment
+			case o.name == "u" || len(o.name) >= 2 && strings.HasPrefix("unset", o.name):
 				*assigns = append(*assigns, arg{val: envUnset + o.value.val, lit: o.value.lit})
 			}
 		}
@@ -864,7 +864,9 @@ func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 			rest = rest[1:]
 		}
 	}
-	stripAssigns()
+	if !slices.ContainsFunc(opts, func(o option) bool { return o.name == "S" || o.name == "split-string" }) {
+		stripAssigns()
+	}
 	for _, o := range opts {
 		if o.name == "C" || o.name == "chdir" {
 			// env -C DIR COMMAND runs COMMAND in DIR: a directory this
@@ -961,7 +963,7 @@ func workdirRelative(src string) (string, bool) {
 var modulePrograms = map[string]string{
 	"pip": "pip", "pip3": "pip", "pipx": "pipx", "twine": "twine", "awscli": "aws", "poetry": "poetry",
 	"pdm": "pdm", "hatch": "hatch", "conda": "conda", "uv": "uv", "mlflow": "mlflow", "wandb": "wandb",
-	"airflow": "airflow", "celery": "celery", "sqlite3": "sqlite3", "dbt": "dbt",
+	"airflow": "airflow", "celery": "celery", "django": "django-admin", "sqlite3": "sqlite3", "dbt": "dbt",
 	"pre_commit": "pre-commit", "build": "pyproject-build", "ansible": "ansible", "huggingface_hub": "huggingface-cli",
 }
 
@@ -994,6 +996,9 @@ func moduleProgram(name string, args []arg) (arg, []arg, bool) {
 		prog, ok := modulePrograms[mod]
 		if !ok {
 			return arg{}, nil, false
+		}
+		if mod == "django" && len(rest) > 0 && rest[0].val == "shell" {
+			return arg{}, nil, false // python -m django shell -c CODE: Python code, judged as python's
 		}
 		return arg{val: prog, src: a.src, lit: true, pos: a.pos, end: a.end, exact: -1}, rest, true
 	}

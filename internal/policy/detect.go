@@ -110,10 +110,6 @@ type frame struct {
 	base   int // offset in parent.src where src begins verbatim, or -1
 	anchor int // offset in parent.src of the word that holds src
 	depth  int
-	// captured says what the script prints does not reach the job's
-	// output: it is a configuration's command another program runs and
-	// reads the output of (see command.captured).
-	captured bool
 }
 
 // child returns the frame of a script nested in f, read in f's dialect.
@@ -215,9 +211,6 @@ func (d *detector) script(f *frame, e *env, cond int, in stream) {
 			d.secondary++
 		}
 		w := &walker{d: d, f: f, tree: t.shell, env: envs[i], cond: cond, argsCond: cond}
-		if f.captured {
-			w.captured = 1
-		}
 		w.stmts(t.file.Stmts, in)
 		if i > 0 {
 			d.secondary--

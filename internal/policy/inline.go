@@ -556,13 +556,29 @@ func objectMethod(masked string, at int) bool {
 		switch {
 		case strings.HasPrefix(rest, ".") && !strings.HasPrefix(rest, ".."):
 		case strings.HasPrefix(rest, "=") && !strings.HasPrefix(rest, "==") && !strings.HasPrefix(rest, "=~") && !assigned &&
-			databaseConnect.MatchString(rest[1:]):
+			connectAlone(rest[1:]):
 			assigned = true
 		default:
 			return false // conn &&= Kernel, |conn|, a, conn = ...: it may hold anything
 		}
 	}
 	return assigned
+}
+
+// connectAlone reports an assigned value that is a database connection
+// and nothing else: the call, then the end of the statement (not
+// PG.connect(...) rescue Kernel, || Kernel, .then { Kernel }).
+func connectAlone(v string) bool {
+	loc := databaseConnect.FindStringIndex(v)
+	if loc == nil {
+		return false
+	}
+	end := loc[1]
+	if j := end + len(v[end:]) - len(strings.TrimLeft(v[end:], " \t")); j < len(v) && v[j] == '(' {
+		end = matchParen(v, j)
+	}
+	rest := strings.TrimLeft(v[end:], " \t")
+	return rest == "" || rest[0] == ';' || rest[0] == '\n'
 }
 
 // databaseConnect is a Ruby database driver's connection, opened: what a

@@ -109,6 +109,10 @@ func sdkDestroyMethod(name string) bool {
 // duckdb's :memory:, or duckdb.connect() with no file.
 var scratchDatabase = regexp.MustCompile(`\bconnect\(\s*(?:["']:memory:["'])?\s*\)`)
 
+// anyConnect is any call that may open a database: connect, Connect,
+// Connection, create_engine, open_database.
+var anyConnect = regexp.MustCompile(`(?i)(connect|connection|engine|open_database|database)\w*\s*\(`)
+
 // sdkCalls judges code that loads a client library of a cloud, cluster,
 // forge or data store: a call of a method in the destroying-verb class
 // (s3.delete_bucket(...), bucket.objects.all().delete(),
@@ -150,7 +154,8 @@ func (w *walker) sdkCalls(l lang, f *frame, masked string, lits []codeLit) {
 		w.d.add(f, ruleInlineCode, "sets a lifecycle rule that deletes every object within a day", "", span{loc[0], loc[1]})
 		return
 	}
-	if scratchDatabase.MatchString(f.src) && !strings.Contains(scratchDatabase.ReplaceAllString(f.src, ""), "connect(") {
+	if n := len(scratchDatabase.FindAllStringIndex(f.src, -1)); n > 0 && n == len(anyConnect.FindAllStringIndex(f.src, -1)) &&
+		!strings.Contains(strings.ToUpper(f.src), "ATTACH") {
 		return // sqlite3.connect(":memory:"): the code's only database is its own scratch
 	}
 	for _, lit := range lits {

@@ -499,8 +499,8 @@ func matchEnvSend(c *command, h *hits) {
 			return
 		}
 		paths := readPaths(a)[1:] // @FILE, file://FILE: a file the script wrote the environment to
-		if i > 0 && a.lit && slices.Contains([]string{"-T", "--upload-file", "--post-file", "--body-file"}, c.args[i-1].val) {
-			paths = append(paths, a) // curl -T FILE, wget --post-file FILE
+		if f, ok := uploadedFile(c.args, i); ok {
+			paths = append(paths, f) // curl -T FILE, curl -sT FILE, curl -TFILE, wget --post-file FILE
 		}
 		for _, p := range paths {
 			if f, ok := c.files[fileKey(p.val)]; ok && f.s.taint&taintSecret != 0 {
@@ -904,6 +904,32 @@ func readPaths(a arg) []arg {
 		}
 	}
 	return out
+}
+
+// uploadedFile returns the file args[i] names when it is the value of an
+// upload option: -T FILE (alone or last in a cluster, -sT FILE), -TFILE,
+// --upload-file FILE, --post-file FILE, --body-file FILE.
+func uploadedFile(args []arg, i int) (arg, bool) {
+	a := args[i]
+	if !a.lit {
+		return arg{}, false
+	}
+	if strings.HasPrefix(a.val, "-T") && len(a.val) > 2 {
+		f := a
+		f.val = a.val[2:]
+		return f, true
+	}
+	if i == 0 || !args[i-1].lit {
+		return arg{}, false
+	}
+	prev := args[i-1].val
+	switch {
+	case prev == "--upload-file" || prev == "--post-file" || prev == "--body-file":
+		return a, true
+	case len(prev) > 1 && prev[0] == '-' && prev[1] != '-' && strings.HasSuffix(prev, "T"):
+		return a, true
+	}
+	return arg{}, false
 }
 
 // formFileField reports an HTTPie-style form file field, NAME@/path

@@ -675,10 +675,18 @@ func sambaToolReadOnly(c *command) bool {
 	if len(ops) == 0 {
 		return false
 	}
-	if slices.ContainsFunc(c.args, func(a arg) bool {
-		return strings.HasPrefix(a.val, "--attributes") && sambaSecretAttr.MatchString(a.val) || a.val == "-s" || strings.HasPrefix(a.val, "--configfile")
-	}) {
-		return false // user show --attributes=unicodePwd: the hashes, read from the database as root
+	for i, a := range c.args {
+		if a.val == "-s" || strings.HasPrefix(a.val, "--configfile") {
+			return false
+		}
+		if name, val, eq := strings.Cut(a.val, "="); strings.HasPrefix(name, "--attr") {
+			if !eq && i+1 < len(c.args) {
+				val = c.args[i+1].val
+			}
+			if sambaSecretAttr.MatchString(val) {
+				return false // user show --attributes=unicodePwd: the hashes, read from the database as root
+			}
+		}
 	}
 	if ops[0] == "dbcheck" {
 		return noneOf(c, "fix", "yes")

@@ -422,7 +422,6 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 			parent = src.f
 		}
 		f := parent.child(text, via, base, src.anchor)
-		f.captured = w.unseen > 0 || w.f.captured
 		switch l {
 		case langShell:
 			f.shell = w.scriptShell(c)
@@ -919,8 +918,9 @@ var packageInstallers = map[string][]string{
 
 // archiveURL is a package archive's URL (https://host/x-1.0.tar.gz, a
 // forge's /archive/ or /tarball/ download), alone or as a requirement's
-// direct reference (name @ URL). Not a wheel: installing one runs no code.
-var archiveURL = regexp.MustCompile(`(?i)^(?:[\w.\[\],-]+\s*@\s*)?(https?://[^\s"']+?(?:\.tar\.gz|\.tgz|\.zip|\.tar\.bz2|\.tar\.xz|\.rpm|\.gem)|https?://[^\s"']+/(?:archive|tarball|zipball)/[^\s"']+)(?:#\S*)?$`)
+// direct reference (name @ URL). A wheel too: its .pth files run at every
+// start of Python.
+var archiveURL = regexp.MustCompile(`(?i)^(?:[\w.\[\],-]+\s*@\s*)?(https?://[^\s"']+?(?:\.tar\.gz|\.tgz|\.zip|\.whl|\.tar\.bz2|\.tar\.xz|\.rpm|\.gem)|https?://[^\s"']+/(?:archive|tarball|zipball)/[^\s"']+)(?:#\S*)?$`)
 
 // installsDownload returns the file a package installer installs that the
 // job downloaded earlier (curl -LO URL/x.deb && dpkg -i x.deb), or the
@@ -980,8 +980,8 @@ func apiRequest(c *command) ([]arg, bool) {
 	}
 	args := c.args
 	for len(args) > 0 && args[0].lit && strings.HasPrefix(args[0].val, "-") {
-		// databricks -p prod api ...: the CLI's own options first
-		if !strings.Contains(args[0].val, "=") && len(args) > 1 && args[1].lit && args[1].val != "api" {
+		// databricks --debug -p prod api ...: the CLI's own options first
+		if !strings.Contains(args[0].val, "=") && len(args) > 1 && args[1].lit && args[1].val != "api" && !strings.HasPrefix(args[1].val, "-") {
 			args = args[1:]
 		}
 		args = args[1:]

@@ -139,10 +139,6 @@ type packTool struct {
 	// {env:HOME} is $HOME).
 	ScriptSubst [][]string `yaml:"script_subst"`
 	scriptSubst []scriptSubst
-	// ScriptUnseen says what ScriptRe's scripts print does not reach the
-	// job's output: another program runs them later and reads it (an
-	// agent's apiKeyHelper, an MCP server).
-	ScriptUnseen bool `yaml:"script_unseen"`
 	// Lang is the language of the Script options' values when it is not
 	// the shell's: ruby (rake -e), python, perl, node, php, lua or awk.
 	Lang     string `yaml:"lang"`
@@ -791,7 +787,7 @@ func (t *packTool) parse(c *command) packCall {
 			if ran {
 				continue
 			}
-			optSeen = true
+			optSeen = optSeen || len(words) == 0 // before the path: its value may be the path's first word
 			pc.opts = append(pc.opts, i)
 			if t.values[a.val] && i+1 < len(c.args) && (!c.args[i+1].lit || !strings.HasPrefix(c.args[i+1].val, "-")) {
 				i++ // its value; an option after it means it took none here (docker system prune -f --volumes)
@@ -1328,6 +1324,8 @@ func envOverridden(c *command, name string, re *textRe) bool {
 			if !a.lit || !re.MatchString(val) {
 				return true
 			}
+		case eq && databaseVar.MatchString(opt):
+			return true // rake db:drop DATABASE_URL=postgres://prod/...: the database the argument names
 		}
 	}
 	return false
@@ -2152,13 +2150,7 @@ func (t *packTool) runScript(w *walker, c *command, a arg, via string) {
 		}
 		s := a
 		s.val, s.exact = script, -1
-		if t.ScriptUnseen {
-			w.unseen++
-		}
 		w.runCode(c, t.lang, argCode(s), via, c.sp, nil, false) // a recipe's language: shell unless the tool says (rake's Rakefile is Ruby)
-		if t.ScriptUnseen {
-			w.unseen--
-		}
 	}
 }
 

@@ -232,8 +232,8 @@ func countsLines(c *command) bool {
 	switch c.name {
 	case "wc":
 		return !slices.ContainsFunc(c.args, func(a arg) bool {
-			name, _, _ := strings.Cut(a.val, "=")
-			return !a.lit || len(name) > 3 && strings.HasPrefix("--files0-from", name) // --files0=- prints what it reads, as names
+			// --files0-from=- and its abbreviations print what they read, as names
+			return !a.lit || strings.HasPrefix(a.val, "--") && !slices.Contains([]string{"--bytes", "--chars", "--lines", "--words"}, a.val)
 		})
 	case "grep", "egrep", "fgrep":
 		_, opts := operands(c.args, optSpec{short: "efmABCd", long: []string{"regexp", "file", "max-count", "after-context",

@@ -36,9 +36,6 @@ type walker struct {
 	// a command other than a printer, or into a pipe to a command that
 	// reads a credential on stdin (see command.captured).
 	captured int
-	// unseen > 0: the scripts it runs now are a configuration's commands
-	// another program runs and reads the output of (script_unseen)
-	unseen int
 	// pipe is the text of the pipeline being walked, if any
 	pipe string
 	// inDecl > 0: walking a function's body at its definition, with its
@@ -386,7 +383,14 @@ var jqFieldPath = regexp.MustCompile(`^\.[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
 
 // hashes are the programs that print a digest of what they read.
 var hashes = map[string]bool{"sha256sum": true, "sha1sum": true, "sha512sum": true, "sha224sum": true, "sha384sum": true,
-	"md5sum": true, "b2sum": true, "shasum": true, "cksum": true, "md5": true}
+	"md5sum": true, "b2sum": true, "shasum": true, "cksum": true}
+
+// stdinLogins are the programs whose --password-stdin, --with-token or
+// --with-api-key reads a credential from their input and prints nothing
+// of it.
+var stdinLogins = map[string]bool{"docker": true, "podman": true, "nerdctl": true, "buildah": true, "skopeo": true, "helm": true,
+	"oras": true, "crane": true, "regctl": true, "gh": true, "glab": true, "codex": true, "cosign": true, "flux": true,
+	"finch": true, "limactl": true, "npm": true, "vault": true, "aws": true, "kubectl": true}
 
 // readsCredential reports a pipeline stage that reads a credential on its
 // standard input (docker login --password-stdin, gh auth login
@@ -400,23 +404,28 @@ func readsCredential(s *syntax.Stmt) bool {
 	for i, word := range ce.Args {
 		lits[i] = word.Lit()
 	}
-	if len(lits) == 0 || shells[path.Base(lits[0])] || interpreterLang(path.Base(lits[0])) != langShell || printsArgs[path.Base(lits[0])] ||
-		slices.Contains([]string{"cat", "tee", "printenv", "env", "xargs", "command", "exec", "eval", "sudo"}, path.Base(lits[0])) {
-		return false // sh -c 'cat' --with-api-key: the word is only $0
+	if len(lits) == 0 || slices.Contains(lits, "") {
+		return false // a word built at run time or quoted: 'sh' -c 'cat' --with-api-key
 	}
-	for _, v := range lits[1:] {
-		if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token" || v == "--with-api-key") {
-			return true
+	if stdinLogins[path.Base(lits[0])] {
+		for _, v := range lits[1:] {
+			if strings.HasPrefix(v, "--") && (strings.HasSuffix(v, "-stdin") || v == "--with-token" || v == "--with-api-key") {
+				return true // docker login --password-stdin, gh auth login --with-token
+			}
 		}
 	}
 	switch {
-	case hashes[lits[0]] || lits[0] == "wc" && !slices.ContainsFunc(lits, func(v string) bool { return strings.HasPrefix(v, "--f") }):
-		return true // sha256sum, wc -c: what it prints is not what it reads
+	case hashes[lits[0]] && !slices.ContainsFunc(lits[1:], func(v string) bool { return v != "-" && v != "-b" && v != "--binary" && v != "-t" && v != "--text" }):
+		return true // sha256sum: what it prints is a digest of what it reads (not -c, which prints the lines)
+	case lits[0] == "wc" && !slices.ContainsFunc(lits[1:], func(v string) bool { return strings.HasPrefix(v, "--") && !slices.Contains([]string{"--bytes", "--chars", "--lines", "--words"}, v) }):
+		return true // wc -c: a count (not --files0-from=- or an abbreviation of it)
 	case len(lits) >= 3 && (lits[0] == "kubectl" || lits[0] == "oc") && lits[1] == "create" && lits[2] == "secret" &&
-		slices.ContainsFunc(lits, func(v string) bool {
-			return v == "--from-file=/dev/stdin" || v == "--from-env-file=/dev/stdin" || strings.HasSuffix(v, "=/dev/stdin")
+		slices.ContainsFunc(lits, func(v string) bool { return strings.HasSuffix(v, "=/dev/stdin") }) &&
+		!slices.ContainsFunc(lits, func(v string) bool {
+			return strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "--output") || strings.HasPrefix(v, "-v") || strings.HasPrefix(v, "--v") ||
+				strings.HasPrefix(v, "-s") || strings.HasPrefix(v, "--server") || strings.HasPrefix(v, "--dry-run")
 		}):
-		return true // kubectl create secret generic x --from-file=key=/dev/stdin
+		return true // kubectl create secret generic x --from-file=key=/dev/stdin, printing nothing of it
 	case slices.Contains(lits, "--data-file=-"), dataFileStdin(lits):
 		return true // gcloud secrets versions add NAME --data-file=-
 	case len(lits) >= 4 && (lits[0] == "docker" || lits[0] == "podman") && lits[1] == "secret" && lits[2] == "create" && lits[len(lits)-1] == "-":
