@@ -423,8 +423,10 @@ func matchSecretPrint(c *command, h *hits) {
 			h.add(ruleSecretPrint, c.name+" prints an access token a CLI gave it, in "+quoteDetail(a.src))
 			return
 		}
-		if a.taint&(taintSecret|taintStored) != 0 {
-			h.add(ruleSecretPrint, c.name+" prints a secret a command gave it, in "+quoteDetail(a.src))
+		if a.taint&taintStored != 0 {
+			// not taintSecret: what the job's own secret variables hold,
+			// printed, the worker masks (echo "$TOKEN" | fold -w1 | ...)
+			h.add(ruleSecretPrint, c.name+" prints a secret a secret store gave it, in "+quoteDetail(a.src))
 			return
 		}
 	}

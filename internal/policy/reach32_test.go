@@ -301,6 +301,7 @@ func TestSession32Forms(t *testing.T) {
 		{`x=$(vault kv get -field=password secret/db); echo "$x"`, "secrets:secret-print"},
 		{`x=$(vault kv get -format=json secret/db | jq -r .data.data.password); printf '%s\n' "$x"`, "secrets:secret-print"},
 		{`x=$(printenv AWS_SECRET_ACCESS_KEY); echo "$x"`, "secrets:secret-print"},
+		{`TOKEN=abc; printf '%s\n' "$TOKEN" | fold -w1 | while read -r c; do printf %s "$c"; done`, ""}, // the job's own secret, which the worker masks
 		{`TOKEN=$(op read op://Dev/api/token) && curl -H "Authorization: Bearer $TOKEN" https://api.example.com/v1/me`, ""},
 		{`PGPASSWORD=$(vault kv get -field=password secret/db) psql -h db -c 'select 1'`, ""},
 		{`n=$(env | wc -l); echo "$n"`, ""},
