@@ -852,7 +852,7 @@ func unwrapEnvInto(args []arg, assigns *[]arg) ([]arg, bool) {
 			case o.name == "i" || o.name == "" || len(o.name) >= 2 && strings.HasPrefix("ignore-environment", o.name):
 				*assigns = append(*assigns, arg{val: envCleared, lit: true}) // env -i, env -, --ignore-e: an empty environment
 			case o.name == "u" || len(o.name) >= 2 && strings.HasPrefix("unset", o.name):
-				*assigns = append(*assigns, arg{val: envUnset + o.value.val, lit: o.value.lit})
+				*assigns = append(*assigns, arg{val: envUnset + o.value.val, src: envUnset + o.value.src, lit: o.value.lit})
 			}
 		}
 	}

@@ -524,17 +524,15 @@ func wrapperAssigns(vars map[string]value, assigns []arg) {
 		case word == envCleared:
 			clear(vars)
 			continue
-		case word == envInjectedMark:
+		case word == envInjectedMark, strings.HasPrefix(word, envUnset) && !a.lit:
+			// railway run: the runner's own values; env -u "$X": any of
+			// them may be gone
 			for k := range vars {
 				vars[k] = value{unknown: true}
 			}
 			continue
 		case strings.HasPrefix(word, envUnset):
-			if name := strings.TrimPrefix(word, envUnset); a.lit {
-				delete(vars, name)
-			} else {
-				clear(vars) // env -u "$X": any of them
-			}
+			delete(vars, strings.TrimPrefix(word, envUnset))
 			continue
 		}
 		name, val, ok := strings.Cut(word, "=")
