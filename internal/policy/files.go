@@ -496,9 +496,10 @@ func archiveOperands(c *command) (arg, []arg) {
 			ins = append(ins, a)
 		case name == "tar" && strings.HasPrefix(v, "--file="):
 			out = arg{val: strings.TrimPrefix(v, "--file="), lit: true, pos: a.pos, end: a.end, exact: -1}
-		case name == "tar" && (v == "--file" || (i == 0 || strings.HasPrefix(v, "-")) && !strings.HasPrefix(v, "--") && strings.HasSuffix(v, "f") && strings.Trim(strings.TrimPrefix(v, "-"), "cvzjJaPpf") == ""):
+		case name == "tar" && (v == "--file" || strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.HasSuffix(v, "f") && strings.Trim(v[1:], "cvzjJaPpf") == "" ||
+			i == 0 && strings.Contains(v, "f") && strings.Trim(v, "cvzjJaPpf") == ""):
 			if i+1 < len(c.args) {
-				out = c.args[i+1] // -czf FILE, czf FILE: f's value is the next word
+				out = c.args[i+1] // -czf FILE; czf FILE and cfz FILE (the old style: f's value is the next word)
 				i++
 			}
 		case strings.HasPrefix(v, "-"):

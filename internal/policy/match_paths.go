@@ -1667,12 +1667,11 @@ func countsOnly(s *syntax.Stmt) bool {
 	if call.Args[0].Lit() != "wc" {
 		return false
 	}
-	for _, a := range call.Args[1:] {
-		if strings.HasPrefix(a.Lit(), "--files0-from") || a.Lit() == "" {
-			return false // --files0-from=- prints what it reads, as names
-		}
+	words := make([]string, len(call.Args)-1)
+	for i, a := range call.Args[1:] {
+		words[i] = a.Lit()
 	}
-	return true
+	return wcCounts(words)
 }
 
 // ruleApprovalConfig is the agents pack's rule for an agent's approvals

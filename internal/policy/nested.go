@@ -404,10 +404,7 @@ func (w *walker) runCode(c *command, l lang, src code, via string, sp span, para
 		// the home directory the shell expanded into an interpreter's code
 		// is a path there, written ~ for the detector's path rules
 		for i, t := range texts {
-			if src.home {
-				t = strings.ReplaceAll(t, "$HOME", "~")
-			}
-			if t = strings.ReplaceAll(t, homeMarker, "~"); t != texts[i] {
+			if t = homeInCode(t, src.home); t != texts[i] {
 				texts[i], src.base = t, -1
 			}
 		}
@@ -843,6 +840,20 @@ func (w *walker) destroyPlan(c *command) {
 	}
 }
 
+// homeInCode writes the home directory the shell expanded into an
+// interpreter's code as ~, the path the detector's rules read: the
+// marker, and $HOME and ${HOME} too when the text's $HOME is the
+// expansion's (a heredoc, or codeText's spelling of the marker).
+func homeInCode(text string, dollar bool) string {
+	if dollar {
+		return dollarHome.Replace(text)
+	}
+	return strings.ReplaceAll(text, homeMarker, "~")
+}
+
+// dollarHome writes the marker, $HOME and ${HOME} as ~.
+var dollarHome = strings.NewReplacer(homeMarker, "~", "${HOME}", "~", "$HOME", "~")
+
 // localURL is a URL of this machine: what it serves is the job's own.
 var localURL = regexp.MustCompile(`(?i)^https?://(localhost|127\.0\.0\.1|\[::1\])([:/]|$)`)
 
@@ -989,12 +1000,11 @@ func apiRequest(c *command) ([]arg, bool) {
 	if len(args) < 2 || !args[0].lit || args[0].val != "api" {
 		return nil, false
 	}
-	c = &command{name: c.name, args: args}
 	word := func(v string) arg {
-		return arg{val: v, src: v, lit: true, pos: c.args[0].pos, end: c.args[0].end, exact: -1}
+		return arg{val: v, src: v, lit: true, pos: args[0].pos, end: args[0].end, exact: -1}
 	}
 	method, urlPath, body := "", "", []arg(nil)
-	rest := c.args[1:]
+	rest := args[1:]
 	var positional []string // databricks api post [--json BODY] PATH: the method and path, wherever the options are
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]

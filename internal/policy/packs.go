@@ -1842,7 +1842,6 @@ func (w *walker) cmdletBlocks(c *command) {
 	}
 }
 
-// imagePrograms names the program of images whose name is not it.
 // packagePrograms are the programs of packages a package runner (npx,
 // pnpm dlx, bunx) runs by the package's name when it is not the
 // program's.
@@ -1878,6 +1877,7 @@ func packageProgram(a arg) arg {
 	return a
 }
 
+// imagePrograms names the program of images whose name is not it.
 var imagePrograms = map[string]string{"aws-cli": "aws", "azure-cli": "az", "cloud-sdk": "gcloud", "google-cloud-cli": "gcloud"}
 
 // runImage judges the command a container run of the image c.args[i]
@@ -2171,9 +2171,6 @@ func (t *packTool) unfoldedScripts(w *walker, c *command) {
 	}
 }
 
-// stdinHome writes the home directory as ~ in code an interpreter reads.
-var stdinHome = strings.NewReplacer(homeMarker, "~", "${HOME}", "~", "$HOME", "~")
-
 // withHomePaths returns c with each code argument that joins the home
 // directory with literal parts (File.join(Dir.home, ".ssh", "id_rsa"))
 // added as the path it makes (~/.ssh/id_rsa), for the paths pack's rules.
@@ -2187,14 +2184,14 @@ func withHomePaths(c *command) *command {
 			if strings.Contains(a.val, homeMarker) && interpreterLang(c.name) != langShell {
 				// python3 -c "shutil.rmtree('$HOME/Documents')": the shell
 				// put the home directory into the code, a path there
-				extra = append(extra, arg{val: strings.ReplaceAll(a.val, homeMarker, "~"), lit: true, exact: -1})
+				extra = append(extra, arg{val: homeInCode(a.val, false), lit: true, exact: -1})
 			}
 		}
 	}
 	if c.stdin.known && interpreterLang(c.name) != langShell {
 		// python3 - <<EOF with $HOME in it: the shell's expansion, or
 		// os.path.expandvars's
-		if t := stdinHome.Replace(c.stdin.text); t != c.stdin.text {
+		if t := homeInCode(c.stdin.text, true); t != c.stdin.text {
 			extra = append(extra, arg{val: t, lit: true, exact: -1})
 		}
 	}

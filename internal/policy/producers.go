@@ -231,16 +231,28 @@ func produce(c *command) stream {
 func countsLines(c *command) bool {
 	switch c.name {
 	case "wc":
-		return !slices.ContainsFunc(c.args, func(a arg) bool {
-			// --files0-from=- and its abbreviations print what they read, as names
-			return !a.lit || strings.HasPrefix(a.val, "--") && !slices.Contains([]string{"--bytes", "--chars", "--lines", "--words"}, a.val)
-		})
+		words := make([]string, len(c.args))
+		for i, a := range c.args {
+			if a.lit {
+				words[i] = a.val
+			}
+		}
+		return wcCounts(words)
 	case "grep", "egrep", "fgrep":
 		_, opts := operands(c.args, optSpec{short: "efmABCd", long: []string{"regexp", "file", "max-count", "after-context",
 			"before-context", "context", "devices", "directories", "exclude", "include", "exclude-dir", "label", "binary-files", "color", "colour"}})
 		return hasOpt(opts, "c", "count") // -e -c: a pattern, not a count
 	}
 	return false
+}
+
+// wcCounts reports wc's words (its arguments; "" for one not known) that
+// make it print counts only: not --files0-from=- or an abbreviation of it
+// (--f=-), which prints what it reads as file names.
+func wcCounts(words []string) bool {
+	return !slices.ContainsFunc(words, func(v string) bool {
+		return v == "" || strings.HasPrefix(v, "--") && !slices.Contains([]string{"--bytes", "--chars", "--lines", "--words", "--max-line-length"}, v)
+	})
 }
 
 // printsFlushSQL reports Django's sqlflush, which prints the statements

@@ -417,10 +417,8 @@ func readsCredential(s *syntax.Stmt) bool {
 	switch {
 	case hashes[lits[0]] && !slices.ContainsFunc(lits[1:], func(v string) bool { return v != "-" && v != "-b" && v != "--binary" && v != "-t" && v != "--text" }):
 		return true // sha256sum: what it prints is a digest of what it reads (not -c, which prints the lines)
-	case lits[0] == "wc" && !slices.ContainsFunc(lits[1:], func(v string) bool {
-		return strings.HasPrefix(v, "--") && !slices.Contains([]string{"--bytes", "--chars", "--lines", "--words"}, v)
-	}):
-		return true // wc -c: a count (not --files0-from=- or an abbreviation of it)
+	case lits[0] == "wc" && wcCounts(lits[1:]):
+		return true // wc -c: a count
 	case len(lits) >= 3 && (lits[0] == "kubectl" || lits[0] == "oc") && lits[1] == "create" && lits[2] == "secret" &&
 		slices.ContainsFunc(lits, func(v string) bool { return strings.HasSuffix(v, "=/dev/stdin") }) &&
 		!slices.ContainsFunc(lits, func(v string) bool {
